@@ -1,0 +1,36 @@
+package fakeapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/fleetd/fleetd/fakeapi"
+)
+
+func ExampleServer() {
+	s := fakeapi.New(fakeapi.Config{})
+	if err := s.Start(context.Background()); err != nil {
+		panic(err)
+	}
+	defer s.Close()
+
+	body := `{"model":"claude-test","max_tokens":100,"messages":[{"role":"user","content":"please reply with PINEAPPLE"}]}`
+	resp, err := http.Post(s.URL()+"/v1/messages", "application/json", strings.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	var msg struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&msg)
+
+	fmt.Println(msg.Content[0].Text)
+	fmt.Println(s.Requests()[0].Prompt)
+	// Output:
+	// ECHO: please reply with PINEAPPLE
+	// please reply with PINEAPPLE
+}
