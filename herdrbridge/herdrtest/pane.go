@@ -1,0 +1,317 @@
+package herdrtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+type pane struct {
+	id, terminalID string
+	tab            *tab
+	cwd            string
+	name           string // agent name, when given one
+	cmd            *exec.Cmd
+	ptmx           *os.File
+	term           *terminal
+	inputs         []InputWrite
+	wmu            sync.Mutex    // orders PTY writes together with their record
+	exited         chan struct{} // closed once the process is reaped and removed
+	closing        bool          // killed by pane.close or Close: no pane_exited
+	gone           bool          // removed from the layout
+
+	detected  string // agent named by the foreground process
+	hook      *hookReport
+	lastSeq   map[string]uint64 // last accepted report seq per source
+	state     string            // internal: idle, working, blocked, unknown
+	seen      bool
+	stateSeq  uint64
+	idleVotes int
+}
+
+type hookReport struct {
+	source, agent, state string
+}
+
+// agent is the effective agent label: a hook authority's, else detection's.
+func (p *pane) agent() string {
+	if p.hook != nil {
+		return p.hook.agent
+	}
+	return p.detected
+}
+
+// isAgent is herdr's is_agent_terminal: detected, hook-labelled or named.
+func (p *pane) isAgent() bool { return p.agent() != "" || p.name != "" }
+
+// InputWrite is one write herdr made into a pane's PTY, in order, so tests
+// can check both what a program was sent and how it was chunked.
+type InputWrite struct {
+	At   time.Time
+	Data []byte
+}
+
+// PaneSpec describes a pane created directly through the Go API, running
+// Argv instead of the shell.
+type PaneSpec struct {
+	Argv []string
+	Env  map[string]string
+	Cwd  string
+	// Name is the agent name (agent.get/prompt accept it as a target).
+	Name string
+	// WorkspaceID places the pane in that workspace's active tab; empty
+	// means the focused workspace, or a new workspace when there is none.
+	WorkspaceID string
+}
+
+// Pane identifies a pane created by SpawnPane.
+type Pane struct {
+	ID, WorkspaceID, TabID, TerminalID string
+	PID                                int
+}
+
+// SpawnPane creates a pane running spec.Argv in a PTY, with the same
+// environment rules and events as pane.split (or workspace.create when it
+// makes the first workspace). It is how tests and the demo start a
+// program without typing it into a shell.
+func (s *Server) SpawnPane(ctx context.Context, spec PaneSpec) (Pane, error) {
+	if len(spec.Argv) == 0 {
+		return Pane{}, errors.New("herdrtest: SpawnPane needs Argv")
+	}
+	if err := ctx.Err(); err != nil {
+		return Pane{}, err
+	}
+	if e := checkEnv(spec.Env); e != nil {
+		return Pane{}, e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t *tab
+	switch {
+	case spec.WorkspaceID != "":
+		ws := s.workspaceLocked(spec.WorkspaceID)
+		if ws == nil {
+			return Pane{}, errf("workspace_not_found", "workspace %s not found", spec.WorkspaceID)
+		}
+		t = ws.activeTab
+	case s.focusedWS != nil:
+		t = s.focusedWS.activeTab
+	}
+	var p *pane
+	var err error
+	if t == nil {
+		ws, nt := s.newWorkspaceLocked("")
+		if p, err = s.startPaneLocked(nt, spec.Argv, spec.Env, spec.Cwd); err != nil {
+			s.workspaces = remove(s.workspaces, ws)
+			if s.focusedWS == ws {
+				s.focusedWS = nil
+			}
+			return Pane{}, err
+		}
+		p.name = spec.Name
+		s.emitCreatedLocked(ws, nt, p)
+	} else {
+		if p, err = s.startPaneLocked(t, spec.Argv, spec.Env, spec.Cwd); err != nil {
+			return Pane{}, err
+		}
+		p.name = spec.Name
+		s.emitSplitLocked(p)
+	}
+	return Pane{ID: p.id, WorkspaceID: p.tab.ws.id, TabID: p.tab.id, TerminalID: p.terminalID, PID: p.cmd.Process.Pid}, nil
+}
+
+// emitCreatedLocked emits workspace.create's events in herdr's order.
+func (s *Server) emitCreatedLocked(ws *workspace, t *tab, p *pane) {
+	wi, ti, pi, l := s.workspaceInfoLocked(ws), s.tabInfoLocked(t), s.paneInfoLocked(p), s.layoutLocked(t)
+	s.emitLocked(eventData{Type: "workspace_created", Workspace: &wi})
+	s.emitLocked(eventData{Type: "tab_created", Tab: &ti})
+	s.emitLocked(eventData{Type: "pane_created", Pane: &pi})
+	s.emitLocked(eventData{Type: "layout_updated", Layout: &l})
+}
+
+// emitSplitLocked emits pane.split's events: pane_created, layout_updated.
+func (s *Server) emitSplitLocked(p *pane) {
+	pi, l := s.paneInfoLocked(p), s.layoutLocked(p.tab)
+	s.emitLocked(eventData{Type: "pane_created", Pane: &pi})
+	s.emitLocked(eventData{Type: "layout_updated", Layout: &l})
+}
+
+// checkEnv applies herdr's env rules: keys non-empty without '=' or NUL,
+// values without NUL.
+func checkEnv(env map[string]string) *apiError {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return errf("invalid_env", "invalid environment variable %q", k)
+		}
+	}
+	return nil
+}
+
+// startPaneLocked starts argv in a new PTY as a pane of t. herdr's own
+// variables are applied last, so they win over the caller's env.
+func (s *Server) startPaneLocked(t *tab, argv []string, env map[string]string, cwd string) (*pane, error) {
+	ws := t.ws
+	ws.nextPane++
+	s.nextTerm++
+	p := &pane{
+		id:         ws.id + ":p" + idNum(ws.nextPane),
+		terminalID: fmt.Sprintf("term_%08x", s.nextTerm),
+		tab:        t,
+		term:       newTerminal(s.cfg.OutputLimit),
+		exited:     make(chan struct{}),
+		lastSeq:    map[string]uint64{},
+		state:      stUnknown,
+		seen:       true,
+	}
+	vars := map[string]string{}
+	for _, kv := range s.cfg.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	delete(vars, "CODEX_THREAD_ID")
+	vars["HERDR_SOCKET_PATH"] = s.cfg.SocketPath
+	vars["HERDR_ENV"] = "1"
+	vars["HERDR_WORKSPACE_ID"] = ws.id
+	vars["HERDR_TAB_ID"] = t.id
+	vars["HERDR_PANE_ID"] = p.id
+	if s.cfg.BinPath != "" {
+		vars["HERDR_BIN_PATH"] = s.cfg.BinPath
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	sort.Strings(cmd.Env)
+	cmd.Dir = cwd
+	p.cwd = cwd
+	if p.cwd == "" {
+		p.cwd, _ = os.Getwd()
+	}
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(s.cfg.Cols), Rows: uint16(s.cfg.Rows)})
+	if err != nil {
+		ws.nextPane--
+		return nil, errf("pane_split_failed", "start %s: %v", argv[0], err)
+	}
+	p.cmd, p.ptmx = cmd, ptmx
+	t.panes = append(t.panes, p)
+	if t.focused == nil {
+		t.focused = p
+	}
+	s.panes[p.id] = p
+	s.all[p.id] = p
+	outputDone := make(chan struct{})
+	s.wg.Go(func() { s.pumpOutput(p, outputDone) })
+	s.wg.Go(func() { s.reap(p, outputDone) })
+	return p, nil
+}
+
+// pumpOutput copies the program's output into the pane's terminal log.
+func (s *Server) pumpOutput(p *pane, done chan<- struct{}) {
+	defer close(done)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := p.ptmx.Read(buf)
+		if n > 0 {
+			s.mu.Lock()
+			p.term.write(buf[:n])
+			s.notifyLocked()
+			s.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// reap waits for the process, lets its last output drain, and then does
+// what herdr does when a pane's process dies: pane_exited, then the pane
+// leaves the layout (pane_closed and friends).
+func (s *Server) reap(p *pane, outputDone <-chan struct{}) {
+	p.cmd.Wait()
+	select {
+	case <-outputDone:
+	case <-time.After(500 * time.Millisecond):
+		// a background child still holds the PTY open
+	}
+	p.ptmx.Close()
+	<-outputDone
+	s.mu.Lock()
+	if !p.closing {
+		s.emitLocked(eventData{Type: "pane_exited", PaneID: p.id, WorkspaceID: p.tab.ws.id})
+	}
+	s.removePaneLocked(p)
+	s.mu.Unlock()
+	close(p.exited)
+}
+
+// hangUp sends SIGHUP to each pane's process group, then SIGKILL to those
+// still alive after KillGrace, and waits until they are reaped.
+func (s *Server) hangUp(panes []*pane) {
+	for _, p := range panes {
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGHUP)
+	}
+	deadline := time.After(s.cfg.KillGrace)
+	for _, p := range panes {
+		select {
+		case <-p.exited:
+			continue
+		case <-deadline:
+		}
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+// write sends b to the pane's program as one write and records it.
+func (s *Server) write(p *pane, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	_, err := p.ptmx.Write(b)
+	if err != nil {
+		return errf("pane_send_failed", "write to pane %s: %v", p.id, err)
+	}
+	s.mu.Lock()
+	p.inputs = append(p.inputs, InputWrite{At: time.Now(), Data: append([]byte(nil), b...)})
+	s.mu.Unlock()
+	return nil
+}
+
+// Input returns every write made into the pane's PTY so far, including
+// after the pane closed.
+func (s *Server) Input(paneID string) []InputWrite {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.all[paneID]
+	if p == nil {
+		return nil
+	}
+	return append([]InputWrite(nil), p.inputs...)
+}
+
+// Output returns the raw bytes the pane's program wrote (its output and the
+// terminal's echo of its input), up to OutputLimit.
+func (s *Server) Output(paneID string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.all[paneID]
+	if p == nil {
+		return nil
+	}
+	return append([]byte(nil), p.term.raw...)
+}

@@ -1,0 +1,41 @@
+package herdrtest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Start runs a Server for one test: it listens on herdr.sock in a fresh
+// short temp directory (Unix socket paths are limited to ~108 bytes),
+// validates every request it receives and every line it writes against
+// herdr's schema — failing the test on any violation unless cfg.OnInvalid
+// says otherwise — and closes the server, its panes and the directory when
+// the test ends. cfg.SocketPath, if set, is used instead of the temp path.
+func Start(tb testing.TB, cfg Config) *Server {
+	tb.Helper()
+	if cfg.SocketPath == "" {
+		dir, err := os.MkdirTemp("", "herdrtest-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { os.RemoveAll(dir) })
+		cfg.SocketPath = filepath.Join(dir, "herdr.sock")
+	}
+	if cfg.Validator == nil {
+		cfg.Validator = Schema(tb)
+	}
+	if cfg.OnInvalid == nil {
+		cfg.OnInvalid = func(err error) { tb.Errorf("herdr protocol violation: %v", err) }
+	}
+	s, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
