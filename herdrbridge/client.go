@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -466,8 +467,13 @@ func (c *Client) withDefaultDeadline(ctx context.Context) (context.Context, cont
 // ioError prefers the context's reason (deadline, cancel) over the raw I/O
 // error it caused.
 func (c *Client) ioError(ctx context.Context, method string, err error) error {
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		return fmt.Errorf("herdr %s: %w", method, ctx.Err())
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The socket deadline is ctx's deadline; its timer can fire a
+		// moment before the context's own.
+		return fmt.Errorf("herdr %s: %w", method, context.DeadlineExceeded)
 	}
 	return fmt.Errorf("herdr %s: %w", method, err)
 }

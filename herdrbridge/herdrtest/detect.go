@@ -142,12 +142,16 @@ func (s *Server) setStateLocked(p *pane, next string) {
 }
 
 // screenState is the fake's Claude Code screen manifest, applied to the
-// OSC title and the bottom rows of the pane's text:
+// OSC title and the bottom rows of the pane's text, first match wins:
 //
+//   - working: the title starts with a Braille spinner (U+2800–U+28FF);
 //   - blocked: a form below the last prompt box ("esc to cancel" together
 //     with "enter to confirm" or "enter to select");
-//   - working: the title starts with a Braille spinner (U+2800–U+28FF);
-//   - idle: a ❯ prompt box line; and idle as the fallback.
+//   - idle: a ❯ prompt box line, and idle as the fallback.
+//
+// The spinner goes first because the fake's screen is a log: a form that
+// was answered stays in the bottom rows until a new prompt box is printed,
+// while a real screen would have redrawn it.
 func screenState(title string, rows []string) string {
 	prompt, cancel, confirm := -1, -1, -1
 	for i, r := range rows {
@@ -162,11 +166,11 @@ func screenState(title string, rows []string) string {
 			confirm = i
 		}
 	}
-	if cancel > prompt && confirm > prompt {
-		return stBlocked
-	}
 	if r, _ := utf8.DecodeRuneInString(title); r >= 0x2800 && r <= 0x28ff {
 		return stWorking
+	}
+	if cancel > prompt && confirm > prompt {
+		return stBlocked
 	}
 	return stIdle
 }

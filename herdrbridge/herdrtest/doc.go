@@ -39,10 +39,10 @@
 //     wrapper hint) wins, else a command name of claude or claude-code
 //     means "claude". A change emits pane_agent_detected.
 //   - the state of a detected agent comes from screen rules on the OSC
-//     title and the bottom Rows lines of the pane's text: "esc to cancel"
-//     plus "enter to confirm|select" below the last ❯ line → blocked; a
-//     title starting with a Braille spinner (U+2800–U+28FF) → working; a ❯
-//     prompt box, or nothing at all, → idle. working → idle is held until
+//     title and the bottom Rows lines of the pane's text, first match
+//     wins: a title starting with a Braille spinner (U+2800–U+28FF) →
+//     working; "esc to cancel" plus "enter to confirm|select" below the
+//     last ❯ line → blocked; a ❯ prompt box, or nothing at all, → idle. working → idle is held until
 //     IdleConfirmations (3) checks in a row agree.
 //   - pane.report_agent from a source outside herdr: becomes the hook
 //     authority and overrides the screen; state "done" is invalid_request;
