@@ -17,8 +17,9 @@ const ClaudeVersion = "2.1.328"
 
 // ClaudeVars returns the environment variables that run the real Claude Code
 // CLI offline against a fake at baseURL with home as HOME: a bearer token (so
-// no "use this API key?" prompt), no telemetry and no non-essential traffic
-// (no title generation, update checks or other background calls).
+// no "use this API key?" prompt), no telemetry, no non-essential traffic (no
+// title generation, auto-mode classifier or other background calls) and
+// never the auto-updater, which otherwise runs `npm install --global`.
 func ClaudeVars(home, baseURL string) []string {
 	return []string{
 		"HOME=" + home,
@@ -26,6 +27,7 @@ func ClaudeVars(home, baseURL string) []string {
 		"ANTHROPIC_AUTH_TOKEN=test",
 		"DISABLE_TELEMETRY=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
 	}
 }
 
@@ -79,10 +81,23 @@ func WriteClaudeHome(home string, workdirs ...string) error {
 	return nil
 }
 
-// WriteHookSettings writes a settings file for `claude --settings` that runs
-// one shell command per hook event (e.g. "Stop" → "fleetd hook stop"), each
-// with a 10 s timeout.
-func WriteHookSettings(path string, commands map[string]string) error {
+// ClaudeSettings is the content of a `claude --settings` file: the hooks
+// fleetd runs and the permission policy of the session.
+type ClaudeSettings struct {
+	// Hooks maps a hook event ("Stop", "UserPromptSubmit", …) to the shell
+	// command it runs; each gets a 10 s timeout.
+	Hooks map[string]string
+	// Allow are permissions.allow rules, e.g. "Bash" or "Bash(touch:*)".
+	Allow []string
+	// DefaultMode is permissions.defaultMode. Claude Code 2.1.328 starts in
+	// "auto", whose classifier call is non-essential traffic: with it off
+	// (ClaudeVars) every tool call that is not read-only waits for the user.
+	// "default" makes Allow rules decide instead.
+	DefaultMode string
+}
+
+// Write writes the settings as JSON to path.
+func (s ClaudeSettings) Write(path string) error {
 	type hook struct {
 		Type    string `json:"type"`
 		Command string `json:"command"`
@@ -91,16 +106,29 @@ func WriteHookSettings(path string, commands map[string]string) error {
 	type matcher struct {
 		Hooks []hook `json:"hooks"`
 	}
-	hooks := map[string][]matcher{}
-	for event, cmd := range commands {
-		hooks[event] = []matcher{{Hooks: []hook{{Type: "command", Command: cmd, Timeout: 10}}}}
+	type permissions struct {
+		Allow       []string `json:"allow,omitempty"`
+		DefaultMode string   `json:"defaultMode,omitempty"`
 	}
-	b, err := json.MarshalIndent(map[string]any{"hooks": hooks}, "", "  ")
+	out := struct {
+		Permissions *permissions         `json:"permissions,omitempty"`
+		Hooks       map[string][]matcher `json:"hooks,omitempty"`
+	}{}
+	if len(s.Allow) > 0 || s.DefaultMode != "" {
+		out.Permissions = &permissions{Allow: s.Allow, DefaultMode: s.DefaultMode}
+	}
+	if len(s.Hooks) > 0 {
+		out.Hooks = map[string][]matcher{}
+		for event, cmd := range s.Hooks {
+			out.Hooks[event] = []matcher{{Hooks: []hook{{Type: "command", Command: cmd, Timeout: 10}}}}
+		}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("hook settings: %w", err)
+		return fmt.Errorf("claude settings: %w", err)
 	}
 	return nil
 }

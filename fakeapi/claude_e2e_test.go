@@ -174,39 +174,48 @@ func tail(s string, n int) string {
 	return strings.ToValidUTF8(s, "")
 }
 
-func TestClaudeInteractiveTurnsFireHooksWithTheEcho(t *testing.T) {
+// startInteractive starts claude in a pty with settings whose hooks record
+// each payload in the returned dir, and waits until the prompt box is painted.
+func startInteractive(t *testing.T, settings fakeapi.ClaudeSettings, events ...string) (*fakeapi.Server, fakeapi.Claude, *terminal, string, hookPayload) {
+	t.Helper()
 	s := fakeapi.Start(t)
 	c := fakeapi.SetupClaude(t, s.URL())
 	hooks := t.TempDir()
-	settings := filepath.Join(t.TempDir(), "settings.json")
-	events := []string{"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"}
-	commands := map[string]string{}
+	settings.Hooks = map[string]string{}
 	for _, e := range events {
-		commands[e] = fakeapi.RecordHookCommand(hooks, e)
+		settings.Hooks[e] = fakeapi.RecordHookCommand(hooks, e)
 	}
-	if err := fakeapi.WriteHookSettings(settings, commands); err != nil {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := settings.Write(path); err != nil {
 		t.Fatal(err)
 	}
-
-	cmd := exec.Command(c.Bin, "--settings", settings)
+	cmd := exec.Command(c.Bin, "--settings", path)
 	cmd.Dir, cmd.Env = c.Workdir, append(c.Env, "TERM=xterm-256color")
 	term := startTerminal(t, cmd)
 
 	start := waitHooks(t, hooks, "SessionStart", 1, term)[0]
-	if start.Source != "startup" || start.SessionID == "" {
-		t.Errorf("SessionStart = %+v, want source startup and a session id", start)
-	}
-	// The prompt box is painted a few hundred ms after SessionStart.
+	// The prompt box is painted a few hundred ms after SessionStart; text
+	// typed before it is kept, but typing at process start loses the Enter.
 	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
 		if !strings.Contains(term.output(), "❯") {
 			return errors.New("no prompt box yet; screen tail: " + tail(term.output(), 600))
 		}
 		return nil
 	})
+	return s, c, term, hooks, start
+}
+
+func TestClaudeInteractiveTurnsFireHooksWithTheEcho(t *testing.T) {
+	settings := fakeapi.ClaudeSettings{DefaultMode: "default", Allow: []string{"Bash"}}
+	_, c, term, hooks, start := startInteractive(t, settings, "SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
+	if start.Source != "startup" || start.SessionID == "" {
+		t.Errorf("SessionStart = %+v, want source startup and a session id", start)
+	}
 
 	turns := []struct{ prompt, reply string }{
 		{"please reply with PINEAPPLE", "ECHO: please reply with PINEAPPLE"},
 		{"list it [tool=Bash:echo tool-ran]", "ECHO: list it [tool=Bash:echo tool-ran]\nTOOL_RESULT: tool-ran"},
+		{"write it [tool=Bash:touch made-by-tool]", "ECHO: write it [tool=Bash:touch made-by-tool]\nTOOL_RESULT: (Bash completed with no output)"},
 	}
 	for i, turn := range turns {
 		term.paste(t, turn.prompt)
@@ -222,6 +231,9 @@ func TestClaudeInteractiveTurnsFireHooksWithTheEcho(t *testing.T) {
 		if stop.LastAssistantMessage != turn.reply {
 			t.Errorf("turn %d: last_assistant_message = %q, want %q", i, stop.LastAssistantMessage, turn.reply)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(c.Workdir, "made-by-tool")); err != nil {
+		t.Errorf("the allowed tool did not run: %v", err)
 	}
 	if _, err := os.Stat(start.TranscriptPath); err != nil {
 		t.Errorf("transcript: %v", err)
@@ -240,4 +252,58 @@ func TestClaudeInteractiveTurnsFireHooksWithTheEcho(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Errorf("claude did not exit after /exit")
 	}
+}
+
+func TestClaudeInteractiveToolWithoutPermissionNotifies(t *testing.T) {
+	settings := fakeapi.ClaudeSettings{DefaultMode: "default"}
+	_, _, term, hooks, _ := startInteractive(t, settings, "SessionStart", "UserPromptSubmit", "Notification", "Stop")
+	term.paste(t, "write it [tool=Bash:touch not-allowed]")
+	submit := waitHooks(t, hooks, "UserPromptSubmit", 1, term)[0]
+	var note struct {
+		PromptID         string `json:"prompt_id"`
+		NotificationType string `json:"notification_type"`
+	}
+	raw := waitRaw(t, hooks, "Notification", term)
+	if err := json.Unmarshal(raw, &note); err != nil {
+		t.Fatal(err)
+	}
+	if note.NotificationType != "permission_prompt" || note.PromptID != submit.PromptID {
+		t.Errorf("Notification = %s, want a permission_prompt for prompt %s", raw, submit.PromptID)
+	}
+	if stops, _ := fakeapi.ReadHookPayloads(hooks, "Stop"); len(stops) != 0 {
+		t.Errorf("Stop fired while waiting for permission: %s", stops[0])
+	}
+}
+
+func TestClaudeInteractiveAPIErrorFiresStopFailure(t *testing.T) {
+	_, _, term, hooks, _ := startInteractive(t, fakeapi.ClaudeSettings{}, "SessionStart", "StopFailure")
+	term.paste(t, "break [status=400]")
+	var failure struct {
+		HookEventName        string `json:"hook_event_name"`
+		LastAssistantMessage string `json:"last_assistant_message"`
+	}
+	if err := json.Unmarshal(waitRaw(t, hooks, "StopFailure", term), &failure); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(failure.LastAssistantMessage, "API Error: 400") {
+		t.Errorf("StopFailure last_assistant_message = %q, want an API Error 400", failure.LastAssistantMessage)
+	}
+}
+
+// waitRaw waits for the first recorded payload of event.
+func waitRaw(t *testing.T, dir, event string, term *terminal) json.RawMessage {
+	t.Helper()
+	var raw json.RawMessage
+	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		raws, err := fakeapi.ReadHookPayloads(dir, event)
+		if err != nil {
+			return err
+		}
+		if len(raws) == 0 {
+			return errors.New("no " + event + " hook yet; screen tail: " + tail(term.output(), 600))
+		}
+		raw = raws[0]
+		return nil
+	})
+	return raw
 }
