@@ -23,6 +23,9 @@ type Config struct {
 	NewID func(prefix string) string
 	// Now is the clock stamped on recorded requests; default time.Now.
 	Now func() time.Time
+	// Models are the model ids GET /v1/models lists; default the ones
+	// Claude Code 2.1.328 asks for (claude-opus-5-5, claude-sonnet-5, …).
+	Models []string
 }
 
 func (c *Config) setDefaults() {
@@ -40,6 +43,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if len(c.Models) == 0 {
+		c.Models = []string{"claude-opus-5-5", "claude-sonnet-5", "claude-haiku-4-5"}
 	}
 }
 

@@ -19,8 +19,9 @@
 // DefaultRules answers as follows, first match wins:
 //
 //  1. auxiliary: Claude Code's background calls (quota probes with max_tokens 1,
-//     title, topic and summary generation, Bash command-prefix checks) get a
-//     short harmless answer and never reach the rules below.
+//     structured-output calls such as session titles, the auto-mode permission
+//     classifier, which is told "<block>no</block>" so the tool runs) get a
+//     short harmless answer and never reach the rules below (see IsAuxiliary).
 //  2. status: "[status=529]" anywhere in the prompt answers that HTTP status
 //     with an Anthropic error JSON (400 invalid_request_error, 401
 //     authentication_error, 403 permission_error, 404 not_found_error, 413
@@ -40,6 +41,13 @@
 // every non-auxiliary answer of the turn by that long; the wait ends early when
 // the request is cancelled or the server closes.
 //
-// fakeapi imports no other fleetd package. The Claude* helpers in claude.go set
-// up an isolated home for the real CLI against a fake, for tests and the demo.
+// # Running the real Claude Code against it
+//
+// ClaudeVars, ClaudeEnv, WriteClaudeHome and ClaudeSettings set up an isolated
+// home, environment and --settings file for the real CLI against a fake, for
+// tests (SetupClaude, RequireClaude) and the demo. Observed with 2.1.328: an
+// API error ends a turn with a StopFailure hook instead of Stop; a tool call
+// waiting for permission raises a Notification (permission_prompt).
+//
+// fakeapi imports no other fleetd package.
 package fakeapi

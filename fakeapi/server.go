@@ -319,9 +319,6 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": tokens(len(body))})
 }
 
-// Models lists the model ids GET /v1/models reports.
-var Models = []string{"claude-opus-5-5", "claude-sonnet-4-5", "claude-haiku-4-5"}
-
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	rec := s.newRequest(r, nil)
 	rec.Status = http.StatusOK
@@ -332,15 +329,16 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		DisplayName string `json:"display_name"`
 		CreatedAt   string `json:"created_at"`
 	}
-	data := make([]model, 0, len(Models))
-	for _, id := range Models {
+	models := s.cfg.Models
+	data := make([]model, 0, len(models))
+	for _, id := range models {
 		data = append(data, model{Type: "model", ID: id, DisplayName: id, CreatedAt: "2025-01-01T00:00:00Z"})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"data":     data,
 		"has_more": false,
-		"first_id": Models[0],
-		"last_id":  Models[len(Models)-1],
+		"first_id": models[0],
+		"last_id":  models[len(models)-1],
 	})
 }
 
