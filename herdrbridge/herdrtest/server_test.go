@@ -162,13 +162,14 @@ func TestStatusSubscriptionGoesSilentWhenThePaneDies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	br, c := subscribeRaw(t, s.Path(), `[{"type":"pane.agent_status_changed","pane_id":"`+p.ID+`"},{"type":"pane.closed"}]`)
+	br, c := subscribeRaw(t, s.Path(), `[{"type":"pane.agent_status_changed","pane_id":"`+p.ID+`","agent_status":"idle"},{"type":"pane.closed"}]`)
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	line, err := br.ReadString('\n')
 	if err != nil || !strings.Contains(line, `{"event":"pane.agent_status_changed","data":{"pane_id":"`+p.ID+`"`) {
 		t.Fatalf("first line %q, %v; want the idle status", line, err)
 	}
-	// The replayed/late pane_closed arrives once the process ends; the
+	// The filter yields the idle line whether detection finished before
+	// or after subscribing. pane_closed arrives once the process ends; the
 	// status entry adds nothing more, and the stream stays open.
 	s.mu.Lock()
 	pn := s.panes[p.ID]
