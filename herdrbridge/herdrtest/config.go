@@ -115,12 +115,15 @@ func (c *Config) Validate() error {
 	if len(c.Shell) == 0 || c.Shell[0] == "" {
 		errs = append(errs, errors.New("herdrtest: Shell needs a command"))
 	}
-	for name, d := range map[string]time.Duration{
-		"PollInterval": c.PollInterval, "DetectInterval": c.DetectInterval, "SubmitDelay": c.SubmitDelay,
-		"FirstLineTimeout": c.FirstLineTimeout, "WriteTimeout": c.WriteTimeout, "KillGrace": c.KillGrace,
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"PollInterval", c.PollInterval}, {"DetectInterval", c.DetectInterval}, {"SubmitDelay", c.SubmitDelay},
+		{"FirstLineTimeout", c.FirstLineTimeout}, {"WriteTimeout", c.WriteTimeout}, {"KillGrace", c.KillGrace},
 	} {
-		if d < 0 {
-			errs = append(errs, errors.New("herdrtest: "+name+" is negative"))
+		if d.d < 0 {
+			errs = append(errs, errors.New("herdrtest: "+d.name+" is negative"))
 		}
 	}
 	if c.Cols <= 0 || c.Rows <= 0 || c.OutputLimit <= 0 || c.IdleConfirmations <= 0 {
