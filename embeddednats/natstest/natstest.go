@@ -1,0 +1,146 @@
+package natstest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetd/fleetd/embeddednats"
+)
+
+// Option adjusts the config a test server starts with.
+type Option func(*embeddednats.Config)
+
+// WithTCP gives the server a client listener on a free loopback port, for
+// tests that run the nats CLI or a child process against it.
+func WithTCP() Option {
+	return func(c *embeddednats.Config) { c.Listen = "127.0.0.1:0" }
+}
+
+// WithSyncAlways turns fsync-per-write on, for tests about durability.
+func WithSyncAlways() Option {
+	return func(c *embeddednats.Config) { c.SyncAlways = true }
+}
+
+// WithDataDir uses dir as the store instead of a fresh temp dir, so a test
+// can restart a server on the same data.
+func WithDataDir(dir string) Option {
+	return func(c *embeddednats.Config) { c.DataDir = dir }
+}
+
+// WithConfig lets a test change anything else.
+func WithConfig(f func(*embeddednats.Config)) Option { return Option(f) }
+
+// Server is a running test server with one in-process client connection.
+type Server struct {
+	*embeddednats.Server
+	// NC is an in-process connection, closed at cleanup.
+	NC *nats.Conn
+	// JS is a JetStream context on NC.
+	JS jetstream.JetStream
+}
+
+// Start runs an embedded server for the length of the test.
+func Start(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	cfg := embeddednats.Config{DataDir: tb.TempDir(), ServerName: "test"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := embeddednats.New(cfg)
+	if err != nil {
+		tb.Fatalf("natstest: %v", err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		tb.Fatalf("natstest: %v", err)
+	}
+	tb.Cleanup(srv.Close)
+	nc, err := srv.Connect()
+	if err != nil {
+		tb.Fatalf("natstest: %v", err)
+	}
+	tb.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatalf("natstest: %v", err)
+	}
+	return &Server{Server: srv, NC: nc, JS: js}
+}
+
+// StartCluster runs n embedded servers as one cluster on loopback and waits
+// until they agree on a JetStream meta leader. Servers are named n1…nN.
+func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
+	tb.Helper()
+	ports := FreePorts(tb, n)
+	routes := make([]string, n)
+	for i, p := range ports {
+		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", p)
+	}
+	servers := make([]*embeddednats.Server, n)
+	errs := make(chan error, n)
+	for i := range n {
+		cfg := embeddednats.Config{
+			DataDir:       tb.TempDir(),
+			ServerName:    fmt.Sprintf("n%d", i+1),
+			ClusterName:   "fleet-test",
+			ClusterListen: fmt.Sprintf("127.0.0.1:%d", ports[i]),
+			Routes:        routes,
+			ReadyTimeout:  60 * time.Second,
+		}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		srv, err := embeddednats.New(cfg)
+		if err != nil {
+			tb.Fatalf("natstest: %v", err)
+		}
+		servers[i] = srv
+		tb.Cleanup(srv.Close)
+		// Members must start together: each waits for a meta leader,
+		// which needs a quorum of the others.
+		go func() { errs <- srv.Start(context.Background()) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			tb.Fatalf("natstest cluster: %v", err)
+		}
+	}
+	out := make([]*Server, n)
+	for i, srv := range servers {
+		nc, err := srv.Connect()
+		if err != nil {
+			tb.Fatalf("natstest: %v", err)
+		}
+		tb.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			tb.Fatalf("natstest: %v", err)
+		}
+		out[i] = &Server{Server: srv, NC: nc, JS: js}
+	}
+	return out
+}
+
+// FreePorts returns n distinct free TCP ports on loopback.
+func FreePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	ports := make([]int, 0, n)
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatalf("natstest: free port: %v", err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}

@@ -1,0 +1,13 @@
+// Package events is fleetd's event log: the CloudEvents envelope, one typed
+// data struct per event type, the registry that decodes them, the subject
+// names of the FLEET stream, and Log, which appends to and reads from
+// JetStream.
+//
+// The log is the source of truth. Appends are idempotent (the event id, a
+// ULID, is sent as Nats-Msg-Id) and optimistic (an expected last subject
+// sequence guards aggregate writes; a conflict is ErrConcurrency). Readers
+// skip and count anything on fleet.> that is not a valid event, because
+// anyone with a NATS client can publish there.
+//
+// events imports no other fleetd package.
+package events

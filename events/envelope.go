@@ -1,0 +1,119 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// SpecVersion is the CloudEvents version of every fleet event.
+const SpecVersion = "1.0"
+
+// Event is one fact in the log: a CloudEvents 1.0 envelope around typed data.
+// Subject is the aggregate id (the agent, role, host or job token); the NATS
+// subject is derived from it and the data's type.
+type Event struct {
+	ID            string
+	Source        string
+	Subject       string
+	Time          time.Time
+	CorrelationID string
+	CausationID   string
+	Data          Data
+
+	// Seq and NATSSubject are the event's place in the stream; set on
+	// events read from the log, zero on events about to be appended.
+	Seq         uint64
+	NATSSubject string
+}
+
+// Type is the event's type, taken from its data.
+func (e Event) Type() Type {
+	if e.Data == nil {
+		return ""
+	}
+	return e.Data.EventType()
+}
+
+// StreamSubject is the NATS subject the event is stored on.
+func (e Event) StreamSubject() (string, error) {
+	t := e.Type()
+	if t == "" {
+		return "", fmt.Errorf("%w: event has no data", ErrMalformed)
+	}
+	return Subject(t.Category(), e.Subject, t.Kind())
+}
+
+// envelope is the wire form (CloudEvents structured mode).
+type envelope struct {
+	SpecVersion     string          `json:"specversion"`
+	ID              string          `json:"id"`
+	Type            Type            `json:"type"`
+	Source          string          `json:"source"`
+	Subject         string          `json:"subject"`
+	Time            time.Time       `json:"time"`
+	DataContentType string          `json:"datacontenttype"`
+	CorrelationID   string          `json:"correlationid,omitempty"`
+	CausationID     string          `json:"causationid,omitempty"`
+	Data            json.RawMessage `json:"data"`
+}
+
+// MarshalJSON writes the CloudEvents envelope.
+func (e Event) MarshalJSON() ([]byte, error) {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s data: %w", e.Type(), err)
+	}
+	return json.Marshal(envelope{
+		SpecVersion:     SpecVersion,
+		ID:              e.ID,
+		Type:            e.Type(),
+		Source:          e.Source,
+		Subject:         e.Subject,
+		Time:            e.Time.UTC(),
+		DataContentType: "application/json",
+		CorrelationID:   e.CorrelationID,
+		CausationID:     e.CausationID,
+		Data:            data,
+	})
+}
+
+// Decode parses and validates a message from the stream. subject is the
+// NATS subject it was stored on; it must agree with the envelope's type and
+// aggregate id, so a message cannot claim to be about another aggregate.
+func (r *Registry) Decode(subject string, raw []byte) (Event, error) {
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return Event{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if env.SpecVersion != SpecVersion {
+		return Event{}, fmt.Errorf("%w: specversion %q", ErrMalformed, env.SpecVersion)
+	}
+	if _, err := ulid.ParseStrict(env.ID); err != nil {
+		return Event{}, fmt.Errorf("%w: id %q is not a ULID", ErrMalformed, env.ID)
+	}
+	if env.Time.IsZero() {
+		return Event{}, fmt.Errorf("%w: no time", ErrMalformed)
+	}
+	data, err := r.decodeData(env.Type, env.Data)
+	if err != nil {
+		return Event{}, err
+	}
+	ev := Event{
+		ID: env.ID, Source: env.Source, Subject: env.Subject, Time: env.Time,
+		CorrelationID: env.CorrelationID, CausationID: env.CausationID, Data: data,
+		NATSSubject: subject,
+	}
+	if subject != "" {
+		want, err := ev.StreamSubject()
+		if err != nil {
+			return Event{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		if want != subject {
+			return Event{}, fmt.Errorf("%w: %s event for %q stored on %s", ErrMalformed, env.Type, env.Subject, subject)
+		}
+	}
+	return ev, nil
+}

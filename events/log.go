@@ -1,0 +1,482 @@
+package events
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+)
+
+// Log is the fleet's event log. Implementations must be safe for
+// concurrent use.
+type Log interface {
+	// Append stores ev and returns its stream position. It fills ID,
+	// Time and Source when empty. Appending an event whose ID is already
+	// stored (within the dedupe window) stores nothing and reports
+	// Ack.Duplicate. With ExpectLastSeq options it fails with
+	// ErrConcurrency when the aggregate moved on.
+	Append(ctx context.Context, ev Event, opts ...AppendOption) (Ack, error)
+	// AppendBatch stores evs atomically: all or none.
+	AppendBatch(ctx context.Context, evs []Event) ([]Ack, error)
+	// Read yields the events matching q that are in the log when Read
+	// starts, in order, then ends. Invalid messages are skipped and counted.
+	Read(ctx context.Context, q Query) iter.Seq2[Event, error]
+	// Follow delivers the events matching q, then every new one, until
+	// stopped.
+	Follow(ctx context.Context, q Query) (*Follower, error)
+	// LastSeq is the stream sequence of the last message on subject (a
+	// wildcard is allowed), or 0 when there is none: the value to pass to
+	// ExpectLastSeq for the next aggregate write.
+	LastSeq(ctx context.Context, subject string) (uint64, error)
+	// Skipped counts messages readers skipped because they were not valid
+	// events.
+	Skipped() uint64
+}
+
+// Ack is where an appended event landed.
+type Ack struct {
+	ID        string
+	Subject   string
+	Seq       uint64
+	Duplicate bool
+}
+
+// Query selects events by subject and starting point.
+type Query struct {
+	// Subjects filter the log; empty means fleet.>.
+	Subjects []string
+	// FromSeq starts at this stream sequence (inclusive).
+	FromSeq uint64
+	// Since starts at the first event stored at or after this time.
+	Since time.Time
+	// New starts after the current end: only events appended from now on.
+	New bool
+	// Buffer sizes a Follower's channel. Default 256.
+	Buffer int
+}
+
+// AppendOption sets a per-append precondition.
+type AppendOption func(*appendOpts)
+
+type appendOpts struct {
+	expect    *uint64
+	expectFor string
+}
+
+// ExpectLastSeq makes the append conditional on the event's own subject
+// having seq as its last sequence (0: no message yet).
+func ExpectLastSeq(seq uint64) AppendOption {
+	return func(o *appendOpts) { o.expect = &seq; o.expectFor = "" }
+}
+
+// ExpectLastSeqFor makes the append conditional on the last message
+// matching filter (e.g. fleet.agent.X.>, an aggregate spanning several
+// subjects) having sequence seq.
+func ExpectLastSeqFor(seq uint64, filter string) AppendOption {
+	return func(o *appendOpts) { o.expect = &seq; o.expectFor = filter }
+}
+
+// Options configure a JetStream-backed Log.
+type Options struct {
+	// Registry decodes events; default NewRegistry().
+	Registry *Registry
+	// Source is the CloudEvents source of appended events,
+	// fleetd/<host>/<component>.
+	Source string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// NewID makes event ids; default monotonic ULIDs.
+	NewID func() string
+	// OnSkip hears about every skipped message, e.g. to log it.
+	OnSkip func(subject string, seq uint64, err error)
+	// Timeout bounds calls whose ctx has no deadline. Default 10s.
+	Timeout time.Duration
+}
+
+// New returns a Log over the FLEET stream of js. It does no I/O; the stream
+// must exist (EnsureStream) before the first call.
+func New(js jetstream.JetStream, o Options) Log {
+	if o.Registry == nil {
+		o.Registry = NewRegistry()
+	}
+	if o.Source == "" {
+		o.Source = "fleetd"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewID == nil {
+		o.NewID = NewULIDSource(o.Now)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+	return &jsLog{js: js, o: o}
+}
+
+// NewULIDSource returns a goroutine-safe generator of monotonic ULIDs.
+func NewULIDSource(now func() time.Time) func() string {
+	var mu sync.Mutex
+	entropy := ulid.Monotonic(rand.Reader, 0)
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return ulid.MustNew(ulid.Timestamp(now()), entropy).String()
+	}
+}
+
+type jsLog struct {
+	js      jetstream.JetStream
+	o       Options
+	skipped atomic.Uint64
+
+	mu     sync.Mutex
+	stream jetstream.Stream
+}
+
+func (l *jsLog) Skipped() uint64 { return l.skipped.Load() }
+
+func (l *jsLog) prepare(ev *Event) (*nats.Msg, error) {
+	if ev.ID == "" {
+		ev.ID = l.o.NewID()
+	}
+	if ev.Time.IsZero() {
+		ev.Time = l.o.Now()
+	}
+	if ev.Source == "" {
+		ev.Source = l.o.Source
+	}
+	subj, err := ev.StreamSubject()
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(*ev)
+	if err != nil {
+		return nil, err
+	}
+	ev.NATSSubject = subj
+	msg := nats.NewMsg(subj)
+	msg.Data = body
+	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
+	return msg, nil
+}
+
+func (l *jsLog) Append(ctx context.Context, ev Event, opts ...AppendOption) (Ack, error) {
+	msg, err := l.prepare(&ev)
+	if err != nil {
+		return Ack{}, fmt.Errorf("append: %w", err)
+	}
+	var ao appendOpts
+	for _, o := range opts {
+		o(&ao)
+	}
+	popts := []jetstream.PublishOpt{jetstream.WithExpectStream(Stream)}
+	if ao.expect != nil {
+		if ao.expectFor != "" {
+			popts = append(popts, jetstream.WithExpectLastSequenceForSubject(*ao.expect, ao.expectFor))
+		} else {
+			popts = append(popts, jetstream.WithExpectLastSequencePerSubject(*ao.expect))
+		}
+	}
+	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
+	defer cancel()
+	pa, err := l.js.PublishMsg(ctx, msg, popts...)
+	if err != nil {
+		return Ack{}, fmt.Errorf("append %s: %w", msg.Subject, translate(err))
+	}
+	return Ack{ID: ev.ID, Subject: msg.Subject, Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
+}
+
+// batchAck is the commit reply of an atomic batch.
+type batchAck struct {
+	jetstream.PubAck
+	BatchID string              `json:"batch,omitempty"`
+	Count   int                 `json:"count,omitempty"`
+	Error   *jetstream.APIError `json:"error,omitempty"`
+}
+
+// MaxBatch is the most events one AppendBatch may carry (nats-server's
+// default atomic batch limit).
+const MaxBatch = 1000
+
+func (l *jsLog) AppendBatch(ctx context.Context, evs []Event) ([]Ack, error) {
+	switch {
+	case len(evs) == 0:
+		return nil, nil
+	case len(evs) == 1:
+		a, err := l.Append(ctx, evs[0])
+		if err != nil {
+			return nil, err
+		}
+		return []Ack{a}, nil
+	case len(evs) > MaxBatch:
+		return nil, fmt.Errorf("append batch: %d events, at most %d", len(evs), MaxBatch)
+	}
+	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
+	defer cancel()
+	nc := l.js.Conn()
+	batchID := l.o.NewID()
+	acks := make([]Ack, len(evs))
+	for i := range evs {
+		msg, err := l.prepare(&evs[i])
+		if err != nil {
+			return nil, fmt.Errorf("append batch event %d: %w", i, err)
+		}
+		msg.Header.Set("Nats-Batch-Id", batchID)
+		msg.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		acks[i] = Ack{ID: evs[i].ID, Subject: msg.Subject}
+		if i < len(evs)-1 {
+			if err := nc.PublishMsg(msg); err != nil {
+				return nil, fmt.Errorf("append batch: %w", err)
+			}
+			continue
+		}
+		msg.Header.Set("Nats-Batch-Commit", "1")
+		resp, err := nc.RequestMsgWithContext(ctx, msg)
+		if err != nil {
+			return nil, fmt.Errorf("append batch commit: %w", err)
+		}
+		var ba batchAck
+		if err := json.Unmarshal(resp.Data, &ba); err != nil {
+			return nil, fmt.Errorf("append batch commit: bad ack: %w", err)
+		}
+		if ba.Error != nil {
+			return nil, fmt.Errorf("append batch: %w", translate(ba.Error))
+		}
+		first := ba.Sequence - uint64(len(evs)) + 1
+		for j := range acks {
+			acks[j].Seq = first + uint64(j)
+		}
+	}
+	return acks, nil
+}
+
+func (l *jsLog) streamHandle(ctx context.Context) (jetstream.Stream, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stream != nil {
+		return l.stream, nil
+	}
+	s, err := l.js.Stream(ctx, Stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", Stream, err)
+	}
+	l.stream = s
+	return s, nil
+}
+
+func (l *jsLog) LastSeq(ctx context.Context, subject string) (uint64, error) {
+	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
+	defer cancel()
+	s, err := l.streamHandle(ctx)
+	if err != nil {
+		return 0, err
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last of %s: %w", subject, err)
+	}
+	return m.Sequence, nil
+}
+
+// release deletes an ordered consumer's current server-side consumer.
+func (l *jsLog) release(c jetstream.Consumer) {
+	info := c.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = l.js.DeleteConsumer(ctx, Stream, info.Name)
+}
+
+func (l *jsLog) consumer(ctx context.Context, q Query) (jetstream.Consumer, error) {
+	s, err := l.streamHandle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A short inactivity threshold and an explicit delete (release) keep
+	// readers from piling up server-side consumers: 2.15 caps a stream at
+	// 1,000 by default.
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: q.Subjects, InactiveThreshold: 30 * time.Second}
+	if len(cfg.FilterSubjects) == 0 {
+		cfg.FilterSubjects = []string{SubjectAll}
+	}
+	switch {
+	case q.New:
+		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+	case q.FromSeq > 0:
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = q.FromSeq
+	case !q.Since.IsZero():
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		since := q.Since
+		cfg.OptStartTime = &since
+	}
+	// Creating a consumer needs the JetStream meta leader. Right after a
+	// cluster member died the request can go unanswered until a new leader
+	// is elected, so try in short rounds within the caller's deadline.
+	for {
+		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		c, err := s.OrderedConsumer(try, cfg)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		retry := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
+		if !retry || ctx.Err() != nil {
+			return nil, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// decode turns a stream message into an event, or counts and reports it.
+func (l *jsLog) decode(msg jetstream.Msg) (Event, uint64, bool) {
+	md, err := msg.Metadata()
+	if err != nil {
+		l.skip(msg.Subject(), 0, err)
+		return Event{}, 0, false
+	}
+	ev, err := l.o.Registry.Decode(msg.Subject(), msg.Data())
+	if err != nil {
+		l.skip(msg.Subject(), md.Sequence.Stream, err)
+		return Event{}, md.NumPending, false
+	}
+	ev.Seq = md.Sequence.Stream
+	return ev, md.NumPending, true
+}
+
+func (l *jsLog) skip(subject string, seq uint64, err error) {
+	l.skipped.Add(1)
+	if l.o.OnSkip != nil {
+		l.o.OnSkip(subject, seq, err)
+	}
+}
+
+func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		q.New = false
+		setup, cancel := withDefaultTimeout(ctx, l.o.Timeout)
+		c, err := l.consumer(setup, q)
+		cancel()
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		defer l.release(c)
+		info := c.CachedInfo()
+		if info == nil || info.NumPending == 0 {
+			return
+		}
+		it, err := c.Messages(jetstream.PullMaxMessages(512))
+		if err != nil {
+			yield(Event{}, fmt.Errorf("read: %w", err))
+			return
+		}
+		defer it.Stop()
+		for {
+			msg, err := it.Next(jetstream.NextContext(ctx))
+			if err != nil {
+				yield(Event{}, fmt.Errorf("read: %w", err))
+				return
+			}
+			ev, pending, ok := l.decode(msg)
+			if ok && !yield(ev, nil) {
+				return
+			}
+			if pending == 0 {
+				return
+			}
+		}
+	}
+}
+
+// Follower is a live subscription to the log. Events arrive in stream
+// order on Events until Stop is called or the context ends.
+type Follower struct {
+	events chan Event
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// Events delivers decoded events. It is closed when the follower stops.
+func (f *Follower) Events() <-chan Event { return f.events }
+
+// Done is closed once the follower has stopped.
+func (f *Follower) Done() <-chan struct{} { return f.done }
+
+// Err is why the follower stopped: nil after Stop or context end.
+func (f *Follower) Err() error {
+	<-f.done
+	return f.err
+}
+
+// Stop ends the subscription and waits for it. It is idempotent.
+func (f *Follower) Stop() {
+	f.cancel()
+	<-f.done
+}
+
+func (l *jsLog) Follow(ctx context.Context, q Query) (*Follower, error) {
+	setup, cancelSetup := withDefaultTimeout(ctx, l.o.Timeout)
+	c, err := l.consumer(setup, q)
+	cancelSetup()
+	if err != nil {
+		return nil, err
+	}
+	it, err := c.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		l.release(c)
+		return nil, fmt.Errorf("follow: %w", err)
+	}
+	if q.Buffer <= 0 {
+		q.Buffer = 256
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	f := &Follower{events: make(chan Event, q.Buffer), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		defer close(f.events)
+		defer l.release(c)
+		defer it.Stop()
+		for {
+			msg, err := it.Next(jetstream.NextContext(ctx))
+			if err != nil {
+				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					f.err = fmt.Errorf("follow: %w", err)
+				}
+				return
+			}
+			ev, _, ok := l.decode(msg)
+			if !ok {
+				continue
+			}
+			select {
+			case f.events <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return f, nil
+}

@@ -1,0 +1,99 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Registry knows how to decode each event type's data. It is a value built
+// once (NewRegistry) and passed to whoever reads the log; there is no
+// package-level registry.
+type Registry struct {
+	decoders map[Type]func(json.RawMessage) (Data, error)
+}
+
+// validator is implemented by data types with rules beyond their JSON shape.
+type validator interface{ validate() error }
+
+// Register adds (or replaces) the decoder of T's event type in r.
+func Register[T Data](r *Registry) {
+	var zero T
+	r.decoders[zero.EventType()] = func(raw json.RawMessage) (Data, error) {
+		var v T
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if val, ok := any(v).(validator); ok {
+			if err := val.validate(); err != nil {
+				return nil, err
+			}
+		}
+		return v, nil
+	}
+}
+
+// NewRegistry returns a registry of every event type in DESIGN.md.
+func NewRegistry() *Registry {
+	r := &Registry{decoders: make(map[Type]func(json.RawMessage) (Data, error))}
+	Register[AgentRegistered](r)
+	Register[AgentStatusChanged](r)
+	Register[AgentQueued](r)
+	Register[AgentTyped](r)
+	Register[AgentSubmitted](r)
+	Register[AgentReplied](r)
+	Register[AgentFailed](r)
+	Register[AgentSession](r)
+	Register[AgentExited](r)
+	Register[RoleQueued](r)
+	Register[HostUp](r)
+	Register[HostDown](r)
+	Register[HostHerdr](r)
+	Register[JobCreated](r)
+	Register[JobContext](r)
+	Register[JobSliced](r)
+	Register[JobTask](r)
+	Register[JobDone](r)
+	return r
+}
+
+// Types lists the registered types.
+func (r *Registry) Types() []Type {
+	out := make([]Type, 0, len(r.decoders))
+	for t := range r.decoders {
+		out = append(out, t)
+	}
+	return out
+}
+
+func (r *Registry) decodeData(t Type, raw json.RawMessage) (Data, error) {
+	dec, ok := r.decoders[t]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownType, t)
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, fmt.Errorf("%w: %s data is not a JSON object", ErrMalformed, t)
+	}
+	d, err := dec(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s data: %v", ErrMalformed, t, err)
+	}
+	return d, nil
+}
+
+func (d AgentStatusChanged) validate() error {
+	if !d.Status.Valid() {
+		return fmt.Errorf("unknown status %q", d.Status)
+	}
+	return nil
+}
+
+func (d AgentRegistered) validate() error { return ValidAgentID(d.Agent) }
+
+func (d AgentFailed) validate() error {
+	if d.Reason == "" {
+		return fmt.Errorf("failed without a reason")
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package events
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Stream is the one stream that holds the whole fabric.
+const Stream = "FLEET"
+
+// SubjectAll is every fleet subject: `nats sub 'fleet.>'` taps the fabric.
+const SubjectAll = "fleet.>"
+
+// Category is the aggregate kind a subject's second token names.
+type Category string
+
+// The aggregate categories of DESIGN.md's subject table.
+const (
+	CategoryAgent Category = "agent"
+	CategoryRole  Category = "role"
+	CategoryHost  Category = "host"
+	CategoryJob   Category = "job"
+)
+
+var (
+	// Agent and role ids are lower-case NATS tokens (DESIGN.md, Words).
+	agentRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	// Host names and job ids may carry upper case (ULIDs, host names).
+	tokenRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
+)
+
+// ValidAgentID reports whether id can name an agent (and be a subject token).
+func ValidAgentID(id string) error {
+	if !agentRE.MatchString(id) {
+		return fmt.Errorf("%w: agent id %q must match %s", ErrInvalidToken, id, agentRE)
+	}
+	return nil
+}
+
+// ValidRole reports whether r can name a role.
+func ValidRole(r string) error {
+	if !agentRE.MatchString(r) {
+		return fmt.Errorf("%w: role %q must match %s", ErrInvalidToken, r, agentRE)
+	}
+	return nil
+}
+
+// ValidToken reports whether id can be a host or job token.
+func ValidToken(id string) error {
+	if !tokenRE.MatchString(id) {
+		return fmt.Errorf("%w: %q must match %s", ErrInvalidToken, id, tokenRE)
+	}
+	return nil
+}
+
+// HostToken turns a host name into a valid host token (dots and other
+// separators become dashes), so `fleetd up` can default to the host name.
+func HostToken(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	s := strings.Trim(b.String(), "-_")
+	if len(s) > 63 {
+		s = s[:63]
+	}
+	if s == "" {
+		return "host"
+	}
+	return s
+}
+
+func validFor(c Category, id string) error {
+	switch c {
+	case CategoryAgent:
+		return ValidAgentID(id)
+	case CategoryRole:
+		return ValidRole(id)
+	default:
+		return ValidToken(id)
+	}
+}
+
+// Subject builds fleet.<category>.<id>.<kind>, validating id.
+func Subject(c Category, id, kind string) (string, error) {
+	if err := validFor(c, id); err != nil {
+		return "", err
+	}
+	return "fleet." + string(c) + "." + id + "." + kind, nil
+}
+
+// AgentSubject is fleet.agent.<id>.<kind>.
+func AgentSubject(id, kind string) (string, error) { return Subject(CategoryAgent, id, kind) }
+
+// AgentAll is fleet.agent.<id>.>: every event of one agent aggregate, the
+// filter for its expected-sequence guard and for reading its history.
+func AgentAll(id string) (string, error) { return Subject(CategoryAgent, id, ">") }
+
+// RoleSubject is fleet.role.<role>.<kind>.
+func RoleSubject(role, kind string) (string, error) { return Subject(CategoryRole, role, kind) }
+
+// HostSubject is fleet.host.<host>.<kind>.
+func HostSubject(host, kind string) (string, error) { return Subject(CategoryHost, host, kind) }
+
+// JobSubject is fleet.job.<job>.<kind>.
+func JobSubject(job, kind string) (string, error) { return Subject(CategoryJob, job, kind) }
+
+// ParseSubject splits a fleet subject into its category, aggregate id and kind.
+func ParseSubject(subject string) (c Category, id, kind string, err error) {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 4 || parts[0] != "fleet" {
+		return "", "", "", fmt.Errorf("%w: subject %q is not fleet.<category>.<id>.<kind>", ErrMalformed, subject)
+	}
+	return Category(parts[1]), parts[2], parts[3], nil
+}

@@ -1,0 +1,325 @@
+package events
+
+import (
+	"strings"
+	"time"
+)
+
+// Type is an event's CloudEvents type: fleet.<category>.<kind>. The subject
+// an event is stored on is fleet.<category>.<aggregate id>.<kind>.
+type Type string
+
+// Category is the aggregate category the type belongs to.
+func (t Type) Category() Category {
+	parts := strings.SplitN(string(t), ".", 3)
+	if len(parts) != 3 {
+		return ""
+	}
+	return Category(parts[1])
+}
+
+// Kind is the last subject token of events of this type.
+func (t Type) Kind() string {
+	parts := strings.SplitN(string(t), ".", 3)
+	if len(parts) != 3 {
+		return ""
+	}
+	return parts[2]
+}
+
+// The event types of DESIGN.md.
+const (
+	TypeAgentRegistered Type = "fleet.agent.registered"
+	TypeAgentStatus     Type = "fleet.agent.status"
+	TypeAgentQueued     Type = "fleet.agent.queued"
+	TypeAgentTyped      Type = "fleet.agent.typed"
+	TypeAgentSubmitted  Type = "fleet.agent.submitted"
+	TypeAgentReplied    Type = "fleet.agent.replied"
+	TypeAgentFailed     Type = "fleet.agent.failed"
+	TypeAgentSession    Type = "fleet.agent.session"
+	TypeAgentExited     Type = "fleet.agent.exited"
+	TypeRoleQueued      Type = "fleet.role.queued"
+	TypeHostUp          Type = "fleet.host.up"
+	TypeHostDown        Type = "fleet.host.down"
+	TypeHostHerdr       Type = "fleet.host.herdr"
+	TypeJobCreated      Type = "fleet.job.created"
+	TypeJobContext      Type = "fleet.job.context"
+	TypeJobSliced       Type = "fleet.job.sliced"
+	TypeJobTask         Type = "fleet.job.task"
+	TypeJobDone         Type = "fleet.job.done"
+)
+
+// Data is the typed payload of one event type.
+type Data interface {
+	// EventType names the type this payload belongs to.
+	EventType() Type
+}
+
+// Status is an agent's state as herdr and the hooks report it. Idle and
+// done both mean ready for a prompt; done is idle and not yet seen.
+type Status string
+
+// The agent statuses (herdr's AgentStatus).
+const (
+	StatusIdle    Status = "idle"
+	StatusWorking Status = "working"
+	StatusBlocked Status = "blocked"
+	StatusDone    Status = "done"
+	StatusUnknown Status = "unknown"
+)
+
+// Ready reports whether a prompt may be typed: idle or done.
+func (s Status) Ready() bool { return s == StatusIdle || s == StatusDone }
+
+// Valid reports whether s is one of the known statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusIdle, StatusWorking, StatusBlocked, StatusDone, StatusUnknown:
+		return true
+	}
+	return false
+}
+
+// Tokens counts a turn's or a session's model usage.
+type Tokens struct {
+	In            int64 `json:"in"`
+	Out           int64 `json:"out"`
+	CacheRead     int64 `json:"cache_read,omitempty"`
+	CacheCreation int64 `json:"cache_creation,omitempty"`
+}
+
+// Add returns t + o.
+func (t Tokens) Add(o Tokens) Tokens {
+	return Tokens{In: t.In + o.In, Out: t.Out + o.Out, CacheRead: t.CacheRead + o.CacheRead, CacheCreation: t.CacheCreation + o.CacheCreation}
+}
+
+// AgentRegistered: an agent now exists in a pane of a host.
+type AgentRegistered struct {
+	Agent   string `json:"agent"`
+	Host    string `json:"host"`
+	Pane    string `json:"pane,omitempty"`
+	Role    string `json:"role,omitempty"`
+	Tier    int    `json:"tier"`
+	Parent  string `json:"parent,omitempty"`
+	Model   string `json:"model,omitempty"`
+	Cwd     string `json:"cwd,omitempty"`
+	Session string `json:"session,omitempty"` // named session the agent serves
+	// How the agent came to be: "spawned" by fleetd, "adopted" by a person,
+	// or "discovered" from a pane carrying FLEET_AGENT_ID.
+	Origin string `json:"origin,omitempty"`
+	// EnvClass is the role's env class the pane was launched under.
+	EnvClass string `json:"env_class,omitempty"`
+}
+
+// AgentStatusChanged: the agent's status as herdr or a hook saw it.
+type AgentStatusChanged struct {
+	Status Status `json:"status"`
+	// Source is who observed it: "herdr" or "hook".
+	Source         string `json:"source"`
+	Pane           string `json:"pane,omitempty"`
+	StateChangeSeq uint64 `json:"state_change_seq,omitempty"`
+	Detail         string `json:"detail,omitempty"`
+	// Violation is set when the pane was found crossing its role's env
+	// boundary (an env class it must not carry).
+	Violation string `json:"violation,omitempty"`
+}
+
+// AgentQueued: a turn was accepted for this agent. The event id is the
+// turn id unless the turn came through a role queue (AssignedFrom).
+type AgentQueued struct {
+	From     string    `json:"from,omitempty"`
+	Text     string    `json:"text"`
+	Context  []string  `json:"context,omitempty"`
+	SliceRef string    `json:"slice_ref,omitempty"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	// AssignedFrom is the role whose queue this turn came from; then the
+	// turn id is the role queued event's id (the correlation id).
+	AssignedFrom string `json:"assigned_from,omitempty"`
+	Job          string `json:"job,omitempty"`
+	Task         string `json:"task,omitempty"`
+}
+
+// AgentTyped: the owning gateway wrote the turn's prompt into the pane.
+type AgentTyped struct {
+	Pane string `json:"pane"`
+	// Method is how: "agent.prompt" or "pane.send_input".
+	Method         string `json:"method"`
+	StateChangeSeq uint64 `json:"state_change_seq,omitempty"`
+	Bytes          int    `json:"bytes"`
+	// Enter counts extra Enter presses sent because no submission was seen.
+	Enter int `json:"enter,omitempty"`
+}
+
+// AgentSubmitted: the agent confirmed it took the prompt.
+type AgentSubmitted struct {
+	PromptID  string `json:"prompt_id,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+	// Via is the evidence: "hook" (UserPromptSubmit) or "herdr" (working
+	// with a new state_change_seq).
+	Via            string `json:"via"`
+	StateChangeSeq uint64 `json:"state_change_seq,omitempty"`
+	Prompt         string `json:"prompt,omitempty"`
+}
+
+// AgentReplied: the agent's Stop hook fired; the turn is over.
+type AgentReplied struct {
+	Reply      string  `json:"reply"`
+	PromptID   string  `json:"prompt_id,omitempty"`
+	SessionID  string  `json:"session_id,omitempty"`
+	Model      string  `json:"model,omitempty"`
+	Tokens     Tokens  `json:"tokens"`
+	CostUSD    float64 `json:"cost_usd,omitempty"`
+	Transcript string  `json:"transcript,omitempty"`
+}
+
+// Failure reasons of DESIGN.md's turn lifecycle.
+const (
+	ReasonTimeout       = "timeout"
+	ReasonPaneExited    = "pane_exited"
+	ReasonBlocked       = "blocked"
+	ReasonIndeterminate = "indeterminate"
+	ReasonCancelled     = "cancelled"
+	ReasonUnknownAgent  = "unknown_agent"
+)
+
+// AgentFailed: the turn ended without a reply.
+type AgentFailed struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
+
+// AgentSession: a Claude Code session started, resumed or ended in the pane.
+type AgentSession struct {
+	SessionID      string `json:"session_id"`
+	State          string `json:"state"` // "started" or "ended"
+	Source         string `json:"source,omitempty"`
+	Reason         string `json:"reason,omitempty"`
+	TranscriptPath string `json:"transcript_path,omitempty"`
+	Model          string `json:"model,omitempty"`
+	Cwd            string `json:"cwd,omitempty"`
+	Name           string `json:"name,omitempty"` // fleetd's session name, if any
+}
+
+// AgentExited: the agent's pane or process is gone.
+type AgentExited struct {
+	Pane   string `json:"pane,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// RoleQueued: a message for any agent of a role. Its id is the turn id.
+type RoleQueued struct {
+	From     string    `json:"from,omitempty"`
+	Text     string    `json:"text"`
+	Context  []string  `json:"context,omitempty"`
+	SliceRef string    `json:"slice_ref,omitempty"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	Job      string    `json:"job,omitempty"`
+	Task     string    `json:"task,omitempty"`
+}
+
+// HostUp: a gateway started on the host.
+type HostUp struct {
+	Host      string `json:"host"`
+	Version   string `json:"version,omitempty"`
+	NATSURL   string `json:"nats_url,omitempty"`
+	HTTPAddr  string `json:"http_addr,omitempty"`
+	DataDir   string `json:"data_dir,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	Heartbeat bool   `json:"heartbeat,omitempty"`
+}
+
+// HostDown: a gateway stopped cleanly.
+type HostDown struct {
+	Host   string `json:"host"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// HostHerdr: the gateway connected to or lost its herdr.
+type HostHerdr struct {
+	Connected bool   `json:"connected"`
+	Socket    string `json:"socket,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Protocol  int    `json:"protocol,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// JobCreated: an orchestrator job started.
+type JobCreated struct {
+	Goal   string          `json:"goal,omitempty"`
+	Plan   string          `json:"plan,omitempty"`
+	Parent string          `json:"parent,omitempty"`
+	Tasks  []TaskSpecBrief `json:"tasks,omitempty"`
+}
+
+// TaskSpecBrief is a plan task as recorded in JobCreated.
+type TaskSpecBrief struct {
+	ID    string   `json:"id"`
+	To    string   `json:"to"`
+	Needs []string `json:"needs,omitempty"`
+}
+
+// JobContext: an item joined the job's context store.
+type JobContext struct {
+	Key        string   `json:"key"`
+	Tags       []string `json:"tags,omitempty"`
+	Text       string   `json:"text"`
+	Provenance string   `json:"provenance,omitempty"`
+	Size       int      `json:"size"`
+}
+
+// JobSliced: a slice of context was handed to a task's session.
+type JobSliced struct {
+	Task      string   `json:"task"`
+	Session   string   `json:"session,omitempty"`
+	Agent     string   `json:"agent,omitempty"`
+	Items     []string `json:"items"`
+	Bytes     int      `json:"bytes"`
+	Budget    int      `json:"budget"`
+	Truncated []string `json:"truncated,omitempty"`
+}
+
+// Task states recorded in JobTask.
+const (
+	TaskSent     = "sent"
+	TaskReplied  = "replied"
+	TaskFailed   = "failed"
+	TaskSkipped  = "skipped"
+	TaskAssigned = "assigned"
+)
+
+// JobTask: a task of the job changed state.
+type JobTask struct {
+	Task   string `json:"task"`
+	State  string `json:"state"`
+	Turn   string `json:"turn,omitempty"`
+	Agent  string `json:"agent,omitempty"`
+	To     string `json:"to,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Rollup string `json:"rollup,omitempty"`
+}
+
+// JobDone: the job finished.
+type JobDone struct {
+	Status string `json:"status"` // "ok" or "failed"
+	Result string `json:"result,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+func (AgentRegistered) EventType() Type    { return TypeAgentRegistered }
+func (AgentStatusChanged) EventType() Type { return TypeAgentStatus }
+func (AgentQueued) EventType() Type        { return TypeAgentQueued }
+func (AgentTyped) EventType() Type         { return TypeAgentTyped }
+func (AgentSubmitted) EventType() Type     { return TypeAgentSubmitted }
+func (AgentReplied) EventType() Type       { return TypeAgentReplied }
+func (AgentFailed) EventType() Type        { return TypeAgentFailed }
+func (AgentSession) EventType() Type       { return TypeAgentSession }
+func (AgentExited) EventType() Type        { return TypeAgentExited }
+func (RoleQueued) EventType() Type         { return TypeRoleQueued }
+func (HostUp) EventType() Type             { return TypeHostUp }
+func (HostDown) EventType() Type           { return TypeHostDown }
+func (HostHerdr) EventType() Type          { return TypeHostHerdr }
+func (JobCreated) EventType() Type         { return TypeJobCreated }
+func (JobContext) EventType() Type         { return TypeJobContext }
+func (JobSliced) EventType() Type          { return TypeJobSliced }
+func (JobTask) EventType() Type            { return TypeJobTask }
+func (JobDone) EventType() Type            { return TypeJobDone }
