@@ -17,7 +17,8 @@ func (a *slogAdapter) log(level slog.Level, format string, v ...any) {
 	a.l.Log(context.Background(), level, fmt.Sprintf(format, v...), "component", "nats-server")
 }
 
-func (a *slogAdapter) Noticef(format string, v ...any) { a.log(slog.LevelInfo, format, v...) }
+// Noticef is nats-server's chatty startup banner and routine notices: debug.
+func (a *slogAdapter) Noticef(format string, v ...any) { a.log(slog.LevelDebug, format, v...) }
 func (a *slogAdapter) Warnf(format string, v ...any)   { a.log(slog.LevelWarn, format, v...) }
 func (a *slogAdapter) Fatalf(format string, v ...any)  { a.log(slog.LevelError, format, v...) }
 func (a *slogAdapter) Errorf(format string, v ...any)  { a.log(slog.LevelError, format, v...) }

@@ -120,7 +120,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			what := "connections"
-			if ns.ReadyForConnections(10*time.Millisecond) {
+			if ns.ReadyForConnections(10 * time.Millisecond) {
 				what = "a JetStream meta leader"
 			}
 			return fmt.Errorf("nats server %s not ready for %s: %w", s.cfg.ServerName, what, ctx.Err())

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/alecthomas/kong"
+)
+
+// version is set by the build (-ldflags "-X main.version=…").
+var version = "dev"
+
+// CLI is fleetd's command tree. Each command is a struct with Run in its
+// own file; add a command here with one line.
+type CLI struct {
+	Globals
+
+	Up      UpCmd      `cmd:"" help:"Run the fabric on this host: embedded NATS, the event log, the gateway, the lead shim."`
+	Tail    TailCmd    `cmd:"" help:"Show the event log, live or from a point."`
+	Version VersionCmd `cmd:"" help:"Print fleetd's version."`
+}
+
+// Globals are flags every command understands.
+type Globals struct {
+	Config   kong.ConfigFlag `help:"JSON config file; keys are flag names (e.g. {\"data-dir\": \"/srv/fleetd\"})." env:"FLEET_CONFIG" placeholder:"FILE"`
+	LogLevel string          `help:"Log level: debug, info, warn, error." default:"info" env:"FLEET_LOG_LEVEL" enum:"debug,info,warn,error"`
+	Host     string          `help:"This host's name in the fleet (a subject token)." env:"FLEET_HOST" placeholder:"NAME"`
+	NATS     string          `name:"nats" help:"NATS URL of a running fleetd or an external NATS. For 'up': use it instead of the embedded server." env:"FLEET_NATS_URL" placeholder:"URL"`
+	Creds    string          `help:"NATS credentials file (from 'fleetd auth')." env:"FLEET_NATS_CREDS" type:"path" placeholder:"FILE"`
+	URL      string          `name:"url" help:"URL of the lead HTTP shim, for client commands." default:"http://127.0.0.1:8765" env:"FLEET_URL"`
+	Token    string          `help:"Bearer token for the lead HTTP shim." env:"FLEET_TOKEN"`
+}
+
+func cliOptions(ctx context.Context) []kong.Option {
+	return []kong.Option{
+		kong.Name("fleetd"),
+		kong.Description("fleetd — the coordination fabric for fleets of AI coding agents in herdr panes.\n\n" +
+			"Every send, status change and reply is an event on NATS JetStream (stream FLEET, subjects fleet.>).\n" +
+			"Flags can also come from FLEET_* environment variables and from a JSON config file (--config)."),
+		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, Summary: true}),
+		kong.Configuration(kong.JSON, defaultConfigPath()),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.Vars{"version": version, "default_data_dir": defaultDataDir()},
+	}
+}
+
+// Logger builds the process logger at the chosen level, on stderr.
+func (g *Globals) Logger() *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(g.LogLevel))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// defaultDataDir is $XDG_STATE_HOME/fleetd, else ~/.local/state/fleetd.
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "fleetd")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "fleetd")
+	}
+	return filepath.Join(home, ".local", "state", "fleetd")
+}
+
+// defaultConfigPath is $XDG_CONFIG_HOME/fleetd/config.json (read if present).
+func defaultConfigPath() string {
+	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "fleetd", "config.json")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".config", "fleetd", "config.json")
+}
+
+// exitError carries a specific exit status out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+func exitCode(err error) int {
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/fleetd/fleetd/embeddednats"
+)
+
+// UpCmd runs the fabric on this host.
+type UpCmd struct {
+	DataDir       string        `help:"Where the JetStream store and fleetd's state live." default:"${default_data_dir}" env:"FLEET_DATA_DIR" type:"path"`
+	Listen        string        `help:"NATS client listen address for the embedded server; empty for in-process only." default:"127.0.0.1:4222" env:"FLEET_LISTEN"`
+	HTTP          string        `name:"http" help:"Lead HTTP shim listen address (loopback by default; any other address needs --token)." default:"127.0.0.1:8765" env:"FLEET_HTTP"`
+	SyncAlways    bool          `help:"fsync every JetStream write before acknowledging it." default:"true" negatable:"" env:"FLEET_SYNC_ALWAYS"`
+	MaxStore      int64         `help:"Cap on JetStream file storage in bytes (0 = no cap)." env:"FLEET_MAX_STORE"`
+	MaxMemory     int64         `help:"Cap on JetStream memory storage in bytes (0 = no cap)." env:"FLEET_MAX_MEMORY"`
+	Cluster       string        `help:"Cluster name: join a cluster of fleetd hosts." env:"FLEET_CLUSTER"`
+	ClusterListen string        `help:"Cluster route listen address." default:"0.0.0.0:6222" env:"FLEET_CLUSTER_LISTEN"`
+	Routes        []string      `help:"Routes to the other cluster members (nats://host:6222,…)." env:"FLEET_ROUTES"`
+	Replicas      int           `help:"Replicas of the FLEET stream and KV buckets (default: 1, or 3 in a cluster)." env:"FLEET_REPLICAS"`
+	ServerConfig  string        `help:"nats-server config file to apply (accounts, users, TLS), e.g. from 'fleetd auth'." env:"FLEET_SERVER_CONFIG" type:"path"`
+	Herdr         string        `help:"herdr socket path (default: as herdr resolves it: HERDR_SOCKET_PATH, HERDR_SESSION, ~/.config/herdr/herdr.sock)." env:"FLEET_HERDR_SOCKET" type:"path"`
+	NoHerdr       bool          `help:"Run without a herdr gateway on this host (log, projections and shim only)." env:"FLEET_NO_HERDR"`
+	Roles         string        `help:"Roles file (JSON): launch command, model, env class, cap and tier per role." env:"FLEET_ROLES" type:"path"`
+	Heartbeat     time.Duration `help:"How often the host announces it is alive." default:"5s" env:"FLEET_HEARTBEAT"`
+}
+
+// Run starts the gateway and blocks until SIGINT or SIGTERM.
+func (c *UpCmd) Run(ctx context.Context, g *Globals) error {
+	cfg, err := c.gatewayConfig(g)
+	if err != nil {
+		return err
+	}
+	gw := NewGateway(cfg)
+	if err := gw.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprint(os.Stdout, gw.Banner())
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "fleetd: shutting down")
+	return gw.Close()
+}
+
+func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
+	host := g.Host
+	if host == "" {
+		host = embeddednats.DefaultServerName()
+	}
+	ncfg := embeddednats.Config{
+		DataDir:    c.DataDir,
+		ServerName: host,
+		Listen:     c.Listen,
+		SyncAlways: c.SyncAlways,
+		MaxStore:   c.MaxStore,
+		MaxMemory:  c.MaxMemory,
+		ConfigFile: c.ServerConfig,
+		Logger:     g.Logger(),
+	}
+	if c.Cluster != "" {
+		ncfg.ClusterName, ncfg.ClusterListen, ncfg.Routes = c.Cluster, c.ClusterListen, c.Routes
+	}
+	return GatewayConfig{
+		Host:        host,
+		NATS:        ncfg,
+		ExternalURL: g.NATS,
+		Creds:       g.Creds,
+		Replicas:    c.Replicas,
+		HTTP:        c.HTTP,
+		Token:       g.Token,
+		HerdrPath:   c.Herdr,
+		NoHerdr:     c.NoHerdr,
+		RolesFile:   c.Roles,
+		Heartbeat:   c.Heartbeat,
+		Logger:      g.Logger(),
+	}, nil
+}

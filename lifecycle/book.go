@@ -1,0 +1,265 @@
+package lifecycle
+
+import (
+	"slices"
+
+	"github.com/fleetd/fleetd/events"
+)
+
+// Book folds turn events into every turn's state and each agent's queue.
+// It is not safe for concurrent use; its owner serialises Apply.
+type Book struct {
+	turns  map[string]*Turn
+	agents map[string]*agentTurns
+	roles  map[string][]string
+}
+
+type agentTurns struct {
+	queue    []string // queued turn ids, in queue order
+	inFlight string   // typed or submitted turn id
+}
+
+// NewBook returns an empty book.
+func NewBook() *Book {
+	return &Book{turns: map[string]*Turn{}, agents: map[string]*agentTurns{}, roles: map[string][]string{}}
+}
+
+func (b *Book) agent(id string) *agentTurns {
+	a, ok := b.agents[id]
+	if !ok {
+		a = &agentTurns{}
+		b.agents[id] = a
+	}
+	return a
+}
+
+// Turn returns a copy of the turn with id.
+func (b *Book) Turn(id string) (Turn, bool) {
+	t, ok := b.turns[id]
+	if !ok {
+		return Turn{}, false
+	}
+	return *t, true
+}
+
+// Len is the number of turns the book holds.
+func (b *Book) Len() int { return len(b.turns) }
+
+// Turns calls fn for every turn (copies), in no particular order.
+func (b *Book) Turns(fn func(Turn) bool) {
+	for _, t := range b.turns {
+		if !fn(*t) {
+			return
+		}
+	}
+}
+
+// Queue is the agent's queued turn ids in delivery order.
+func (b *Book) Queue(agent string) []string {
+	if a, ok := b.agents[agent]; ok {
+		return slices.Clone(a.queue)
+	}
+	return nil
+}
+
+// InFlight is the agent's typed or submitted turn, if any.
+func (b *Book) InFlight(agent string) (Turn, bool) {
+	a, ok := b.agents[agent]
+	if !ok || a.inFlight == "" {
+		return Turn{}, false
+	}
+	return b.Turn(a.inFlight)
+}
+
+// Next is the turn the agent's gateway should type next: the head of its
+// queue, and only when no turn is in flight.
+func (b *Book) Next(agent string) (Turn, bool) {
+	a, ok := b.agents[agent]
+	if !ok || a.inFlight != "" || len(a.queue) == 0 {
+		return Turn{}, false
+	}
+	return b.Turn(a.queue[0])
+}
+
+// RoleQueue is the role's unassigned turn ids, oldest first.
+func (b *Book) RoleQueue(role string) []string { return slices.Clone(b.roles[role]) }
+
+// Roles lists roles with unassigned turns.
+func (b *Book) Roles() []string {
+	out := make([]string, 0, len(b.roles))
+	for r, q := range b.roles {
+		if len(q) > 0 {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Busy reports whether the agent has a turn queued or in flight.
+func (b *Book) Busy(agent string) bool {
+	a, ok := b.agents[agent]
+	return ok && (a.inFlight != "" || len(a.queue) > 0)
+}
+
+// Forget drops a final turn from memory (its state lives on in the turns
+// KV), so a long-running fold does not grow without bound.
+func (b *Book) Forget(id string) {
+	if t, ok := b.turns[id]; ok && t.State.Final() {
+		delete(b.turns, id)
+	}
+}
+
+// Apply folds one event. It returns the turn the event changed, or false
+// when the event touched no turn (not a turn event, a duplicate, or out of
+// order).
+func (b *Book) Apply(ev events.Event) (Turn, bool) {
+	id := TurnID(ev)
+	switch d := ev.Data.(type) {
+	case events.RoleQueued:
+		if _, dup := b.turns[id]; dup {
+			return Turn{}, false
+		}
+		t := &Turn{ID: id, Role: ev.Subject, From: d.From, Text: d.Text, Context: d.Context, SliceRef: d.SliceRef,
+			Deadline: d.Deadline, Job: d.Job, Task: d.Task, State: StateQueued, QueuedAt: ev.Time}
+		b.turns[id] = t
+		b.roles[ev.Subject] = append(b.roles[ev.Subject], id)
+		return b.touch(t, ev), true
+
+	case events.AgentQueued:
+		t, ok := b.turns[id]
+		switch {
+		case !ok:
+			t = &Turn{ID: id, Role: d.AssignedFrom, From: d.From, Text: d.Text, Context: d.Context, SliceRef: d.SliceRef,
+				Deadline: d.Deadline, Job: d.Job, Task: d.Task, State: StateQueued, QueuedAt: ev.Time}
+			if d.AssignedFrom != "" {
+				t.AssignedAt = ev.Time
+			}
+			b.turns[id] = t
+		case t.Agent == "" && t.State == StateQueued:
+			// A role turn assigned to this agent.
+			t.AssignedAt = ev.Time
+			b.roles[t.Role] = remove(b.roles[t.Role], id)
+		default:
+			return Turn{}, false
+		}
+		t.Agent = ev.Subject
+		t.QueueSeq = ev.Seq
+		a := b.agent(ev.Subject)
+		a.queue = append(a.queue, id)
+		return b.touch(t, ev), true
+
+	case events.AgentTyped:
+		t, ok := b.turns[id]
+		if !ok || t.Agent != ev.Subject || t.State != StateQueued {
+			return Turn{}, false
+		}
+		a := b.agent(ev.Subject)
+		if a.inFlight != "" && a.inFlight != id {
+			return Turn{}, false
+		}
+		a.queue = remove(a.queue, id)
+		a.inFlight = id
+		t.State = StateTyped
+		t.TypedAt = ev.Time
+		t.Pane, t.Method, t.StateChangeSeq, t.Enter = d.Pane, d.Method, d.StateChangeSeq, d.Enter
+		return b.touch(t, ev), true
+
+	case events.AgentSubmitted:
+		t := b.joinInFlight(ev, d.PromptID)
+		if t == nil || t.State != StateTyped {
+			return Turn{}, false
+		}
+		t.State = StateSubmitted
+		t.SubmittedAt = ev.Time
+		t.SubmittedVia = d.Via
+		if d.PromptID != "" {
+			t.PromptID = d.PromptID
+		}
+		if d.SessionID != "" {
+			t.SessionID = d.SessionID
+		}
+		return b.touch(t, ev), true
+
+	case events.AgentReplied:
+		t := b.joinInFlight(ev, d.PromptID)
+		if t == nil || !t.State.InFlight() {
+			return Turn{}, false
+		}
+		if t.SubmittedAt.IsZero() {
+			// The Stop hook proves submission too (its UserPromptSubmit
+			// may still sit in a spool).
+			t.SubmittedAt = ev.Time
+		}
+		t.State = StateReplied
+		t.RepliedAt = ev.Time
+		t.Reply, t.Model, t.Tokens, t.CostUSD = d.Reply, d.Model, d.Tokens, d.CostUSD
+		if d.PromptID != "" {
+			t.PromptID = d.PromptID
+		}
+		if d.SessionID != "" {
+			t.SessionID = d.SessionID
+		}
+		b.agent(ev.Subject).inFlight = ""
+		return b.touch(t, ev), true
+
+	case events.AgentFailed:
+		t, ok := b.turns[id]
+		if !ok || t.State.Final() {
+			return Turn{}, false
+		}
+		t.State = StateFailed
+		t.FailedAt = ev.Time
+		t.Reason, t.Message = d.Reason, d.Message
+		if t.Agent == "" {
+			b.roles[t.Role] = remove(b.roles[t.Role], id)
+		} else {
+			a := b.agent(t.Agent)
+			a.queue = remove(a.queue, id)
+			if a.inFlight == id {
+				a.inFlight = ""
+			}
+		}
+		return b.touch(t, ev), true
+	}
+	return Turn{}, false
+}
+
+// joinInFlight finds the turn a hook event belongs to: the agent's turn in
+// flight, which the event's correlation id (if any) must name.
+func (b *Book) joinInFlight(ev events.Event, promptID string) *Turn {
+	a, ok := b.agents[ev.Subject]
+	if !ok || a.inFlight == "" {
+		return nil
+	}
+	t := b.turns[a.inFlight]
+	if t == nil {
+		return nil
+	}
+	if ev.CorrelationID != "" && ev.CorrelationID != t.ID {
+		// The event names another turn. A finished one means the hook read
+		// a stale turn id and the event belongs to the turn in flight; an
+		// open one means it is not this turn's event.
+		if other, known := b.turns[ev.CorrelationID]; known && !other.State.Final() {
+			return nil
+		}
+	}
+	if promptID != "" && t.PromptID != "" && promptID != t.PromptID {
+		return nil
+	}
+	return t
+}
+
+func (b *Book) touch(t *Turn, ev events.Event) Turn {
+	if ev.Seq > t.LastSeq {
+		t.LastSeq = ev.Seq
+	}
+	return *t
+}
+
+func remove(ids []string, id string) []string {
+	if i := slices.Index(ids, id); i >= 0 {
+		return slices.Delete(ids, i, i+1)
+	}
+	return ids
+}

@@ -1,0 +1,21 @@
+// Package lifecycle is the turn state machine of DESIGN.md as a pure fold
+// over events: queued → (assigned) → typed → submitted → replied | failed,
+// with one turn in flight per agent, in queue order.
+//
+// The gateway's delivery loop, the projections and the lead shim all fold
+// the same log through the same Book, so they cannot disagree about where a
+// turn is. A Book does no I/O; it imports only events.
+//
+// Joining rules (the hooks of a pane do not always know the turn id):
+//   - every turn event carries correlationid = turn id; a queued event with
+//     none is its own turn (turn id = event id);
+//   - a submitted or replied event joins the agent's turn in flight when
+//     it has no correlation id, names that turn, or names a finished turn
+//     (a hook that read a stale turn id); a prompt_id, once seen, must
+//     match;
+//   - a replied event for an agent with no fleetd turn in flight (someone
+//     typed into the pane by hand) changes no turn;
+//   - transitions are idempotent: a repeated or out-of-order event that
+//     would move a turn backwards, or touch a finished turn, is ignored and
+//     reported as not applied.
+package lifecycle

@@ -1,0 +1,106 @@
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+)
+
+// State is where a turn is in its lifecycle.
+type State string
+
+// The turn states. Queued turns wait for an agent (role turns) or for
+// their agent's pane; Typed and Submitted are in flight; Replied and
+// Failed are final.
+const (
+	StateQueued    State = "queued"
+	StateTyped     State = "typed"
+	StateSubmitted State = "submitted"
+	StateReplied   State = "replied"
+	StateFailed    State = "failed"
+)
+
+// Final reports whether no further event can change the turn.
+func (s State) Final() bool { return s == StateReplied || s == StateFailed }
+
+// InFlight reports whether the prompt may be in the agent's pane.
+func (s State) InFlight() bool { return s == StateTyped || s == StateSubmitted }
+
+// Turn is one prompt to one agent and its one reply.
+type Turn struct {
+	ID    string `json:"id"`
+	Agent string `json:"agent,omitempty"`
+	// Role is the role the turn was sent to (role:R) or assigned from.
+	Role     string    `json:"role,omitempty"`
+	From     string    `json:"from,omitempty"`
+	Text     string    `json:"text"`
+	Context  []string  `json:"context,omitempty"`
+	SliceRef string    `json:"slice_ref,omitempty"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	Job      string    `json:"job,omitempty"`
+	Task     string    `json:"task,omitempty"`
+
+	State State `json:"state"`
+
+	QueuedAt    time.Time `json:"queued_at,omitzero"`
+	AssignedAt  time.Time `json:"assigned_at,omitzero"`
+	TypedAt     time.Time `json:"typed_at,omitzero"`
+	SubmittedAt time.Time `json:"submitted_at,omitzero"`
+	RepliedAt   time.Time `json:"replied_at,omitzero"`
+	FailedAt    time.Time `json:"failed_at,omitzero"`
+
+	Pane           string `json:"pane,omitempty"`
+	Method         string `json:"method,omitempty"`
+	StateChangeSeq uint64 `json:"state_change_seq,omitempty"`
+	Enter          int    `json:"enter,omitempty"`
+	SubmittedVia   string `json:"submitted_via,omitempty"`
+
+	PromptID  string        `json:"prompt_id,omitempty"`
+	SessionID string        `json:"session_id,omitempty"`
+	Model     string        `json:"model,omitempty"`
+	Reply     string        `json:"reply,omitempty"`
+	Tokens    events.Tokens `json:"tokens"`
+	CostUSD   float64       `json:"cost_usd,omitempty"`
+
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+
+	// QueueSeq is the stream sequence of the queued event on the agent:
+	// the turn's place in the agent's queue.
+	QueueSeq uint64 `json:"queue_seq,omitempty"`
+	// LastSeq is the stream sequence of the last event applied.
+	LastSeq uint64 `json:"last_seq,omitempty"`
+}
+
+// EndedAt is when the turn became final, or zero.
+func (t *Turn) EndedAt() time.Time {
+	switch t.State {
+	case StateReplied:
+		return t.RepliedAt
+	case StateFailed:
+		return t.FailedAt
+	}
+	return time.Time{}
+}
+
+// Duration is queued → final, or zero while the turn is open.
+func (t *Turn) Duration() time.Duration {
+	end := t.EndedAt()
+	if end.IsZero() || t.QueuedAt.IsZero() {
+		return 0
+	}
+	return end.Sub(t.QueuedAt)
+}
+
+// TurnID is the turn an event belongs to: its correlation id, or for a
+// queued event without one, its own id.
+func TurnID(ev events.Event) string {
+	if ev.CorrelationID != "" {
+		return ev.CorrelationID
+	}
+	switch ev.Data.(type) {
+	case events.AgentQueued, events.RoleQueued:
+		return ev.ID
+	}
+	return ""
+}

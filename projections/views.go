@@ -1,0 +1,87 @@
+package projections
+
+import (
+	"context"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+// Agent is one row of the roster.
+type Agent struct {
+	Agent  string `json:"agent"`
+	Host   string `json:"host"`
+	Pane   string `json:"pane,omitempty"`
+	Role   string `json:"role,omitempty"`
+	Tier   int    `json:"tier"`
+	Parent string `json:"parent,omitempty"`
+	Model  string `json:"model,omitempty"`
+	Cwd    string `json:"cwd,omitempty"`
+	Origin string `json:"origin,omitempty"`
+
+	Status      events.Status `json:"status"`
+	CurrentTurn string        `json:"current_turn,omitempty"`
+	QueueDepth  int           `json:"queue_depth"`
+	LastSeen    time.Time     `json:"last_seen,omitzero"`
+
+	Tokens  events.Tokens `json:"tokens"`
+	CostUSD float64       `json:"cost_usd,omitempty"`
+
+	SessionID string `json:"session_id,omitempty"`
+	Session   string `json:"session,omitempty"` // fleetd session name
+	// Exited: the pane or process is gone. Stale: its host went silent.
+	Exited    bool   `json:"exited,omitempty"`
+	Stale     bool   `json:"stale,omitempty"`
+	Violation string `json:"violation,omitempty"`
+}
+
+// Ready reports whether a new turn may be given to the agent now: alive,
+// ready status, nothing queued or in flight.
+func (a Agent) Ready() bool {
+	return !a.Exited && !a.Stale && a.Status.Ready() && a.CurrentTurn == "" && a.QueueDepth == 0
+}
+
+// Session is one named, resumable agent conversation.
+type Session struct {
+	Name      string `json:"name"`
+	Agent     string `json:"agent"`
+	SessionID string `json:"session_id,omitempty"`
+	Tier      int    `json:"tier"`
+	// State: "active" (its agent's pane is up), "ended" (Claude Code
+	// ended it), "closed" (its pane is gone; resumable).
+	State          string        `json:"state"`
+	Turns          int           `json:"turns"`
+	Tokens         events.Tokens `json:"tokens"`
+	CostUSD        float64       `json:"cost_usd,omitempty"`
+	Model          string        `json:"model,omitempty"`
+	TranscriptPath string        `json:"transcript_path,omitempty"`
+	StartedAt      time.Time     `json:"started_at,omitzero"`
+	LastActive     time.Time     `json:"last_active,omitzero"`
+	IdleDeadline   time.Time     `json:"idle_deadline,omitzero"`
+	// Resume is how to continue it: the claude session id to pass to
+	// `claude --resume`.
+	Resume string `json:"resume,omitempty"`
+}
+
+// Views is the read side the shim, the router and the CLI need. The
+// materialized projection implements it; consumers may declare narrower
+// interfaces.
+type Views interface {
+	// Roster lists every agent, sorted by id.
+	Roster() []Agent
+	// Agent returns one roster row.
+	Agent(id string) (Agent, bool)
+	// Sessions lists sessions, sorted by name.
+	Sessions() []Session
+	// Turn returns a turn's state (also turns no longer in memory, from KV).
+	Turn(ctx context.Context, id string) (lifecycle.Turn, bool, error)
+	// WaitTurn blocks until the turn satisfies done (checked at once and on
+	// every change of the turn) or ctx ends.
+	WaitTurn(ctx context.Context, id string, done func(lifecycle.Turn) bool) (lifecycle.Turn, error)
+	// WaitSeq blocks until every event up to stream sequence seq has been
+	// applied: read-your-writes after an append.
+	WaitSeq(ctx context.Context, seq uint64) error
+	// Applied is the last stream sequence folded.
+	Applied() uint64
+}

@@ -1,0 +1,211 @@
+package roles
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Env classes: which side of the subscription boundary a role is on.
+const (
+	// EnvClean roles run on the subscription: no model endpoint override.
+	EnvClean = "clean"
+	// EnvGateway roles run against a model gateway: ANTHROPIC_BASE_URL is
+	// required and must equal the role's BaseURL.
+	EnvGateway = "gateway"
+)
+
+// BoundaryVars are the variables that move a Claude Code process off the
+// subscription. A clean pane must carry none of them.
+var BoundaryVars = []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}
+
+// ErrBoundary means an env crosses its role's env class.
+var ErrBoundary = errors.New("subscription boundary")
+
+// ErrUnknownRole means a role is not in the roles file.
+var ErrUnknownRole = errors.New("unknown role")
+
+// Role is one class of agents.
+type Role struct {
+	Name string `json:"-"`
+	// Description tells a lead when to route here.
+	Description string `json:"description,omitempty"`
+	// Command launches the agent in its pane; "{settings}" is replaced by
+	// the path of fleetd's hooks settings file and "{model}" by the model.
+	// Default: claude --settings {settings} [--model {model}].
+	Command []string `json:"command,omitempty"`
+	Model   string   `json:"model,omitempty"`
+	// EnvClass is "clean" (default) or "gateway".
+	EnvClass string `json:"env_class,omitempty"`
+	// BaseURL is the ANTHROPIC_BASE_URL a gateway role must launch with.
+	BaseURL string `json:"base_url,omitempty"`
+	// Env is extra environment for the role's panes.
+	Env map[string]string `json:"env,omitempty"`
+	// Cap bounds the role's turns in flight fleet-wide; 0 = no cap.
+	Cap int `json:"cap,omitempty"`
+	// Tier is the role's depth: 0 orchestrator, 1 mains, 2 workers.
+	Tier int `json:"tier,omitempty"`
+}
+
+// Config is the whole roles file.
+type Config struct {
+	Roles map[string]Role `json:"roles"`
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// Default is the roles fleetd knows without a file: a clean lead and main,
+// and clean Claude workers. Gateway roles need a URL, so they come from a
+// file.
+func Default() Config {
+	c := Config{Roles: map[string]Role{
+		"lead":     {Description: "the team lead; plans and delegates", Tier: 0, EnvClass: EnvClean},
+		"main":     {Description: "a main agent under the orchestrator", Tier: 1, EnvClass: EnvClean},
+		"w-claude": {Description: "Claude workers: reasoning-heavy, careful edits", Tier: 2, EnvClass: EnvClean},
+	}}
+	c.setDefaults()
+	return c
+}
+
+// Load reads a roles file (JSON). An empty path gives Default.
+func Load(path string) (Config, error) {
+	if path == "" {
+		return Default(), nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("roles file: %w", err)
+	}
+	return Parse(b)
+}
+
+// Parse decodes and validates a roles file.
+func Parse(b []byte) (Config, error) {
+	var c Config
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("roles file: %w", err)
+	}
+	c.setDefaults()
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func (c *Config) setDefaults() {
+	for name, r := range c.Roles {
+		r.Name = name
+		if r.EnvClass == "" {
+			r.EnvClass = EnvClean
+		}
+		if len(r.Command) == 0 {
+			r.Command = []string{"claude", "--settings", "{settings}"}
+			if r.Model != "" {
+				r.Command = append(r.Command, "--model", "{model}")
+			}
+		}
+		c.Roles[name] = r
+	}
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	for _, name := range c.Names() {
+		r := c.Roles[name]
+		if !nameRE.MatchString(name) {
+			errs = append(errs, fmt.Errorf("role %q: name must match %s", name, nameRE))
+		}
+		switch r.EnvClass {
+		case EnvClean:
+			if r.BaseURL != "" {
+				errs = append(errs, fmt.Errorf("role %q: a clean role cannot have a base_url", name))
+			}
+		case EnvGateway:
+			if r.BaseURL == "" {
+				errs = append(errs, fmt.Errorf("role %q: a gateway role needs base_url", name))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("role %q: env_class %q, want clean or gateway", name, r.EnvClass))
+		}
+		for _, k := range BoundaryVars {
+			if _, ok := r.Env[k]; ok {
+				errs = append(errs, fmt.Errorf("role %q: set %s through env_class and base_url, not env", name, k))
+			}
+		}
+		if r.Cap < 0 || r.Tier < 0 {
+			errs = append(errs, fmt.Errorf("role %q: cap and tier must not be negative", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Names lists the roles, sorted.
+func (c Config) Names() []string {
+	out := make([]string, 0, len(c.Roles))
+	for n := range c.Roles {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Get returns the role named name.
+func (c Config) Get(name string) (Role, error) {
+	r, ok := c.Roles[name]
+	if !ok {
+		return Role{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownRole, name, strings.Join(c.Names(), ", "))
+	}
+	return r, nil
+}
+
+// LaunchEnv is the environment a pane of this role gets on top of the
+// caller's: the role's env plus, for gateway roles, ANTHROPIC_BASE_URL.
+func (r Role) LaunchEnv() map[string]string {
+	env := map[string]string{}
+	for k, v := range r.Env {
+		env[k] = v
+	}
+	if r.EnvClass == EnvGateway {
+		env["ANTHROPIC_BASE_URL"] = r.BaseURL
+	}
+	return env
+}
+
+// Argv is the role's launch command with its placeholders filled.
+func (r Role) Argv(settingsPath string) []string {
+	out := make([]string, len(r.Command))
+	for i, a := range r.Command {
+		a = strings.ReplaceAll(a, "{settings}", settingsPath)
+		out[i] = strings.ReplaceAll(a, "{model}", r.Model)
+	}
+	return out
+}
+
+// CheckEnv reports whether env (the complete environment a pane would run
+// with, or was found with) stays on the role's side of the boundary.
+func (r Role) CheckEnv(env map[string]string) error {
+	base, hasBase := env["ANTHROPIC_BASE_URL"]
+	switch r.EnvClass {
+	case EnvGateway:
+		if !hasBase {
+			return fmt.Errorf("%w: role %q is a gateway role and must launch with ANTHROPIC_BASE_URL=%s", ErrBoundary, r.Name, r.BaseURL)
+		}
+		if base != r.BaseURL {
+			return fmt.Errorf("%w: role %q may only use ANTHROPIC_BASE_URL=%s, not %s", ErrBoundary, r.Name, r.BaseURL, base)
+		}
+	default:
+		for _, k := range BoundaryVars {
+			if _, ok := env[k]; ok {
+				return fmt.Errorf("%w: role %q is clean (on the subscription) and must not carry %s", ErrBoundary, r.Name, k)
+			}
+		}
+	}
+	return nil
+}
