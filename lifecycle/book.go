@@ -205,6 +205,12 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 
 	case events.AgentFailed:
 		t, ok := b.turns[id]
+		if !ok && id == "" {
+			// A hook saw the turn end in error (StopFailure) without
+			// knowing its id: it is the agent's turn in flight.
+			t, ok = b.joinInFlight(ev, ""), true
+			ok = t != nil
+		}
 		if !ok || t.State.Final() {
 			return Turn{}, false
 		}
