@@ -1,0 +1,74 @@
+package fleetd_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/fleetd/fleetd"
+
+// allowed lists, for every package, the fleetd packages it may import
+// (directly or not). A new package must be added here on purpose.
+var allowed = map[string][]string{
+	"":                      {}, // the root: this test only
+	"events":                {},
+	"events/eventstest":     {"events"},
+	"embeddednats":          {},
+	"embeddednats/natstest": {"embeddednats"},
+	"lifecycle":             {"events"},
+	"roles":                 {},
+	"projections":           {"events", "lifecycle"},
+	"herdrbridge":           {"events", "lifecycle", "roles"},
+	"herdrbridge/herdrtest": {},
+	"claudehook":            {"events"},
+	"simagent":              {"events", "claudehook"},
+	"router":                {"events", "lifecycle", "projections", "roles"},
+	"leadshim":              {"events", "lifecycle", "projections", "roles", "orchestrator"},
+	"orchestrator":          {"events", "lifecycle", "projections"},
+	"fakeapi":               {},
+	"cmd/fleetd":            nil, // cmd wires everything
+}
+
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps=false", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := 0
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		allow, known := allowed[rel]
+		if !known {
+			t.Errorf("package %q is not in the import allow-list (imports_test.go): add it on purpose", rel)
+			continue
+		}
+		seen++
+		for _, dep := range p.Deps {
+			if !strings.HasPrefix(dep, module+"/") {
+				continue
+			}
+			d := strings.TrimPrefix(dep, module+"/")
+			if d == "cmd/fleetd" || strings.HasPrefix(d, "cmd/") {
+				t.Errorf("%s imports %s: nothing imports cmd", rel, d)
+				continue
+			}
+			if allow != nil && !slices.Contains(allow, d) {
+				t.Errorf("%s imports %s, which DESIGN.md's direction does not allow (allowed: %v)", rel, d, allow)
+			}
+		}
+	}
+	if seen < 5 {
+		t.Fatalf("checked only %d packages; go list output looks wrong", seen)
+	}
+}
