@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetd/fleetd/events"
+)
+
+// fleetdBin is the fleetd binary built once for the tests that run it as
+// a child process (kill -9, the nats CLI, hooks).
+var fleetdBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fleetd-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fleetdBin = filepath.Join(dir, "fleetd")
+	if out, err := exec.Command("go", "build", "-o", fleetdBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build fleetd: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// upProcess is a `fleetd up` child process.
+type upProcess struct {
+	cmd    *exec.Cmd
+	url    string
+	mu     sync.Mutex
+	output strings.Builder
+}
+
+// startUp runs `fleetd up` on dataDir and waits until its banner says it
+// serves.
+func startUp(t *testing.T, dataDir string, args ...string) *upProcess {
+	t.Helper()
+	port := freePort(t)
+	p := &upProcess{url: fmt.Sprintf("nats://127.0.0.1:%d", port)}
+	all := append([]string{"up", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--http", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--no-herdr", "--host", "testhost"}, args...)
+	p.cmd = exec.Command(fleetdBin, all...)
+	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = &lockedWriter{mu: &p.mu, b: &p.output}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		once := sync.Once{}
+		for sc.Scan() {
+			p.mu.Lock()
+			p.output.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if strings.Contains(sc.Text(), "up on host") {
+				once.Do(func() { close(ready) })
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		t.Fatalf("fleetd up did not come up:\n%s", p.Output())
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	return p
+}
+
+func (p *upProcess) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.output.String()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(b)
+}
+
+func connectLog(t *testing.T, url string) (events.Log, *nats.Conn) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events.New(js, events.Options{Source: "fleetd/test/client"}), nc
+}
+
+// An acknowledged append survives kill -9 of the server: SyncAlways is on
+// by default, so the ack means the event is on disk.
+func TestUpSurvivesSIGKILLWithEveryAcknowledgedEvent(t *testing.T) {
+	dataDir := t.TempDir()
+	up := startUp(t, dataDir)
+	log, _ := connectLog(t, up.url)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	acked := map[string]bool{}
+	for i := range 200 {
+		ack, err := log.Append(ctx, events.Event{Subject: "w-1", Data: events.AgentQueued{Text: fmt.Sprint("task ", i)}})
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		acked[ack.ID] = true
+	}
+	if err := up.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	up.cmd.Wait()
+
+	again := startUp(t, dataDir)
+	log2, _ := connectLog(t, again.url)
+	got := map[string]bool{}
+	for ev, err := range log2.Read(ctx, events.Query{Subjects: []string{"fleet.agent.w-1.>"}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[ev.ID] = true
+	}
+	for id := range acked {
+		if !got[id] {
+			t.Errorf("acknowledged event %s lost after kill -9", id)
+		}
+	}
+	if len(got) != len(acked) {
+		t.Errorf("read %d events, acknowledged %d", len(got), len(acked))
+	}
+}
+
+// `fleetd up` announces the host and a clean shutdown announces it down;
+// `fleetd tail` reads both over the URL.
+func TestUpAnnouncesHostAndTailReadsIt(t *testing.T) {
+	dataDir := t.TempDir()
+	up := startUp(t, dataDir)
+	if err := up.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.cmd.Wait(); err != nil {
+		t.Fatalf("up exited with %v:\n%s", err, up.Output())
+	}
+	again := startUp(t, dataDir)
+	out, err := exec.Command(fleetdBin, "tail", "--nats", again.url, "--since", "all", "--no-follow").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tail: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var kinds []string
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) >= 5 && f[2] == "host" {
+			kinds = append(kinds, f[4])
+		}
+	}
+	if want := []string{"up", "down", "up"}; strings.Join(kinds, ",") != strings.Join(want, ",") {
+		t.Errorf("host events %v, want %v\n%s", kinds, want, out)
+	}
+	jsonOut, err := exec.Command(fleetdBin, "tail", "--nats", again.url, "--since", "all", "--no-follow", "--json", "--subject", "fleet.host.*.down").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(jsonOut), `"type":"fleet.host.down"`) || strings.Count(strings.TrimSpace(string(jsonOut)), "\n") != 0 {
+		t.Errorf("tail --json --subject: %s", jsonOut)
+	}
+}
+
+func TestTailRejectsABadSince(t *testing.T) {
+	out, err := exec.Command(fleetdBin, "tail", "--nats", "nats://127.0.0.1:1", "--since", "yesterday").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--since") {
+		t.Errorf("want a clear --since error, got %v: %s", err, out)
+	}
+}
+
+// requireTool finds an external tool the test needs. In CI (CI=true) a
+// missing tool fails the test, because .ci/run installs it; locally the
+// test skips with a clear message.
+func requireTool(t *testing.T, name, install string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not on PATH; .ci/run must install it (%s)", name, install)
+	}
+	t.Skipf("%s is not on PATH (install: %s); skipping", name, install)
+	return ""
+}
+
+// The stock nats CLI can tap the log: `nats stream view FLEET` and
+// `nats sub --stream FLEET --all` both show events fleetd appended.
+func TestNatsCLISeesTheLog(t *testing.T) {
+	natsBin := requireTool(t, "nats", "go install github.com/nats-io/natscli/nats@v0.5.0")
+	up := startUp(t, t.TempDir())
+	log, _ := connectLog(t, up.url)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var ids []string
+	for i := range 3 {
+		ack, err := log.Append(ctx, events.Event{Subject: "w-cli", Data: events.AgentQueued{Text: fmt.Sprint("tap me ", i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ack.ID)
+	}
+	run := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, natsBin, append([]string{"--server", up.url}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("nats %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	// nats stream view pages interactively and insists on a terminal.
+	view := runInPTY(t, ctx, natsBin, "--server", up.url, "stream", "view", events.Stream, "--subject", "fleet.agent.w-cli.>")
+	sub := run("sub", "--stream", events.Stream, "--all", "--count", "3", "fleet.agent.w-cli.>")
+	for _, id := range ids {
+		if !strings.Contains(view, id) {
+			t.Errorf("nats stream view does not show %s:\n%s", id, view)
+		}
+		if !strings.Contains(sub, id) {
+			t.Errorf("nats sub --stream --all does not show %s:\n%s", id, sub)
+		}
+	}
+}
+
+// runInPTY runs a command on a pseudo-terminal (for tools that insist on
+// one) and returns what it printed once it exits or goes quiet.
+func runInPTY(t *testing.T, ctx context.Context, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "TERM=dumb")
+	f, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer f.Close()
+	var out strings.Builder
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			out.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	select {
+	case <-waitErr:
+	case <-time.After(15 * time.Second):
+		// A pager waiting for a key: the output is complete by now.
+		cmd.Process.Kill()
+		<-waitErr
+	}
+	f.Close()
+	<-done
+	return out.String()
+}
