@@ -155,7 +155,8 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 			return Turn{}, false
 		}
 		a := b.agent(ev.Subject)
-		if a.inFlight != "" && a.inFlight != id {
+		// One turn in flight per agent, in queue order.
+		if a.inFlight != "" || len(a.queue) == 0 || a.queue[0] != id {
 			return Turn{}, false
 		}
 		a.queue = remove(a.queue, id)

@@ -1,0 +1,194 @@
+package lifecycle_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+type script struct {
+	t    *testing.T
+	book *lifecycle.Book
+	seq  uint64
+	now  time.Time
+}
+
+func newScript(t *testing.T) *script {
+	return &script{t: t, book: lifecycle.NewBook(), now: time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)}
+}
+
+// apply folds an event and reports whether it changed a turn.
+func (s *script) apply(id, subject, corr string, d events.Data) bool {
+	s.seq++
+	s.now = s.now.Add(time.Second)
+	_, ok := s.book.Apply(events.Event{ID: id, Subject: subject, CorrelationID: corr, Data: d, Seq: s.seq, Time: s.now})
+	return ok
+}
+
+func (s *script) state(id string) lifecycle.State {
+	t, ok := s.book.Turn(id)
+	if !ok {
+		return ""
+	}
+	return t.State
+}
+
+func TestDirectTurnWalksTheLifecycle(t *testing.T) {
+	s := newScript(t)
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "hi", From: "lead"})
+	if next, ok := s.book.Next("w1"); !ok || next.ID != "T1" {
+		t.Fatalf("next = %v, %v; want T1", next.ID, ok)
+	}
+	s.apply("e2", "w1", "T1", events.AgentTyped{Pane: "w1:p1", Method: "agent.prompt"})
+	if _, ok := s.book.Next("w1"); ok {
+		t.Error("a turn is in flight: nothing should be next")
+	}
+	s.apply("e3", "w1", "", events.AgentSubmitted{Via: "hook", PromptID: "p1", SessionID: "s1"})
+	s.apply("e4", "w1", "", events.AgentReplied{Reply: "hello", PromptID: "p1", Tokens: events.Tokens{In: 3, Out: 2}})
+	got, _ := s.book.Turn("T1")
+	if got.State != lifecycle.StateReplied || got.Reply != "hello" || got.PromptID != "p1" || got.SessionID != "s1" || got.Tokens.Out != 2 {
+		t.Errorf("turn = %+v", got)
+	}
+	if got.Duration() != 3*time.Second {
+		t.Errorf("duration %v, want 3s", got.Duration())
+	}
+	if s.book.Busy("w1") {
+		t.Error("agent still busy after its only turn replied")
+	}
+}
+
+func TestTurnsGoOutOneAtATimeInQueueOrder(t *testing.T) {
+	s := newScript(t)
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "one"})
+	s.apply("T2", "w1", "T2", events.AgentQueued{Text: "two"})
+	if q := s.book.Queue("w1"); len(q) != 2 || q[0] != "T1" {
+		t.Fatalf("queue %v", q)
+	}
+	if s.apply("e", "w1", "T2", events.AgentTyped{}) {
+		t.Error("T2 typed ahead of T1")
+	}
+	s.apply("t1", "w1", "T1", events.AgentTyped{})
+	s.apply("T3", "w1", "T3", events.AgentQueued{Text: "three"})
+	if s.apply("t2", "w1", "T2", events.AgentTyped{}) {
+		t.Error("T2 typed while T1 is in flight")
+	}
+	s.apply("r1", "w1", "T1", events.AgentReplied{Reply: "one done"})
+	if next, ok := s.book.Next("w1"); !ok || next.ID != "T2" {
+		t.Fatalf("next = %v; want T2", next.ID)
+	}
+	if !s.apply("t2", "w1", "T2", events.AgentTyped{}) {
+		t.Error("T2 not typed after T1 replied")
+	}
+}
+
+func TestRoleTurnIsAssignedOnce(t *testing.T) {
+	s := newScript(t)
+	s.apply("R1", "w-local", "R1", events.RoleQueued{Text: "any"})
+	if q := s.book.RoleQueue("w-local"); len(q) != 1 {
+		t.Fatalf("role queue %v", q)
+	}
+	if !s.apply("a1", "w1", "R1", events.AgentQueued{Text: "any", AssignedFrom: "w-local"}) {
+		t.Fatal("assignment not applied")
+	}
+	if s.apply("a2", "w2", "R1", events.AgentQueued{Text: "any", AssignedFrom: "w-local"}) {
+		t.Error("a second assignment of the same turn was applied")
+	}
+	got, _ := s.book.Turn("R1")
+	if got.Agent != "w1" || got.Role != "w-local" || got.AssignedAt.IsZero() || len(s.book.RoleQueue("w-local")) != 0 {
+		t.Errorf("turn = %+v, role queue %v", got, s.book.RoleQueue("w-local"))
+	}
+	if q := s.book.Queue("w2"); len(q) != 0 {
+		t.Errorf("w2 queue %v, want empty", q)
+	}
+}
+
+func TestOutOfOrderAndDuplicateEventsChangeNothing(t *testing.T) {
+	s := newScript(t)
+	for _, c := range []struct {
+		name string
+		fn   func() bool
+	}{
+		{"replied with no turn in flight", func() bool { return s.apply("x1", "w1", "", events.AgentReplied{Reply: "stray"}) }},
+		{"typed for an unknown turn", func() bool { return s.apply("x2", "w1", "NOPE", events.AgentTyped{}) }},
+		{"submitted with no turn in flight", func() bool { return s.apply("x3", "w1", "", events.AgentSubmitted{}) }},
+		{"failed for an unknown turn", func() bool { return s.apply("x4", "w1", "NOPE", events.AgentFailed{Reason: "timeout"}) }},
+	} {
+		if c.fn() {
+			t.Errorf("%s: applied", c.name)
+		}
+	}
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "one"})
+	if s.apply("T1", "w1", "T1", events.AgentQueued{Text: "one"}) {
+		t.Error("duplicate queued applied")
+	}
+	if q := s.book.Queue("w1"); len(q) != 1 {
+		t.Errorf("queue %v after a duplicate", q)
+	}
+	if s.apply("t1", "w2", "T1", events.AgentTyped{}) {
+		t.Error("typed on another agent's turn applied")
+	}
+	s.apply("t1", "w1", "T1", events.AgentTyped{})
+	if s.apply("t1", "w1", "T1", events.AgentTyped{}) {
+		t.Error("second typed applied")
+	}
+	s.apply("r1", "w1", "T1", events.AgentReplied{Reply: "ok"})
+	if s.apply("r1", "w1", "T1", events.AgentReplied{Reply: "again"}) || s.apply("f1", "w1", "T1", events.AgentFailed{Reason: "timeout"}) {
+		t.Error("a final turn changed")
+	}
+	if got, _ := s.book.Turn("T1"); got.Reply != "ok" || got.State != lifecycle.StateReplied {
+		t.Errorf("turn = %+v", got)
+	}
+}
+
+func TestHookEventsJoinTheTurnInFlight(t *testing.T) {
+	s := newScript(t)
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "one"})
+	s.apply("t1", "w1", "T1", events.AgentTyped{})
+	s.apply("s1", "w1", "", events.AgentSubmitted{PromptID: "p1"})
+	// A Stop for another prompt id is not this turn's reply.
+	if s.apply("r0", "w1", "", events.AgentReplied{Reply: "other", PromptID: "p0"}) {
+		t.Error("reply with a different prompt id joined the turn")
+	}
+	s.apply("r1", "w1", "T1", events.AgentReplied{Reply: "ok", PromptID: "p1"})
+	s.apply("T2", "w1", "T2", events.AgentQueued{Text: "two"})
+	s.apply("t2", "w1", "T2", events.AgentTyped{})
+	// A hook that read a stale turn id (T1, final) still joins T2.
+	if !s.apply("s2", "w1", "T1", events.AgentSubmitted{PromptID: "p2"}) || s.state("T2") != lifecycle.StateSubmitted {
+		t.Errorf("stale-correlation submit did not join T2: %s", s.state("T2"))
+	}
+	// A StopFailure without a turn id fails the turn in flight.
+	if !s.apply("f2", "w1", "", events.AgentFailed{Reason: "agent_error"}) || s.state("T2") != lifecycle.StateFailed {
+		t.Errorf("failure did not join T2: %s", s.state("T2"))
+	}
+}
+
+func TestAReplyWithoutSubmitStillEndsTheTurn(t *testing.T) {
+	s := newScript(t)
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "one"})
+	s.apply("t1", "w1", "T1", events.AgentTyped{})
+	s.apply("r1", "w1", "", events.AgentReplied{Reply: "ok"})
+	got, _ := s.book.Turn("T1")
+	if got.State != lifecycle.StateReplied || got.SubmittedAt.IsZero() {
+		t.Errorf("turn = %+v", got)
+	}
+}
+
+func TestFailingAQueuedTurnFreesTheQueue(t *testing.T) {
+	s := newScript(t)
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "one"})
+	s.apply("T2", "w1", "T2", events.AgentQueued{Text: "two"})
+	s.apply("f1", "w1", "T1", events.AgentFailed{Reason: events.ReasonTimeout})
+	if next, ok := s.book.Next("w1"); !ok || next.ID != "T2" {
+		t.Errorf("next = %v; want T2", next.ID)
+	}
+	s.book.Forget("T1")
+	if _, ok := s.book.Turn("T1"); ok {
+		t.Error("forgotten final turn still held")
+	}
+	s.book.Forget("T2")
+	if _, ok := s.book.Turn("T2"); !ok {
+		t.Error("an open turn was forgotten")
+	}
+}
