@@ -1,0 +1,24 @@
+// Package claudehook is the Claude Code side of fleetd: the hooks a
+// fleetd-spawned pane runs (`fleetd hook <event>`), the settings file that
+// installs them, and the spool that keeps their events when the gateway is
+// unreachable.
+//
+// A hook reads Claude Code's JSON payload on stdin and the pane's FLEET_*
+// environment, turns the payload into events (DESIGN.md's Hooks convention)
+// with their ids fixed up front, and appends them straight to the FLEET
+// stream. It must never block or fail the agent: the whole run is bounded
+// (Options.Timeout), every problem ends in a message and a nil-or-error the
+// caller prints, and when NATS cannot be reached the events are spooled to
+// disk, one JSON file per event, to be replayed later — by the next hook
+// run, by `fleetd hook replay`, and by the gateway's Replayer. Because ids
+// are fixed before the first attempt, a replay of an event that did land
+// is a dedupe no-op, and lifecycle folds treat repeats idempotently.
+//
+// A Stop hook's reply carries token usage and cost read from the end of the
+// session transcript (ReadUsage), and every hook may tell herdr the pane's
+// state with one raw pane.report_agent request.
+//
+// claudehook imports only events among fleetd packages (plus nats.go); it
+// speaks herdr's socket protocol itself rather than importing herdrbridge,
+// to keep the hook binary path small and fast.
+package claudehook

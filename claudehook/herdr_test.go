@@ -1,0 +1,101 @@
+package claudehook
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+)
+
+// The hook's pane.report_agent goes to a protocol-faithful herdr (which
+// validates the request against herdr's schema) and drives the pane's
+// agent status there, overriding the screen.
+func TestRunReportsThePaneStateToHerdr(t *testing.T) {
+	f := startFleet(t)
+	h := herdrtest.Start(t, herdrtest.Config{})
+	ctx := context.Background()
+	pane, err := h.SpawnPane(ctx, herdrtest.PaneSpec{Argv: []string{"sleep", "60"}, Env: map[string]string{"HERDR_AGENT": "claude"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func() string { return paneStatus(t, h.Path(), pane.ID) }
+	env := paneEnv(f.url, t.TempDir(), "HERDR_SOCKET_PATH", h.Path(), "HERDR_PANE_ID", pane.ID)
+	for _, step := range []struct {
+		hook Hook
+		want string
+	}{
+		{UserPromptSubmit, "working"},
+		{Notification, "blocked"},
+		{Stop, "done"},
+	} {
+		var stderr bytes.Buffer
+		if err := Run(ctx, string(step.hook), strings.NewReader(payloads[step.hook]), env, Options{Stderr: &stderr}); err != nil {
+			t.Fatal(err)
+		}
+		if stderr.Len() > 0 {
+			t.Errorf("%s: stderr %q", step.hook, stderr.String())
+		}
+		// Run waits for herdr's answer, so the state is already there.
+		if got := status(); got != step.want && !(step.want == "done" && got == "idle") {
+			t.Errorf("after %s herdr says %s, want %s", step.hook, got, step.want)
+		}
+	}
+	if got := len(f.agentEvents(t)); got != 5 {
+		t.Errorf("appended %d events, want 5", got)
+	}
+}
+
+// A herdr that is gone never fails the hook: the events still land.
+func TestRunIgnoresAMissingHerdr(t *testing.T) {
+	f := startFleet(t)
+	env := paneEnv(f.url, t.TempDir(), "HERDR_SOCKET_PATH", "/nonexistent/herdr.sock", "HERDR_PANE_ID", "w1:p1")
+	var stderr bytes.Buffer
+	start := time.Now()
+	if err := Run(context.Background(), "stop", strings.NewReader(payloads[Stop]), env, Options{Stderr: &stderr}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "herdr report (ignored)") {
+		t.Errorf("stderr = %q, want a note about herdr", stderr.String())
+	}
+	if time.Since(start) > time.Second {
+		t.Errorf("a missing herdr slowed the hook to %v", time.Since(start))
+	}
+	if got := len(f.agentEvents(t)); got != 2 {
+		t.Errorf("appended %d events, want 2", got)
+	}
+}
+
+// paneStatus asks herdr for a pane's agent status with a raw pane.get (the
+// test speaks the protocol itself, as the hook does).
+func paneStatus(t *testing.T, socket, pane string) string {
+	t.Helper()
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte(`{"id":"t","method":"pane.get","params":{"pane_id":"` + pane + `"}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Result struct {
+			Pane struct {
+				AgentStatus string `json:"agent_status"`
+			} `json:"pane"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(line, &r); err != nil || r.Result.Pane.AgentStatus == "" {
+		t.Fatalf("pane.get answer %s: %v", line, err)
+	}
+	return r.Result.Pane.AgentStatus
+}

@@ -1,0 +1,302 @@
+package claudehook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetd/fleetd/events"
+)
+
+// ReasonAgentError is AgentFailed.Reason when Claude Code ended a turn with
+// StopFailure (an API error, as the agent saw it).
+const ReasonAgentError = "agent_error"
+
+// RosterBucket is the KV bucket whose agent rows carry current_turn, the
+// correlation id hooks attach when they can read it.
+const RosterBucket = "fleet_roster"
+
+// Options tune a hook run. The zero value is what `fleetd hook` uses.
+type Options struct {
+	// Timeout bounds the whole run: replay, connect, lookups, appends.
+	// Default 2 s (Claude's own limit on a hook is 10 s).
+	Timeout time.Duration
+	// ConnectTimeout bounds the NATS dial. Default 300 ms.
+	ConnectTimeout time.Duration
+	// HerdrTimeout bounds the herdr report. Default 300 ms.
+	HerdrTimeout time.Duration
+	// NoHerdr skips the pane.report_agent request.
+	NoHerdr bool
+	// NoReplay skips replaying the spool before appending.
+	NoReplay bool
+	// MaxPayload caps the stdin read. Default 8 MiB.
+	MaxPayload int64
+	// MaxTranscript caps the transcript tail read. Default 4 MiB.
+	MaxTranscript int64
+	// Stderr receives notes (spooled, replayed, herdr trouble). Default
+	// io.Discard.
+	Stderr io.Writer
+	// Now and NewID are the clock and id source; defaults time.Now and
+	// monotonic ULIDs.
+	Now   func() time.Time
+	NewID func() string
+}
+
+func (o *Options) setDefaults() {
+	setDur(&o.Timeout, 2*time.Second)
+	setDur(&o.ConnectTimeout, 300*time.Millisecond)
+	setDur(&o.HerdrTimeout, 300*time.Millisecond)
+	if o.MaxPayload <= 0 {
+		o.MaxPayload = 8 << 20
+	}
+	if o.MaxTranscript <= 0 {
+		o.MaxTranscript = DefaultMaxTranscript
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewID == nil {
+		o.NewID = events.NewULIDSource(o.Now)
+	}
+}
+
+func setDur(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+// Run is one hook invocation: event is the hook name (either spelling),
+// stdin Claude's payload, env the pane's environment. It appends the
+// hook's events to NATS, or spools them when NATS is out of reach, and
+// returns nil in both cases. It returns ErrNoAgent outside a fleetd pane,
+// ErrUnknownHook, ErrPayload, or ErrSpool when the events are lost. The
+// caller prints any error and exits 0 regardless: a hook must never block
+// the agent.
+func Run(ctx context.Context, event string, stdin io.Reader, env func(string) string, o Options) error {
+	o.setDefaults()
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	hook, err := ParseHook(event)
+	if err != nil {
+		return err
+	}
+	agent := env("FLEET_AGENT_ID")
+	if agent == "" {
+		return ErrNoAgent
+	}
+	if err := events.ValidAgentID(agent); err != nil {
+		return fmt.Errorf("claudehook: FLEET_AGENT_ID: %w", err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(stdin, o.MaxPayload))
+	if err != nil {
+		return fmt.Errorf("%w: read stdin: %v", ErrPayload, err)
+	}
+	p, err := ParsePayload(raw)
+	if err != nil {
+		return err
+	}
+
+	var wg sync.WaitGroup
+	if state := herdrState(hook, p); state != "" && !o.NoHerdr {
+		if sock, pane := env("HERDR_SOCKET_PATH"), env("HERDR_PANE_ID"); sock != "" && pane != "" {
+			wg.Go(func() {
+				if err := reportHerdr(ctx, sock, pane, state, o.HerdrTimeout, o.Now); err != nil {
+					fmt.Fprintf(o.Stderr, "fleetd hook: herdr report (ignored): %v\n", err)
+				}
+			})
+		}
+	}
+	defer wg.Wait()
+
+	var usage Usage
+	if hook == Stop && p.TranscriptPath != "" {
+		if usage, err = ReadUsage(p.TranscriptPath, p.PromptID, o.MaxTranscript); err != nil {
+			fmt.Fprintf(o.Stderr, "fleetd hook: no usage for the reply: %v\n", err)
+		}
+	}
+	h := hookRun{agent: agent, host: hostToken(env), pane: env("HERDR_PANE_ID"), now: o.Now, newID: o.NewID}
+	evs := h.build(hook, p, usage)
+	if len(evs) == 0 {
+		return nil
+	}
+	return deliver(ctx, evs, env, o)
+}
+
+// deliver appends evs (after replaying the spool) or spools what is left.
+func deliver(ctx context.Context, evs []events.Event, env func(string) string, o Options) error {
+	spool := SpoolDir(env)
+	done, err := appendAll(ctx, evs, env, spool, o)
+	if err == nil {
+		return nil
+	}
+	if serr := Spool(spool, evs[done:]); serr != nil {
+		return errors.Join(serr, err)
+	}
+	fmt.Fprintf(o.Stderr, "fleetd hook: NATS unavailable (%v); spooled %d event(s) to %s\n", err, len(evs)-done, spool)
+	return nil
+}
+
+// appendAll returns how many of evs were acknowledged, and why it stopped.
+func appendAll(ctx context.Context, evs []events.Event, env func(string) string, spool string, o Options) (int, error) {
+	url := env("FLEET_NATS_URL")
+	if url == "" {
+		return 0, errors.New("FLEET_NATS_URL is not set")
+	}
+	opts := []nats.Option{
+		nats.Name("fleetd hook " + evs[0].Subject), nats.Timeout(o.ConnectTimeout),
+		nats.NoReconnect(), nats.NoCallbacksAfterClientClose(),
+	}
+	if creds := env("FLEET_NATS_CREDS"); creds != "" {
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return 0, fmt.Errorf("connect %s: %w", url, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, err
+	}
+	log := events.New(js, events.Options{Source: evs[0].Source, Now: o.Now, NewID: o.NewID, Timeout: o.Timeout})
+	if !o.NoReplay {
+		n, err := ReplaySpool(ctx, log, spool)
+		if n > 0 {
+			fmt.Fprintf(o.Stderr, "fleetd hook: replayed %d spooled event(s)\n", n)
+		}
+		if err != nil {
+			fmt.Fprintf(o.Stderr, "fleetd hook: spool replay: %v\n", err)
+			if ctx.Err() != nil {
+				return 0, err // keep order: ours go after the spooled ones
+			}
+		}
+	}
+	if turn := currentTurn(ctx, js, evs[0].Subject); turn != "" {
+		for i := range evs {
+			evs[i].CorrelationID = turn
+		}
+	}
+	for i, ev := range evs {
+		if _, err := log.Append(ctx, ev); err != nil {
+			return i, err
+		}
+	}
+	return len(evs), nil
+}
+
+// currentTurn reads the agent's current_turn from the roster, best effort:
+// lifecycle joins hook events to the turn in flight without it.
+func currentTurn(ctx context.Context, js jetstream.JetStream, agent string) string {
+	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, RosterBucket)
+	if err != nil {
+		return ""
+	}
+	e, err := kv.Get(ctx, agent)
+	if err != nil {
+		return ""
+	}
+	var row struct {
+		CurrentTurn string `json:"current_turn"`
+	}
+	if json.Unmarshal(e.Value(), &row) != nil {
+		return ""
+	}
+	return row.CurrentTurn
+}
+
+// hostToken is FLEET_HOST, else the machine's name, as a subject token.
+func hostToken(env func(string) string) string {
+	h := env("FLEET_HOST")
+	if h == "" {
+		h, _ = os.Hostname()
+	}
+	return events.HostToken(h)
+}
+
+// hookRun builds one hook's events.
+type hookRun struct {
+	agent, host, pane string
+	now               func() time.Time
+	newID             func() string
+}
+
+func (h hookRun) event(d events.Data) events.Event {
+	return events.Event{ID: h.newID(), Source: "fleetd/" + h.host + "/hook", Subject: h.agent, Time: h.now(), Data: d}
+}
+
+func (h hookRun) status(s events.Status, detail string) events.Event {
+	return h.event(events.AgentStatusChanged{Status: s, Source: "hook", Pane: h.pane, Detail: detail})
+}
+
+// build maps a hook to its events (DESIGN.md's Hooks convention).
+func (h hookRun) build(hook Hook, p Payload, u Usage) []events.Event {
+	switch hook {
+	case SessionStart:
+		return []events.Event{
+			h.event(events.AgentSession{SessionID: p.SessionID, State: "started", Source: p.Source,
+				TranscriptPath: p.TranscriptPath, Model: p.Model, Cwd: p.Cwd}),
+			h.status(events.StatusIdle, "session "+p.Source),
+		}
+	case UserPromptSubmit:
+		return []events.Event{
+			h.event(events.AgentSubmitted{Via: "hook", PromptID: p.PromptID, SessionID: p.SessionID, Prompt: p.Prompt}),
+			h.status(events.StatusWorking, "prompt submitted"),
+		}
+	case Stop:
+		return []events.Event{
+			h.event(events.AgentReplied{Reply: p.LastAssistantMessage, PromptID: p.PromptID, SessionID: p.SessionID,
+				Model: u.Model, Tokens: u.Tokens, CostUSD: u.CostUSD, Transcript: p.TranscriptPath}),
+			h.status(events.StatusIdle, "turn over"),
+		}
+	case StopFailure:
+		msg := p.LastAssistantMessage
+		if e := p.ErrorText(); e != "" && msg == "" {
+			msg = e
+		} else if e != "" {
+			msg = e + ": " + msg
+		}
+		return []events.Event{
+			h.event(events.AgentFailed{Reason: ReasonAgentError, Message: msg}),
+			h.status(events.StatusIdle, "turn failed"),
+		}
+	case Notification:
+		if !blocking(p) {
+			return nil
+		}
+		detail := p.NotificationType
+		if p.Message != "" {
+			detail = detail + ": " + p.Message
+		}
+		return []events.Event{h.status(events.StatusBlocked, detail)}
+	case SessionEnd:
+		return []events.Event{h.event(events.AgentSession{SessionID: p.SessionID, State: "ended", Reason: p.Reason,
+			TranscriptPath: p.TranscriptPath, Cwd: p.Cwd})}
+	}
+	return nil
+}
+
+// blocking reports whether a Notification means the agent waits for a
+// person. Claude also notifies when a prompt has sat idle (idle_prompt) or
+// a login succeeded; neither blocks a turn, and calling an idle agent
+// blocked would stop deliveries to it.
+func blocking(p Payload) bool {
+	switch p.NotificationType {
+	case "idle_prompt", "auth_success":
+		return false
+	}
+	return true
+}

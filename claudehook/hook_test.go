@@ -1,0 +1,462 @@
+package claudehook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/fleetd/fleetd/embeddednats/natstest"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/events/eventstest"
+)
+
+const agent = "w-claude-1"
+
+// Payloads exactly as HOOKS.md shows them (StopFailure and Notification as
+// fakeapi's end-to-end tests observed them).
+var payloads = map[Hook]string{
+	SessionStart: `{"session_id":"4f52aa","transcript_path":"testdata/transcript.jsonl",
+ "cwd":"/home/dev/proj","hook_event_name":"SessionStart","source":"startup","model":"claude-opus-5-5"}`,
+	UserPromptSubmit: `{"session_id":"4f52aa","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2","permission_mode":"auto",
+ "hook_event_name":"UserPromptSubmit","prompt":"please reply with the word PINEAPPLE"}`,
+	Stop: `{"session_id":"4f52aa","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2","permission_mode":"auto",
+ "effort":{"level":"medium"},"hook_event_name":"Stop","stop_hook_active":false,
+ "last_assistant_message":"ECHO: second task","background_tasks":[],"session_crons":[]}`,
+	StopFailure: `{"session_id":"4f52aa","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2",
+ "hook_event_name":"StopFailure","error":"invalid_request","last_assistant_message":"API Error: 400 bad request"}`,
+	Notification: `{"session_id":"4f52aa","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2",
+ "hook_event_name":"Notification","message":"Claude needs your permission to use Bash","notification_type":"permission_prompt"}`,
+	SessionEnd: `{"session_id":"4f52aa","prompt_id":"p2","hook_event_name":"SessionEnd","reason":"prompt_input_exit"}`,
+}
+
+// fleet is a NATS server with the FLEET stream, reachable over TCP as a
+// hook process would reach it.
+type fleet struct {
+	srv *natstest.Server
+	log events.Log
+	url string
+}
+
+func startFleet(t testing.TB) fleet {
+	t.Helper()
+	srv := natstest.Start(t, natstest.WithTCP())
+	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return fleet{srv: srv, log: events.New(srv.JS, events.Options{}), url: srv.ClientURL()}
+}
+
+func (f fleet) agentEvents(t testing.TB) []events.Event {
+	t.Helper()
+	s, _ := events.AgentAll(agent)
+	return eventstest.ReadAll(t, f.log, events.Query{Subjects: []string{s}})
+}
+
+// paneEnv is a fleetd pane's environment.
+func paneEnv(url, spool string, extra ...string) func(string) string {
+	m := map[string]string{
+		"FLEET_AGENT_ID": agent, "FLEET_ROLE": "w-claude", "FLEET_HOST": "h1",
+		"FLEET_NATS_URL": url, "FLEET_SPOOL_DIR": spool,
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func run(t testing.TB, hook string, payload string, env func(string) string) (string, error) {
+	t.Helper()
+	var stderr bytes.Buffer
+	err := Run(context.Background(), hook, strings.NewReader(payload), env, Options{Stderr: &stderr, NoHerdr: true})
+	return stderr.String(), err
+}
+
+func TestRunAppendsEachHooksEvents(t *testing.T) {
+	f := startFleet(t)
+	tests := []struct {
+		hook Hook
+		arg  string // spelling on the command line
+		want []events.Data
+	}{
+		{SessionStart, "session-start", []events.Data{
+			events.AgentSession{SessionID: "4f52aa", State: "started", Source: "startup", TranscriptPath: "testdata/transcript.jsonl", Model: "claude-opus-5-5", Cwd: "/home/dev/proj"},
+			events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook", Detail: "session startup"},
+		}},
+		{UserPromptSubmit, "UserPromptSubmit", []events.Data{
+			events.AgentSubmitted{Via: "hook", PromptID: "p2", SessionID: "4f52aa", Prompt: "please reply with the word PINEAPPLE"},
+			events.AgentStatusChanged{Status: events.StatusWorking, Source: "hook", Detail: "prompt submitted"},
+		}},
+		{Stop, "stop", []events.Data{
+			events.AgentReplied{Reply: "ECHO: second task", PromptID: "p2", SessionID: "4f52aa", Model: "claude-opus-5-5",
+				Tokens: events.Tokens{In: 450, Out: 70, CacheRead: 250, CacheCreation: 10}, CostUSD: 0.025, Transcript: "testdata/transcript.jsonl"},
+			events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook", Detail: "turn over"},
+		}},
+		{StopFailure, "stop-failure", []events.Data{
+			events.AgentFailed{Reason: ReasonAgentError, Message: "invalid_request: API Error: 400 bad request"},
+			events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook", Detail: "turn failed"},
+		}},
+		{Notification, "notification", []events.Data{
+			events.AgentStatusChanged{Status: events.StatusBlocked, Source: "hook", Detail: "permission_prompt: Claude needs your permission to use Bash"},
+		}},
+		{SessionEnd, "SESSION_END", []events.Data{
+			events.AgentSession{SessionID: "4f52aa", State: "ended", Reason: "prompt_input_exit"},
+		}},
+	}
+	spool := t.TempDir()
+	seen := 0
+	for _, tt := range tests {
+		t.Run(string(tt.hook), func(t *testing.T) {
+			stderr, err := run(t, tt.arg, payloads[tt.hook], paneEnv(f.url, spool))
+			if err != nil {
+				t.Fatalf("Run: %v (stderr %q)", err, stderr)
+			}
+			all := f.agentEvents(t)
+			got := all[seen:]
+			seen = len(all)
+			if len(got) != len(tt.want) {
+				t.Fatalf("appended %d events, want %d: %+v", len(got), len(tt.want), got)
+			}
+			for i, ev := range got {
+				if fmt.Sprintf("%#v", ev.Data) != fmt.Sprintf("%#v", tt.want[i]) {
+					t.Errorf("event %d data = %#v\nwant %#v", i, ev.Data, tt.want[i])
+				}
+				if ev.Source != "fleetd/h1/hook" || ev.Subject != agent {
+					t.Errorf("event %d source, subject = %q, %q", i, ev.Source, ev.Subject)
+				}
+				if _, err := ulid.ParseStrict(ev.ID); err != nil {
+					t.Errorf("event %d id %q: %v", i, ev.ID, err)
+				}
+			}
+		})
+	}
+}
+
+func TestRunNotificationThatDoesNotBlockAppendsNothing(t *testing.T) {
+	f := startFleet(t)
+	_, err := run(t, "notification", `{"session_id":"s","hook_event_name":"Notification","notification_type":"idle_prompt","message":"Claude is waiting for your input"}`, paneEnv(f.url, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.agentEvents(t); len(got) != 0 {
+		t.Errorf("an idle_prompt notification appended %+v", got)
+	}
+}
+
+func TestRunCorrelatesWithTheRostersCurrentTurn(t *testing.T) {
+	f := startFleet(t)
+	ctx := context.Background()
+	kv, err := f.srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RosterBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, agent, []byte(`{"agent":"w-claude-1","status":"working","current_turn":"01JTURN0000000000000000000"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if stderr, err := run(t, "user-prompt-submit", payloads[UserPromptSubmit], paneEnv(f.url, t.TempDir())); err != nil {
+		t.Fatal(err, stderr)
+	}
+	got := f.agentEvents(t)
+	if len(got) != 2 {
+		t.Fatalf("got %d events", len(got))
+	}
+	for _, ev := range got {
+		if ev.CorrelationID != "01JTURN0000000000000000000" {
+			t.Errorf("%s correlation id = %q, want the roster's current turn", ev.Type(), ev.CorrelationID)
+		}
+	}
+}
+
+func TestRunRejectsWhatIsNotAHook(t *testing.T) {
+	f := startFleet(t)
+	spool := t.TempDir()
+	tests := []struct {
+		name    string
+		hook    string
+		payload string
+		env     func(string) string
+		want    error
+	}{
+		{"no agent id: not a fleetd pane", "stop", payloads[Stop], func(k string) string {
+			if k == "FLEET_AGENT_ID" {
+				return ""
+			}
+			return paneEnv(f.url, spool)(k)
+		}, ErrNoAgent},
+		{"junk on stdin", "stop", "this is not json", paneEnv(f.url, spool), ErrPayload},
+		{"empty stdin", "stop", "", paneEnv(f.url, spool), ErrPayload},
+		{"truncated json", "stop", `{"session_id":"s","last_assist`, paneEnv(f.url, spool), ErrPayload},
+		{"json array", "stop", `[1,2]`, paneEnv(f.url, spool), ErrPayload},
+		{"unknown hook", "pre-tool-use", payloads[Stop], paneEnv(f.url, spool), ErrUnknownHook},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := run(t, tt.hook, tt.payload, tt.env)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("Run = %v, want %v", err, tt.want)
+			}
+			if err != nil && len(err.Error()) < 20 {
+				t.Errorf("message %q is not a clear explanation", err)
+			}
+		})
+	}
+	if got := f.agentEvents(t); len(got) != 0 {
+		t.Errorf("rejected hooks appended %+v", got)
+	}
+	if files, _ := pending(spool); len(files) != 0 {
+		t.Errorf("rejected hooks spooled %d files", len(files))
+	}
+}
+
+// deadURL is a NATS URL where nothing listens.
+func deadURL(t *testing.T) string {
+	return fmt.Sprintf("nats://127.0.0.1:%d", natstest.FreePorts(t, 1)[0])
+}
+
+func TestGatewayDownSpoolsThenReplaysExactlyOnce(t *testing.T) {
+	spool := t.TempDir()
+	down := paneEnv(deadURL(t), spool)
+
+	start := time.Now()
+	var stderr bytes.Buffer
+	err := Run(context.Background(), "user-prompt-submit", strings.NewReader(payloads[UserPromptSubmit]), down,
+		Options{Stderr: &stderr, NoHerdr: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("Run with NATS down = %v, want nil (spooled)", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Run with NATS down took %v, want it bounded by its 1s timeout", took)
+	}
+	if !strings.Contains(stderr.String(), "spooled 2 event(s)") {
+		t.Errorf("stderr = %q, want a note about spooling", stderr.String())
+	}
+	if _, err := run(t, "stop", payloads[Stop], down); err != nil {
+		t.Fatal(err)
+	}
+	files, err := pending(spool)
+	if err != nil || len(files) != 4 {
+		t.Fatalf("spool holds %d files (%v), want 4", len(files), err)
+	}
+	for _, f := range files {
+		if filepath.Base(filepath.Dir(f.path)) != agent {
+			t.Errorf("spooled %s outside the agent's directory", f.path)
+		}
+	}
+	saved := copyDir(t, spool)
+
+	f := startFleet(t)
+	ctx := context.Background()
+	n, err := ReplaySpool(ctx, f.log, spool)
+	if err != nil || n != 4 {
+		t.Fatalf("ReplaySpool = %d, %v; want 4, nil", n, err)
+	}
+	wantTypes := []events.Type{events.TypeAgentSubmitted, events.TypeAgentStatus, events.TypeAgentReplied, events.TypeAgentStatus}
+	assertTypes(t, f.agentEvents(t), wantTypes)
+	if got := f.agentEvents(t)[2].Data.(events.AgentReplied); got.Reply != "ECHO: second task" || got.Tokens.In != 450 {
+		t.Errorf("replayed reply = %+v", got)
+	}
+
+	// Again: the spool is empty. Then the same files once more, as if a
+	// crash had kept them after their append: dedupe stores nothing.
+	if n, err := ReplaySpool(ctx, f.log, spool); n != 0 || err != nil {
+		t.Errorf("second ReplaySpool = %d, %v; want 0, nil", n, err)
+	}
+	restoreDir(t, saved, spool)
+	if n, err := ReplaySpool(ctx, f.log, spool); n != 4 || err != nil {
+		t.Errorf("ReplaySpool of repeated files = %d, %v; want 4 (duplicates), nil", n, err)
+	}
+	assertTypes(t, f.agentEvents(t), wantTypes)
+	if files, _ := pending(spool); len(files) != 0 {
+		t.Errorf("spool still holds %d files", len(files))
+	}
+}
+
+func TestNextHookReplaysTheSpoolFirst(t *testing.T) {
+	spool := t.TempDir()
+	if _, err := run(t, "stop", payloads[Stop], paneEnv(deadURL(t), spool)); err != nil {
+		t.Fatal(err)
+	}
+	f := startFleet(t)
+	stderr, err := run(t, "session-end", payloads[SessionEnd], paneEnv(f.url, spool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "replayed 2 spooled event(s)") {
+		t.Errorf("stderr = %q, want a note about the replay", stderr)
+	}
+	assertTypes(t, f.agentEvents(t), []events.Type{events.TypeAgentReplied, events.TypeAgentStatus, events.TypeAgentSession})
+	if files, _ := pending(spool); len(files) != 0 {
+		t.Errorf("spool still holds %d files", len(files))
+	}
+}
+
+func TestReplaySpoolMovesJunkAsideAndStopsWhenNATSFails(t *testing.T) {
+	spool := t.TempDir()
+	if _, err := run(t, "stop", payloads[Stop], paneEnv(deadURL(t), spool)); err != nil {
+		t.Fatal(err)
+	}
+	junk := filepath.Join(spool, agent, "01AAAAAAAAAAAAAAAAAAAAAAAA.json")
+	if err := os.WriteFile(junk, []byte("{broken"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := startFleet(t)
+	n, err := ReplaySpool(context.Background(), f.log, spool)
+	if n != 2 || err == nil || !strings.Contains(err.Error(), "01AAAAAAAAAAAAAAAAAAAAAAAA") {
+		t.Errorf("ReplaySpool = %d, %v; want 2 and an error naming the junk file", n, err)
+	}
+	if _, err := os.Stat(junk + ".bad"); err != nil {
+		t.Errorf("junk not moved aside: %v", err)
+	}
+
+	// NATS gone mid-way: nothing is deleted that was not acknowledged.
+	if _, err := run(t, "stop", payloads[Stop], paneEnv(deadURL(t), spool)); err != nil {
+		t.Fatal(err)
+	}
+	f.srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if n, err := ReplaySpool(ctx, f.log, spool); n != 0 || err == nil {
+		t.Errorf("ReplaySpool with NATS gone = %d, %v; want 0 and an error", n, err)
+	}
+	if files, _ := pending(spool); len(files) != 2 {
+		t.Errorf("spool holds %d files, want the 2 unacknowledged ones", len(files))
+	}
+}
+
+func TestReplayerDrainsTheSpool(t *testing.T) {
+	spool := t.TempDir()
+	f := startFleet(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	replays := make(chan int, 10)
+	r := &Replayer{Dir: spool, Log: f.log, Interval: 50 * time.Millisecond, OnReplay: func(n int, err error) {
+		if err == nil {
+			replays <- n
+		}
+	}}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	if _, err := run(t, "stop", payloads[Stop], paneEnv(deadURL(t), spool)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-replays:
+		if n != 2 {
+			t.Errorf("replayed %d, want 2", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the replayer did not drain the spool")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	assertTypes(t, f.agentEvents(t), []events.Type{events.TypeAgentReplied, events.TypeAgentStatus})
+}
+
+func TestSpoolDir(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"FLEET_SPOOL_DIR": "/s", "XDG_STATE_HOME": "/x", "HOME": "/h"}, "/s"},
+		{map[string]string{"XDG_STATE_HOME": "/x", "HOME": "/h"}, "/x/fleetd/spool"},
+		{map[string]string{"HOME": "/h"}, "/h/.local/state/fleetd/spool"},
+	}
+	for _, tt := range tests {
+		if got := SpoolDir(env(tt.env)); got != tt.want {
+			t.Errorf("SpoolDir(%v) = %q, want %q", tt.env, got, tt.want)
+		}
+	}
+}
+
+func TestSettings(t *testing.T) {
+	b, err := Settings("/opt/fleet d/fleetd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Type    string `json:"type"`
+				Command string `json:"command"`
+				Timeout int    `json:"timeout"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+		Permissions struct {
+			DefaultMode string `json:"defaultMode"`
+		} `json:"permissions"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Hooks) != len(Hooks) {
+		t.Errorf("%d hooks, want %d", len(got.Hooks), len(Hooks))
+	}
+	for _, h := range Hooks {
+		m := got.Hooks[string(h)]
+		if len(m) != 1 || len(m[0].Hooks) != 1 {
+			t.Fatalf("%s: %+v", h, m)
+		}
+		c := m[0].Hooks[0]
+		if want := "'/opt/fleet d/fleetd' hook " + h.Arg(); c.Type != "command" || c.Command != want || c.Timeout != 10 {
+			t.Errorf("%s hook = %+v, want command %q, timeout 10", h, c, want)
+		}
+		if back, err := ParseHook(h.Arg()); back != h || err != nil {
+			t.Errorf("ParseHook(%q) = %q, %v", h.Arg(), back, err)
+		}
+	}
+	if got.Permissions.DefaultMode != "default" {
+		t.Errorf("defaultMode = %q, want default", got.Permissions.DefaultMode)
+	}
+	if _, err := Settings(""); err == nil {
+		t.Error("Settings without a fleetd path did not fail")
+	}
+	b, _ = SettingsConfig{Fleetd: "fleetd", DefaultMode: "-"}.JSON()
+	if strings.Contains(string(b), "permissions") {
+		t.Errorf("DefaultMode \"-\" still wrote permissions: %s", b)
+	}
+}
+
+func assertTypes(t *testing.T, got []events.Event, want []events.Type) {
+	t.Helper()
+	types := make([]events.Type, len(got))
+	for i, ev := range got {
+		types[i] = ev.Type()
+	}
+	if fmt.Sprint(types) != fmt.Sprint(want) {
+		t.Errorf("log holds %v, want %v", types, want)
+	}
+}
+
+func copyDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	files, _ := pending(dir)
+	for _, f := range files {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f.path] = b
+	}
+	return out
+}
+
+func restoreDir(t *testing.T, saved map[string][]byte, _ string) {
+	t.Helper()
+	for p, b := range saved {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package claudehook
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// SettingsConfig describes the `claude --settings` file of a fleetd pane.
+type SettingsConfig struct {
+	// Fleetd is the fleetd executable the hooks run (an absolute path, so
+	// the hook does not depend on the pane's PATH). Required.
+	Fleetd string
+	// Timeout is Claude's own limit on each hook, in seconds. Default 10.
+	Timeout int
+	// DefaultMode is permissions.defaultMode. Default "default": with
+	// non-essential traffic off, Claude Code 2.1.328's "auto" mode makes
+	// every non-read-only tool wait for a person, which stalls a headless
+	// worker; "default" lets Allow rules decide. "-" leaves it out.
+	DefaultMode string
+	// Allow are permissions.allow rules, e.g. "Bash(go test:*)".
+	Allow []string
+}
+
+func (c *SettingsConfig) setDefaults() {
+	if c.Timeout == 0 {
+		c.Timeout = 10
+	}
+	if c.DefaultMode == "" {
+		c.DefaultMode = "default"
+	}
+}
+
+// Validate reports every problem with the config at once.
+func (c SettingsConfig) Validate() error {
+	var errs []error
+	if c.Fleetd == "" {
+		errs = append(errs, errors.New("claudehook settings: Fleetd path is required"))
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("claudehook settings: timeout %d must not be negative", c.Timeout))
+	}
+	return errors.Join(errs...)
+}
+
+// JSON renders the settings file: one command hook per Hook running
+// "<fleetd> hook <event>", and the permissions block.
+func (c SettingsConfig) JSON() ([]byte, error) {
+	c.setDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	type command struct {
+		Type    string `json:"type"`
+		Command string `json:"command"`
+		Timeout int    `json:"timeout"`
+	}
+	type matcher struct {
+		Hooks []command `json:"hooks"`
+	}
+	type permissions struct {
+		DefaultMode string   `json:"defaultMode,omitempty"`
+		Allow       []string `json:"allow,omitempty"`
+	}
+	out := struct {
+		Hooks       map[string][]matcher `json:"hooks"`
+		Permissions *permissions         `json:"permissions,omitempty"`
+	}{Hooks: map[string][]matcher{}}
+	for _, h := range Hooks {
+		cmd := shellWord(c.Fleetd) + " hook " + h.Arg()
+		out.Hooks[string(h)] = []matcher{{Hooks: []command{{Type: "command", Command: cmd, Timeout: c.Timeout}}}}
+	}
+	mode := c.DefaultMode
+	if mode == "-" {
+		mode = ""
+	}
+	if mode != "" || len(c.Allow) > 0 {
+		out.Permissions = &permissions{DefaultMode: mode, Allow: c.Allow}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Settings is the settings JSON fleetd-spawned panes run with, hooks
+// pointing at fleetdPath and the default permissions.
+func Settings(fleetdPath string) ([]byte, error) {
+	return SettingsConfig{Fleetd: fleetdPath}.JSON()
+}
+
+// shellWord quotes s for sh when it holds anything but safe characters
+// (Claude runs hook commands through a shell).
+func shellWord(s string) string {
+	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:,@%=", r))
+	}) < 0
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,176 @@
+package claudehook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+)
+
+// SpoolDir is where hooks keep events NATS did not take: FLEET_SPOOL_DIR,
+// else $XDG_STATE_HOME/fleetd/spool, else ~/.local/state/fleetd/spool.
+func SpoolDir(env func(string) string) string {
+	if d := env("FLEET_SPOOL_DIR"); d != "" {
+		return d
+	}
+	if d := env("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "fleetd", "spool")
+	}
+	home := env("HOME")
+	if home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = h
+		} else {
+			return filepath.Join(os.TempDir(), "fleetd", "spool")
+		}
+	}
+	return filepath.Join(home, ".local", "state", "fleetd", "spool")
+}
+
+// Spool writes each event as dir/<subject>/<id>.json, atomically (a temp
+// file renamed into place), so a replayer never reads half an event. The
+// events must have their ids set.
+func Spool(dir string, evs []events.Event) error {
+	for _, ev := range evs {
+		if ev.ID == "" {
+			return fmt.Errorf("%w: event %s has no id", ErrSpool, ev.Type())
+		}
+		if err := events.ValidAgentID(ev.Subject); err != nil {
+			return fmt.Errorf("%w: %v", ErrSpool, err)
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrSpool, err)
+		}
+		sub := filepath.Join(dir, ev.Subject)
+		if err := os.MkdirAll(sub, 0o700); err != nil {
+			return fmt.Errorf("%w: %v", ErrSpool, err)
+		}
+		tmp, err := os.CreateTemp(sub, "."+ev.ID+".*.tmp")
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrSpool, err)
+		}
+		_, werr := tmp.Write(b)
+		serr := tmp.Sync()
+		cerr := tmp.Close()
+		if err := errors.Join(werr, serr, cerr); err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("%w: %v", ErrSpool, err)
+		}
+		if err := os.Rename(tmp.Name(), filepath.Join(sub, ev.ID+".json")); err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("%w: %v", ErrSpool, err)
+		}
+	}
+	return nil
+}
+
+// spooled is one event file waiting in the spool.
+type spooled struct{ id, path string }
+
+// pending lists the spool's event files, oldest first: ids are ULIDs, so
+// their order is their time order across every agent's directory.
+func pending(dir string) ([]spooled, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]spooled, 0, len(paths))
+	for _, p := range paths {
+		base := filepath.Base(p)
+		if strings.HasPrefix(base, ".") {
+			continue
+		}
+		out = append(out, spooled{id: strings.TrimSuffix(base, ".json"), path: p})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out, nil
+}
+
+// ReplaySpool appends the events spooled under dir, oldest first, each
+// with its original id (so an event that did land before is a dedupe
+// no-op), and deletes each file only once its append was acknowledged. It
+// stops at the first failed append, keeping order; a file that is not a
+// valid event is renamed to *.bad and reported, never retried. n counts
+// the events appended (duplicates included). A missing dir is an empty
+// spool.
+func ReplaySpool(ctx context.Context, log events.Log, dir string) (n int, err error) {
+	files, err := pending(dir)
+	if err != nil {
+		return 0, fmt.Errorf("replay spool %s: %w", dir, err)
+	}
+	reg := events.NewRegistry()
+	var bad []error
+	for _, f := range files {
+		raw, err := os.ReadFile(f.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // another replayer took it
+		}
+		if err != nil {
+			return n, errors.Join(append(bad, fmt.Errorf("replay %s: %w", f.path, err))...)
+		}
+		ev, err := reg.Decode("", raw)
+		if err == nil && ev.ID != f.id {
+			err = fmt.Errorf("file name says %s, event says %s", f.id, ev.ID)
+		}
+		if err != nil {
+			bad = append(bad, fmt.Errorf("replay %s: %w (moved aside as .bad)", f.path, err))
+			_ = os.Rename(f.path, f.path+".bad")
+			continue
+		}
+		if _, err := log.Append(ctx, ev); err != nil {
+			return n, errors.Join(append(bad, fmt.Errorf("replay %s: %w", f.id, err))...)
+		}
+		n++
+		if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			bad = append(bad, fmt.Errorf("replay %s: appended but not removed: %w", f.path, err))
+		}
+	}
+	return n, errors.Join(bad...)
+}
+
+// Replayer drains a spool into the log periodically: the gateway runs one
+// so events spooled while it was down reach the log even if the agent
+// never fires another hook.
+type Replayer struct {
+	// Dir is the spool root (SpoolDir).
+	Dir string
+	// Log receives the events.
+	Log events.Log
+	// Interval between replays; default 10 s. The first runs at once.
+	Interval time.Duration
+	// OnReplay hears each pass that appended events or failed (may be nil).
+	OnReplay func(n int, err error)
+}
+
+// Run replays the spool now and every Interval until ctx ends; it returns
+// nil then. Errors of a pass go to OnReplay and never stop it.
+func (r *Replayer) Run(ctx context.Context) error {
+	interval := r.Interval
+	if interval <= 0 {
+		interval = 10 * time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		pass, cancel := context.WithTimeout(ctx, max(interval, 5*time.Second))
+		n, err := ReplaySpool(pass, r.Log, r.Dir)
+		cancel()
+		if r.OnReplay != nil && (n > 0 || err != nil) && ctx.Err() == nil {
+			r.OnReplay(n, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
