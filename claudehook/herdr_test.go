@@ -3,9 +3,9 @@ package claudehook
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net"
-	"context"
 	"strings"
 	"testing"
 	"time"
