@@ -28,6 +28,9 @@ var allowed = map[string][]string{
 	"router":                {"events", "lifecycle", "projections", "roles"},
 	"leadshim":              {"events", "lifecycle", "projections", "roles", "orchestrator"},
 	"orchestrator":          {"events", "lifecycle", "projections"},
+	"internal/viewstest":    {"events", "lifecycle", "projections"},
+	"internal/fleettest":    {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "internal/viewstest"},
+	"natsauth":              {"events"},
 	"fakeapi":               {},
 	"cmd/fleetd":            nil, // cmd wires everything
 }

@@ -21,6 +21,7 @@ type CLI struct {
 	Up      UpCmd      `cmd:"" help:"Run the fabric on this host: embedded NATS, the event log, the gateway, the lead shim."`
 	Tail    TailCmd    `cmd:"" help:"Show the event log, live or from a point."`
 	Version VersionCmd `cmd:"" help:"Print fleetd's version."`
+	Auth    AuthCmd    `cmd:"" help:"Generate NATS users and subject permissions for gateways and agents."`
 }
 
 // Globals are flags every command understands.

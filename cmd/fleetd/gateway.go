@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/natsauth"
 )
 
 // GatewayConfig is everything one host's fleetd process runs with.
@@ -103,7 +104,11 @@ func (g *Gateway) connect(ctx context.Context) error {
 	if g.cfg.ExternalURL != "" {
 		opts := []nats.Option{nats.Name("fleetd " + g.cfg.Host), nats.MaxReconnects(-1)}
 		if g.cfg.Creds != "" {
-			opts = append(opts, nats.UserCredentials(g.cfg.Creds))
+			o, err := natsauth.ConnectOption(g.cfg.Creds)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, o)
 		}
 		g.nc, err = nats.Connect(g.cfg.ExternalURL, opts...)
 		if err != nil {
@@ -120,7 +125,17 @@ func (g *Gateway) connect(ctx context.Context) error {
 		if err := g.srv.Start(ctx); err != nil {
 			return err
 		}
-		g.nc, err = g.srv.Connect()
+		var opts []nats.Option
+		if g.cfg.Creds != "" {
+			// A server with fleetd auth wants credentials in-process too.
+			o, err := natsauth.ConnectOption(g.cfg.Creds)
+			if err != nil {
+				g.srv.Close()
+				return err
+			}
+			opts = append(opts, o)
+		}
+		g.nc, err = g.srv.Connect(opts...)
 		if err != nil {
 			g.srv.Close()
 			return err

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/natsauth"
 )
 
 // TailCmd prints the event log.
@@ -187,7 +188,11 @@ func dialNATS(g *Globals, name string) (*nats.Conn, error) {
 	}
 	opts := []nats.Option{nats.Name(name), nats.Timeout(3 * time.Second)}
 	if g.Creds != "" {
-		opts = append(opts, nats.UserCredentials(g.Creds))
+		o, err := natsauth.ConnectOption(g.Creds)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o)
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {

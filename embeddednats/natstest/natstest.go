@@ -13,28 +13,41 @@ import (
 	"github.com/fleetd/fleetd/embeddednats"
 )
 
-// Option adjusts the config a test server starts with.
-type Option func(*embeddednats.Config)
+// Option adjusts how a test server starts.
+type Option func(*settings)
+
+type settings struct {
+	cfg        embeddednats.Config
+	clientOpts []nats.Option
+}
 
 // WithTCP gives the server a client listener on a free loopback port, for
 // tests that run the nats CLI or a child process against it.
 func WithTCP() Option {
-	return func(c *embeddednats.Config) { c.Listen = "127.0.0.1:0" }
+	return func(s *settings) { s.cfg.Listen = "127.0.0.1:0" }
 }
 
 // WithSyncAlways turns fsync-per-write on, for tests about durability.
 func WithSyncAlways() Option {
-	return func(c *embeddednats.Config) { c.SyncAlways = true }
+	return func(s *settings) { s.cfg.SyncAlways = true }
 }
 
 // WithDataDir uses dir as the store instead of a fresh temp dir, so a test
 // can restart a server on the same data.
 func WithDataDir(dir string) Option {
-	return func(c *embeddednats.Config) { c.DataDir = dir }
+	return func(s *settings) { s.cfg.DataDir = dir }
 }
 
 // WithConfig lets a test change anything else.
-func WithConfig(f func(*embeddednats.Config)) Option { return Option(f) }
+func WithConfig(f func(*embeddednats.Config)) Option {
+	return func(s *settings) { f(&s.cfg) }
+}
+
+// WithClientOptions are used for the helper's own connection, e.g. the
+// credentials of a server that requires auth.
+func WithClientOptions(opts ...nats.Option) Option {
+	return func(s *settings) { s.clientOpts = append(s.clientOpts, opts...) }
+}
 
 // Server is a running test server with one in-process client connection.
 type Server struct {
@@ -48,11 +61,11 @@ type Server struct {
 // Start runs an embedded server for the length of the test.
 func Start(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
-	cfg := embeddednats.Config{DataDir: tb.TempDir(), ServerName: "test"}
+	st := settings{cfg: embeddednats.Config{DataDir: tb.TempDir(), ServerName: "test"}}
 	for _, o := range opts {
-		o(&cfg)
+		o(&st)
 	}
-	srv, err := embeddednats.New(cfg)
+	srv, err := embeddednats.New(st.cfg)
 	if err != nil {
 		tb.Fatalf("natstest: %v", err)
 	}
@@ -60,7 +73,7 @@ func Start(tb testing.TB, opts ...Option) *Server {
 		tb.Fatalf("natstest: %v", err)
 	}
 	tb.Cleanup(srv.Close)
-	nc, err := srv.Connect()
+	nc, err := srv.Connect(st.clientOpts...)
 	if err != nil {
 		tb.Fatalf("natstest: %v", err)
 	}
@@ -92,10 +105,11 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 			Routes:        routes,
 			ReadyTimeout:  60 * time.Second,
 		}
+		st := settings{cfg: cfg}
 		for _, o := range opts {
-			o(&cfg)
+			o(&st)
 		}
-		srv, err := embeddednats.New(cfg)
+		srv, err := embeddednats.New(st.cfg)
 		if err != nil {
 			tb.Fatalf("natstest: %v", err)
 		}
