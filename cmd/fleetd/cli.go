@@ -18,10 +18,11 @@ var version = "dev"
 type CLI struct {
 	Globals
 
-	Up      UpCmd      `cmd:"" help:"Run the fabric on this host: embedded NATS, the event log, the gateway, the lead shim."`
-	Tail    TailCmd    `cmd:"" help:"Show the event log, live or from a point."`
-	Version VersionCmd `cmd:"" help:"Print fleetd's version."`
-	Auth    AuthCmd    `cmd:"" help:"Generate NATS users and subject permissions for gateways and agents."`
+	Up       UpCmd       `cmd:"" help:"Run the fabric on this host: embedded NATS, the event log, the gateway, the lead shim."`
+	Tail     TailCmd     `cmd:"" help:"Show the event log, live or from a point."`
+	Version  VersionCmd  `cmd:"" help:"Print fleetd's version."`
+	Auth     AuthCmd     `cmd:"" help:"Generate NATS users and subject permissions for gateways and agents."`
+	DevHerdr DevHerdrCmd `cmd:"" name:"dev-herdr" hidden:"" help:"Run the built-in herdr-protocol server (real PTY panes) on a socket."`
 }
 
 // Globals are flags every command understands.
