@@ -1,0 +1,201 @@
+package fleettest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/embeddednats/natstest"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/viewstest"
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+// Fleet is a test fabric: NATS, the log and a folded view of it.
+type Fleet struct {
+	T     testing.TB
+	NATS  *natstest.Server
+	Log   events.Log
+	Views *viewstest.Views
+}
+
+// New starts a fabric for the length of the test.
+func New(tb testing.TB, opts ...natstest.Option) *Fleet {
+	tb.Helper()
+	srv := natstest.Start(tb, opts...)
+	return Over(tb, srv)
+}
+
+// Over builds a fabric on a running server (a "restarted" fleetd keeps
+// its NATS).
+func Over(tb testing.TB, srv *natstest.Server) *Fleet {
+	tb.Helper()
+	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
+		tb.Fatalf("fleettest: %v", err)
+	}
+	log := events.New(srv.JS, events.Options{Source: "fleetd/test/test"})
+	return &Fleet{T: tb, NATS: srv, Log: log, Views: viewstest.Start(tb, log)}
+}
+
+// Ctx is a context bounded to 30 s and the test.
+func Ctx(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// MustAppend appends ev or fails the test.
+func (f *Fleet) MustAppend(ev events.Event) events.Ack {
+	f.T.Helper()
+	ack, err := f.Log.Append(Ctx(f.T), ev)
+	if err != nil {
+		f.T.Fatalf("append %s: %v", ev.Type(), err)
+	}
+	return ack
+}
+
+// Register adds an idle agent of role and waits until the views show it.
+func (f *Fleet) Register(agent, role string) {
+	f.T.Helper()
+	f.MustAppend(events.Event{Subject: agent, Data: events.AgentRegistered{Agent: agent, Host: "h1", Pane: "p-" + agent, Role: role, Tier: 2, Model: "model-" + role}})
+	ack := f.MustAppend(events.Event{Subject: agent, Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}})
+	if err := f.Views.WaitSeq(Ctx(f.T), ack.Seq); err != nil {
+		f.T.Fatal(err)
+	}
+}
+
+// Reply is what a fake agent answers to a prompt.
+func Reply(text string) string { return "echo: " + text }
+
+// Agents plays the gateways and the hooks of every agent in the fabric:
+// it types each agent's next queued turn once the agent has nothing in
+// flight, and after Delay submits and replies to it (Reply(text), with
+// model, session and tokens), then reports the agent idle.
+type Agents struct {
+	f     *Fleet
+	Delay time.Duration
+	// Only limits the agents played; nil plays every agent.
+	Only map[string]bool
+
+	wg sync.WaitGroup
+}
+
+// RunAgents starts fake agents for the length of the test.
+func (f *Fleet) RunAgents(delay time.Duration, only ...string) *Agents {
+	a := &Agents{f: f, Delay: delay}
+	if len(only) > 0 {
+		a.Only = map[string]bool{}
+		for _, id := range only {
+			a.Only[id] = true
+		}
+	}
+	fol, err := f.Log.Follow(context.Background(), events.Query{Subjects: []string{"fleet.agent.>"}})
+	if err != nil {
+		f.T.Fatalf("fleettest: follow: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.wg.Go(func() { a.run(ctx, fol) })
+	f.T.Cleanup(func() { cancel(); fol.Stop(); a.wg.Wait() })
+	return a
+}
+
+func (a *Agents) run(ctx context.Context, fol *events.Follower) {
+	book := lifecycle.NewBook()
+	typing := map[string]string{} // agent → turn typed, until replied
+	for ev := range fol.Events() {
+		book.Apply(ev)
+		if in, ok := typing[ev.Subject]; ok {
+			if t, _ := book.Turn(in); t.State.Final() {
+				delete(typing, ev.Subject)
+			}
+		}
+		agent := ev.Subject
+		if a.Only != nil && !a.Only[agent] {
+			continue
+		}
+		if _, busy := typing[agent]; busy {
+			continue
+		}
+		next, ok := book.Next(agent)
+		if !ok {
+			continue
+		}
+		typed := events.Event{Subject: agent, CorrelationID: next.ID, Source: "fleetd/h1/gateway",
+			Data: events.AgentTyped{Pane: "p-" + agent, Method: "agent.prompt", Bytes: len(next.Text)}}
+		ack, err := a.f.Log.Append(ctx, typed)
+		if err != nil {
+			return
+		}
+		typed.Seq = ack.Seq
+		book.Apply(typed)
+		typing[agent] = next.ID
+		a.wg.Go(func() { a.answer(ctx, agent, next) })
+	}
+}
+
+func (a *Agents) answer(ctx context.Context, agent string, t lifecycle.Turn) {
+	session := "sess-" + agent
+	evs := []events.Event{
+		{Subject: agent, CorrelationID: t.ID, Source: "fleetd/h1/hook", Data: events.AgentSubmitted{Via: "hook", PromptID: "p-" + t.ID, SessionID: session, Prompt: t.Text}},
+		{Subject: agent, Source: "fleetd/h1/hook", Data: events.AgentStatusChanged{Status: events.StatusWorking, Source: "hook"}},
+	}
+	for _, ev := range evs {
+		if _, err := a.f.Log.Append(ctx, ev); err != nil {
+			return
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(a.Delay):
+	}
+	evs = []events.Event{
+		{Subject: agent, CorrelationID: t.ID, Source: "fleetd/h1/hook", Data: events.AgentReplied{
+			Reply: Reply(t.Text), PromptID: "p-" + t.ID, SessionID: session, Model: "model-of-" + agent,
+			Tokens: events.Tokens{In: int64(len(t.Text)), Out: 7}}},
+		{Subject: agent, Source: "fleetd/h1/hook", Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}},
+	}
+	for _, ev := range evs {
+		if _, err := a.f.Log.Append(ctx, ev); err != nil {
+			return
+		}
+	}
+}
+
+// CheckFor polls fn every step until it returns nil or total passes.
+func CheckFor(tb testing.TB, total, step time.Duration, fn func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("after %s: %v", total, err)
+		}
+		time.Sleep(step)
+	}
+}
+
+// MaxInFlight folds evs and returns the most turns of role that were typed
+// or submitted (not final) at any point of the sequence.
+func MaxInFlight(evs []events.Event, role string) int {
+	book := lifecycle.NewBook()
+	open := map[string]bool{}
+	peak := 0
+	for _, ev := range evs {
+		t, ok := book.Apply(ev)
+		if !ok || t.Role != role {
+			continue
+		}
+		if t.State.InFlight() {
+			open[t.ID] = true
+		} else {
+			delete(open, t.ID)
+		}
+		peak = max(peak, len(open))
+	}
+	return peak
+}

@@ -1,0 +1,181 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/roles"
+)
+
+// Config is what a router runs with.
+type Config struct {
+	// Log is the event log it appends assignments to.
+	Log events.Log
+	// JS manages the per-role durable consumers.
+	JS jetstream.JetStream
+	// Views is the projection it reads agents and turns from.
+	Views projections.Views
+	// Roles gives each role's cap; roles seen only in the log have none.
+	Roles roles.Config
+	// Host names this router in event sources (fleetd/<host>/router).
+	Host   string
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Poll is the fallback re-check interval while a turn waits for an
+	// agent; changes of the views wake the worker sooner. Default 1s.
+	Poll time.Duration
+	// AckWait is how long a held head of queue stays this router's without
+	// a keep-alive; the worker sends InProgress at a third of it. Default 30s.
+	AckWait time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Poll == 0 {
+		c.Poll = time.Second
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.Host == "" {
+		c.Host = "host"
+	}
+}
+
+// Validate reports every missing part at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Log == nil {
+		errs = append(errs, fmt.Errorf("%w: no Log", ErrConfig))
+	}
+	if c.JS == nil {
+		errs = append(errs, fmt.Errorf("%w: no JS", ErrConfig))
+	}
+	if c.Views == nil {
+		errs = append(errs, fmt.Errorf("%w: no Views", ErrConfig))
+	}
+	if c.Poll < 0 || c.AckWait < 0 {
+		errs = append(errs, fmt.Errorf("%w: negative Poll or AckWait", ErrConfig))
+	}
+	return errors.Join(errs...)
+}
+
+// Router dispatches role turns to agents. Build it with New and run it
+// with Run.
+type Router struct {
+	cfg    Config
+	reg    *events.Registry
+	source string
+
+	mu      sync.Mutex
+	workers map[string]bool
+}
+
+// New returns a router that is not yet running. It does no I/O.
+func New(cfg Config) (*Router, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Router{cfg: cfg, reg: events.NewRegistry(), source: "fleetd/" + cfg.Host + "/router", workers: map[string]bool{}}, nil
+}
+
+// roleQueuedAll is every role's queue.
+const roleQueuedAll = "fleet.role.*.queued"
+
+// Run dispatches until ctx ends: one worker per role, for the roles in the
+// config and every role that turns up in the log. It returns nil after a
+// clean stop.
+func (r *Router) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	start := func(role string) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.workers[role] || events.ValidRole(role) != nil {
+			return
+		}
+		r.workers[role] = true
+		wg.Go(func() { r.work(ctx, role) })
+	}
+	// Follow new role queues first, then list the existing ones, so a role
+	// that appears in between is seen by one or the other.
+	f, err := r.cfg.Log.Follow(ctx, events.Query{Subjects: []string{roleQueuedAll}, New: true})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("router: follow role queues: %w", err)
+	}
+	defer f.Stop()
+	for _, role := range r.cfg.Roles.Names() {
+		start(role)
+	}
+	known, err := r.queuedRoles(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	for _, role := range known {
+		start(role)
+	}
+	for ev := range f.Events() {
+		start(ev.Subject)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("router: role queue follower stopped: %w", f.Err())
+}
+
+// queuedRoles lists the roles that have ever had a turn queued.
+func (r *Router) queuedRoles(ctx context.Context) ([]string, error) {
+	s, err := r.cfg.JS.Stream(ctx, events.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("router: stream: %w", err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(roleQueuedAll))
+	if err != nil {
+		return nil, fmt.Errorf("router: list role queues: %w", err)
+	}
+	var out []string
+	for subj := range info.State.Subjects {
+		if _, role, _, err := events.ParseSubject(subj); err == nil {
+			out = append(out, role)
+		}
+	}
+	return out, nil
+}
+
+// AssignmentID is the id of the AgentQueued event that assigns role turn
+// turnID: derived from the turn id (same timestamp, entropy from a hash),
+// so every router instance and every retry writes the same event id and
+// JetStream's dedupe stores the assignment once.
+func AssignmentID(turnID string) string {
+	var ms uint64
+	if u, err := ulid.ParseStrict(turnID); err == nil {
+		ms = u.Time()
+	}
+	h := sha256.Sum256([]byte("fleetd/router/assign/" + turnID))
+	return ulid.MustNew(ms, bytes.NewReader(h[:])).String()
+}
