@@ -1,0 +1,96 @@
+// Package orchestrator is fleetd's recursive session manager and job
+// runner: orchestrator : mains :: main : workers. One implementation runs
+// at every tier — the orchestrator over its mains, a main over its workers
+// — with the same verbs: spawn, name, resume and scope.
+//
+// It owns three things:
+//
+//   - Sessions, the session manager: named, resumable agent sessions.
+//     Session <name> is served by agents <name>-1, <name>-2, … (one per
+//     incarnation). A closed session is resumed by spawning the next
+//     incarnation with Resume = its recorded Claude session id (the role's
+//     command gets --resume <id>); a session whose tokens passed its cap
+//     gets a fresh incarnation without resume, and its next task a slice
+//     instead of the history. Run reaps panes idle past the TTL (keeping
+//     their sessions resumable) and spawned agents no session owns.
+//   - The context store and slicing: a job's items (key, tags, text,
+//     provenance, size) are JobContext events on fleet.job.<job>.context;
+//     Select cuts a slice for a task within a byte budget, and every slice
+//     sent is recorded as a JobSliced event, so any agent's view of the
+//     job can be rebuilt from the log.
+//   - Jobs: Orchestrator.Run runs a plan, sending ready tasks at once and
+//     folding each reply back as the item rollup:<task>.
+//
+// Every decision is taken from the log and the views over it, never from
+// state a restart would lose.
+//
+// # Plan file (JSON)
+//
+//	{
+//	  "goal": "what the job is for",
+//	  "budget": 16384,                      // default slice budget, bytes (optional)
+//	  "context": [                          // seed items (optional)
+//	    {"key": "spec", "tags": ["api"], "text": "…"}
+//	  ],
+//	  "sessions": [                         // session settings (optional)
+//	    {"name": "main-a", "role": "main", "model": "opus", "cwd": "/src", "cap": 150000}
+//	  ],
+//	  "tasks": [
+//	    {"id": "a",                         // token: [A-Za-z0-9][A-Za-z0-9_-]{0,62}
+//	     "to": "session:main-a",            // "<agent>" | "role:R" | "session:<name>"
+//	     "instructions": "…",
+//	     "needs": ["b"],                    // task ids whose rollups it waits for
+//	     "context": {"keys": ["spec"], "tags": ["api"]},
+//	     "budget": 8192}                    // slice budget, bytes (optional)
+//	  ]
+//	}
+//
+// Unknown fields, duplicate ids, unknown or cyclic needs, bad targets and
+// context keys starting with "rollup:" are rejected (all reported at once).
+//
+// # Slices
+//
+// A slice is whole items, chosen in this fixed order and taken greedily
+// while they fit the budget (bytes of item text):
+//
+//  1. the rollups of the task's needs, in plan order;
+//  2. the explicit keys, in the order listed;
+//  3. items with any listed tag, newest first, ties by key.
+//
+// An item is considered once, at its first place. One that does not fit is
+// skipped and listed as truncated; later smaller items may still fit. The
+// same store, selector and budget always give the same slice.
+//
+// The prompt a task's target gets is its instructions, a blank line, and
+// the slice rendered one block per item, in slice order:
+//
+//	<context key="rollup:b" tags="rollup,task:b" from="task:b turn:01J… agent:main-b-1">
+//	…reply of b…
+//	</context>
+//
+// A delegating main names context the same way — `fleetd send --to role:w
+// --context spec,tag:api` — and with a job (--job or FLEET_JOB) the shim
+// resolves it through SliceFor and records it with RecordSlice.
+//
+// # Jobs and crashes
+//
+// A job is the subject tree fleet.job.<job>.>: created (with the whole plan),
+// context, sliced, task (sent → replied | failed) and done. For each task the
+// orchestrator records the slice and then "sent" with the turn id BEFORE it
+// queues the turn, and queues it under that id; rollup and replied events
+// have ids derived from the turn id. A rerun of the same job therefore
+// never re-sends a replied task, re-attaches to a sent one by waiting on
+// its turn id, and re-queues under the same id (an idempotent append) a
+// task whose queued event never landed. The job's result is the rollups of
+// the tasks nothing needs, in plan order, joined by a blank line.
+//
+// # Ports
+//
+// The package declares what it needs from the rest of fleetd: Spawner
+// (cmd adapts herdrbridge's spawn), Sender (LogSender, the shim's own
+// append-and-wait path, is the default) and projections.Views (the
+// projector; LogViews is a small fold of the log for clients).
+//
+// orchestrator imports events, lifecycle and projections only; it must not
+// import herdrbridge, roles or cmd.
+package orchestrator

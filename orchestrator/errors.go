@@ -1,0 +1,27 @@
+package orchestrator
+
+import "errors"
+
+// The orchestrator's sentinel errors; callers test them with errors.Is.
+var (
+	// ErrInvalidPlan: the plan file breaks its schema (see the package doc).
+	ErrInvalidPlan = errors.New("invalid plan")
+	// ErrInvalidTarget: a task's or message's "to" is not an agent id,
+	// role:R or session:<name>.
+	ErrInvalidTarget = errors.New("invalid target")
+	// ErrNoSessions: a task names a session but the orchestrator has no
+	// session manager.
+	ErrNoSessions = errors.New("no session manager")
+	// ErrNotRegistered: a Spawner returned before the agent's registered
+	// event was in the log, so the session cannot be bound to it.
+	ErrNotRegistered = errors.New("spawned agent not registered")
+	// ErrNoSpawner: the process can bind existing sessions but cannot
+	// start panes (no spawner wired).
+	ErrNoSpawner = errors.New("no spawner")
+	// ErrJobUnknown: a resume named a job with no created event.
+	ErrJobUnknown = errors.New("unknown job")
+	// ErrTaskFailed: a task's turn ended failed, so the job failed.
+	ErrTaskFailed = errors.New("task failed")
+	// ErrConfig: a constructor was given an incomplete config.
+	ErrConfig = errors.New("invalid config")
+)
