@@ -20,6 +20,9 @@ type CLI struct {
 
 	Up       UpCmd       `cmd:"" help:"Run the fabric on this host: embedded NATS, the event log, the gateway, the lead shim."`
 	Tail     TailCmd     `cmd:"" help:"Show the event log, live or from a point."`
+	Hook     HookCmd     `cmd:"" help:"Claude Code hook entry (run by fleetd panes' settings): append the hook's events, or spool them."`
+	Hooks    HooksCmd    `cmd:"" help:"Claude Code hook setup: 'fleetd hooks settings' prints the --settings JSON."`
+	SimAgent SimAgentCmd `cmd:"" name:"sim-agent" hidden:"" help:"Run a simulated Claude Code (tests and the demo; launch it with HERDR_AGENT=claude)."`
 	Version  VersionCmd  `cmd:"" help:"Print fleetd's version."`
 	Auth     AuthCmd     `cmd:"" help:"Generate NATS users and subject permissions for gateways and agents."`
 	DevHerdr DevHerdrCmd `cmd:"" name:"dev-herdr" hidden:"" help:"Run the built-in herdr-protocol server (real PTY panes) on a socket."`

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/fleetd/fleetd/simagent"
+)
+
+// SimAgentCmd runs a simulated Claude Code in the current terminal (a herdr
+// pane): it fires the real `fleetd hook` commands, so tests and the demo
+// exercise the whole fabric without a model. Launch it with
+// HERDR_AGENT=claude in its environment so herdr detects it as claude.
+type SimAgentCmd struct {
+	Think         time.Duration `help:"How long each turn works (a prompt's [delay=500ms] overrides it)." default:"2s"`
+	Model         string        `help:"Model name reported in hooks and the transcript." default:"claude-sim-1"`
+	ReplyPrefix   string        `help:"Every reply is this prefix followed by the prompt." default:"SIM: "`
+	Fleetd        string        `help:"fleetd executable to fire hooks with (default: this binary)." placeholder:"PATH"`
+	NoHooks       bool          `help:"Fire no hooks."`
+	TranscriptDir string        `help:"Directory for the session transcript (default: a temp dir)." type:"path" placeholder:"DIR"`
+}
+
+// Run serves prompts on stdin/stdout until /exit or the terminal closes.
+func (c *SimAgentCmd) Run(ctx context.Context) error {
+	bin := c.Fleetd
+	if bin == "" && !c.NoHooks {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("sim-agent: find fleetd: %w", err)
+		}
+		bin = exe
+	}
+	if restore, err := simagent.MakeRaw(int(os.Stdin.Fd())); err == nil {
+		defer restore()
+	}
+	agent, err := simagent.New(simagent.Config{
+		Think: c.Think, Model: c.Model, ReplyPrefix: c.ReplyPrefix, Fleetd: bin, NoHooks: c.NoHooks,
+		TranscriptDir: c.TranscriptDir, In: os.Stdin, Out: os.Stdout,
+	})
+	if err != nil {
+		return err
+	}
+	return agent.Run(ctx)
+}
