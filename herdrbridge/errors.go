@@ -101,3 +101,13 @@ var ErrBadResponse = errors.New("malformed herdr response")
 // being called: herdr exited, restarted, or dropped a slow reader. The
 // remedy is to re-sync with a snapshot and subscribe again.
 var ErrDisconnected = errors.New("herdr subscription disconnected")
+
+// ErrAgentExists means a spawn or adoption named an agent that is already
+// registered and has not exited: agent ids are unique fleet-wide.
+var ErrAgentExists = errors.New("agent already registered")
+
+// ErrPaneOwned means an adoption named a pane another live agent owns.
+var ErrPaneOwned = errors.New("pane already belongs to an agent")
+
+// ErrBridgeRunning means Run was called on a Bridge that is running or ran.
+var ErrBridgeRunning = errors.New("herdr bridge already running")

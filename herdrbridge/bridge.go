@@ -1,0 +1,481 @@
+package herdrbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/roles"
+)
+
+// agentSubjects is every agent event: the bridge folds them all, because
+// the turn state of its own agents lives in the log.
+const agentSubjects = "fleet.agent.>"
+
+// BridgeConfig configures a Bridge: one per gateway, for the herdr of its
+// host.
+type BridgeConfig struct {
+	// Host is this gateway's host token; the bridge owns exactly the agents
+	// whose AgentRegistered.Host is Host.
+	Host string
+	// Client talks to the local herdr. When nil, one is made for SocketPath.
+	Client     *Client
+	SocketPath string
+	// Log is the fleet's event log.
+	Log events.Log
+	// Roles gives each agent's env class (boundary checks) and spawn recipe.
+	Roles roles.Config
+	// Logger receives operational messages; default: discarded.
+	Logger *slog.Logger
+	// Now is the clock for deadlines and blocked time; default time.Now.
+	Now func() time.Time
+	// SubmitTimeout bounds each wait for proof that a typed prompt was
+	// submitted (before the one extra Enter, and after it). Default 5 s.
+	SubmitTimeout time.Duration
+	// EnterDelay is the gap between text and Enter when typing into a pane
+	// herdr does not recognise as an agent. Default and minimum 300 ms:
+	// closer together, agents swallow the Enter as part of a paste.
+	EnterDelay time.Duration
+	// BlockedTimeout fails a turn in flight whose agent has shown blocked
+	// (a permission or select form) for this long. Default 10 min.
+	BlockedTimeout time.Duration
+	// ReconnectBackoff is the first wait after herdr's socket went away,
+	// doubled per failed attempt up to MaxReconnectBackoff (default 250 ms
+	// and 5 s).
+	ReconnectBackoff    time.Duration
+	MaxReconnectBackoff time.Duration
+	// Poll is how often a delivery re-checks deadlines and herdr's
+	// evidence of submission while nothing else happens. Default 200 ms.
+	Poll time.Duration
+	// Launch is the environment Spawn gives new panes.
+	Launch Launch
+	// ProcRoot is where process environments are read for boundary checks
+	// (default /proc). herdr does not expose a pane's env, so a pane is
+	// checked only when its processes are visible here.
+	ProcRoot string
+}
+
+// Launch is what a spawned pane needs to reach the fleet: the FLEET_*
+// variables of its hooks, and the hooks settings file for its agent's
+// command line.
+type Launch struct {
+	NATSURL   string
+	NATSCreds string
+	FleetURL  string
+	SpoolDir  string
+	// Settings is the Claude Code settings file with fleetd's hooks,
+	// substituted for {settings} in the role's command.
+	Settings string
+}
+
+func (c *BridgeConfig) setDefaults() {
+	if c.Client == nil && c.SocketPath != "" {
+		c.Client = New(c.SocketPath)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.SubmitTimeout <= 0 {
+		c.SubmitTimeout = 5 * time.Second
+	}
+	if c.EnterDelay < 300*time.Millisecond {
+		c.EnterDelay = 300 * time.Millisecond
+	}
+	if c.BlockedTimeout <= 0 {
+		c.BlockedTimeout = 10 * time.Minute
+	}
+	if c.ReconnectBackoff <= 0 {
+		c.ReconnectBackoff = 250 * time.Millisecond
+	}
+	if c.MaxReconnectBackoff < c.ReconnectBackoff {
+		c.MaxReconnectBackoff = max(5*time.Second, c.ReconnectBackoff)
+	}
+	if c.Poll <= 0 {
+		c.Poll = 200 * time.Millisecond
+	}
+	if c.ProcRoot == "" {
+		c.ProcRoot = "/proc"
+	}
+	if c.Roles.Roles == nil {
+		c.Roles = roles.Default()
+	}
+}
+
+// Validate reports every problem with the configuration at once.
+func (c *BridgeConfig) Validate() error {
+	var errs []error
+	if err := events.ValidToken(c.Host); err != nil {
+		errs = append(errs, fmt.Errorf("bridge host: %w", err))
+	}
+	if c.Client == nil {
+		errs = append(errs, errors.New("bridge: Client or SocketPath is required"))
+	}
+	if c.Log == nil {
+		errs = append(errs, errors.New("bridge: Log is required"))
+	}
+	return errors.Join(errs...)
+}
+
+// Bridge is the gateway's side of herdr: it turns pane status into events,
+// types the turns of its host's agents into their panes, one at a time and
+// never twice, and spawns and adopts agent panes. Its state is folded from
+// the log (fleet.agent.>, from the start), so a restarted bridge picks up
+// where the last one stopped.
+type Bridge struct {
+	cfg    BridgeConfig
+	client *Client
+	log    *slog.Logger
+	source string
+
+	mu       sync.Mutex
+	book     *lifecycle.Book
+	agents   map[string]*agentState
+	enters   map[string]bool // turns whose one extra Enter is recorded
+	applied  uint64
+	caughtUp bool
+	herdr    herdrLink
+	changed  chan struct{}
+	runCtx   context.Context
+	running  bool
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // delivery workers and the herdr watcher
+	done     chan struct{}
+}
+
+// herdrLink is the state of the bridge's connection to herdr.
+type herdrLink int
+
+const (
+	linkUnknown herdrLink = iota
+	linkUp
+	linkDown
+)
+
+// agentState is what the bridge knows about one agent: its registration
+// (any host), and for its own agents what herdr shows and what the log
+// already says, so that nothing is appended twice.
+type agentState struct {
+	id, host, pane, role string
+	registered, exited   bool
+	// lastSeq is the stream sequence of the aggregate's last event: the
+	// expected-last-sequence of the next guarded append.
+	lastSeq uint64
+
+	// What herdr showed in the current connection (fresh is false until
+	// the first observation after a (re)connect).
+	fresh       bool
+	status      AgentStatus
+	seq         uint64
+	label       string // herdr's agent label; "" = not recognised
+	workingSeq  uint64 // highest state_change_seq seen together with working
+	blockedFrom time.Time
+
+	// What the log says (or what this bridge appended and the log will say).
+	logStatus    events.Status
+	logStatusSeq uint64
+	hookStatus   events.Status
+	violation    string
+
+	exitSent bool // AgentExited is appended or being appended
+	worker   bool // a delivery worker runs for it
+}
+
+// NewBridge returns a bridge for cfg. It does no I/O and starts nothing.
+func NewBridge(cfg BridgeConfig) (*Bridge, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Bridge{
+		cfg:     cfg,
+		client:  cfg.Client,
+		log:     cfg.Logger.With("component", "herdrbridge", "host", cfg.Host),
+		source:  "fleetd/" + cfg.Host + "/herdr",
+		book:    lifecycle.NewBook(),
+		agents:  map[string]*agentState{},
+		enters:  map[string]bool{},
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+	}, nil
+}
+
+// Run follows the log, watches herdr (reconnecting with backoff while it is
+// away) and delivers turns until ctx ends or Close is called. It returns
+// nil on a clean stop.
+func (b *Bridge) Run(ctx context.Context) error {
+	b.mu.Lock()
+	if b.running {
+		b.mu.Unlock()
+		return ErrBridgeRunning
+	}
+	b.running = true
+	ctx, cancel := context.WithCancel(ctx)
+	b.runCtx, b.cancel = ctx, cancel
+	b.mu.Unlock()
+	defer close(b.done)
+	defer cancel()
+
+	target, err := b.cfg.Log.LastSeq(ctx, agentSubjects)
+	if err != nil {
+		return fmt.Errorf("herdr bridge: %w", err)
+	}
+	b.wg.Go(func() { b.watchHerdr(ctx) })
+	err = b.follow(ctx, target)
+	cancel()
+	b.wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Close stops Run and waits for it. It is idempotent and safe to call when
+// Run never started.
+func (b *Bridge) Close() error {
+	b.mu.Lock()
+	cancel, running := b.cancel, b.running
+	b.mu.Unlock()
+	if !running {
+		return nil
+	}
+	if cancel != nil {
+		cancel()
+	}
+	<-b.done
+	return nil
+}
+
+// follow folds the agent events of the log, from the start, re-following
+// from the next sequence when the follower fails. The bridge counts as
+// caught up once it applied target (the log's end at boot), or once the
+// follower went quiet (a skipped message can sit at the end).
+func (b *Bridge) follow(ctx context.Context, target uint64) error {
+	if target == 0 {
+		b.setCaughtUp()
+	}
+	backoff := b.cfg.ReconnectBackoff
+	for ctx.Err() == nil {
+		b.mu.Lock()
+		from := b.applied + 1
+		b.mu.Unlock()
+		f, err := b.cfg.Log.Follow(ctx, events.Query{Subjects: []string{agentSubjects}, FromSeq: from, Buffer: 1024})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			b.log.Warn("follow the log", "err", err)
+			if !sleep(ctx, backoff) {
+				return nil
+			}
+			backoff = min(2*backoff, b.cfg.MaxReconnectBackoff)
+			continue
+		}
+		backoff = b.cfg.ReconnectBackoff
+		quiet := time.NewTimer(500 * time.Millisecond)
+	loop:
+		for {
+			select {
+			case ev, ok := <-f.Events():
+				if !ok {
+					break loop
+				}
+				b.apply(ev)
+				if ev.Seq >= target {
+					b.setCaughtUp()
+				}
+				quiet.Reset(500 * time.Millisecond)
+			case <-quiet.C:
+				b.setCaughtUp()
+			case <-ctx.Done():
+				break loop
+			}
+		}
+		quiet.Stop()
+		f.Stop()
+		if ctx.Err() == nil {
+			b.log.Warn("log follower stopped; following again", "err", f.Err())
+			if !sleep(ctx, backoff) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Bridge) setCaughtUp() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.caughtUp {
+		b.caughtUp = true
+		b.notifyLocked()
+	}
+}
+
+// apply folds one event into the book and the agents' state, and starts a
+// delivery worker for an agent that became this host's.
+func (b *Bridge) apply(ev events.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ev.Seq > b.applied {
+		b.applied = ev.Seq
+	}
+	t, changed := b.book.Apply(ev)
+	a := b.agentLocked(ev.Subject)
+	a.lastSeq = max(a.lastSeq, ev.Seq)
+	switch d := ev.Data.(type) {
+	case events.AgentRegistered:
+		if d.Pane != a.pane || d.Host != a.host {
+			a.fresh, a.status, a.seq, a.label, a.workingSeq, a.blockedFrom = false, "", 0, "", 0, time.Time{}
+			a.logStatus, a.logStatusSeq, a.violation = "", 0, ""
+		}
+		a.registered, a.exited, a.exitSent = true, false, false
+		a.host, a.pane, a.role = d.Host, d.Pane, d.Role
+		b.startWorkerLocked(a)
+	case events.AgentExited:
+		a.exited = true
+	case events.AgentStatusChanged:
+		switch d.Source {
+		case "herdr":
+			if ev.Seq > a.logStatusSeq {
+				a.logStatus, a.logStatusSeq = d.Status, ev.Seq
+			}
+			if d.Violation != "" {
+				a.violation = d.Violation
+			}
+		case "hook":
+			a.hookStatus = d.Status
+		}
+	case events.AgentTyped:
+		if d.Enter > 0 {
+			b.enters[lifecycle.TurnID(ev)] = true
+		}
+	}
+	if changed && t.State.Final() {
+		b.book.Forget(t.ID)
+		delete(b.enters, t.ID)
+	}
+	b.notifyLocked()
+}
+
+func (b *Bridge) agentLocked(id string) *agentState {
+	a, ok := b.agents[id]
+	if !ok {
+		a = &agentState{id: id}
+		b.agents[id] = a
+	}
+	return a
+}
+
+// ownedLocked reports whether the bridge delivers to a: registered on this
+// host, not exited, and not being retired.
+func (b *Bridge) ownedLocked(a *agentState) bool {
+	return a != nil && a.registered && !a.exited && !a.exitSent && a.host == b.cfg.Host && a.pane != ""
+}
+
+func (b *Bridge) startWorkerLocked(a *agentState) {
+	if !b.ownedLocked(a) || a.worker || b.runCtx == nil || b.runCtx.Err() != nil {
+		return
+	}
+	a.worker = true
+	ctx, id := b.runCtx, a.id
+	b.wg.Go(func() { b.deliverLoop(ctx, id) })
+}
+
+// notifyLocked wakes everyone waiting for a change of state.
+func (b *Bridge) notifyLocked() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// waitApplied waits until the follower applied seq (so a decision taken
+// next sees the bridge's own append), or a bound passes.
+func (b *Bridge) waitApplied(ctx context.Context, seq uint64) {
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	for {
+		b.mu.Lock()
+		ok, ch := b.applied >= seq, b.changed
+		b.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
+// catchUp is what to do after ErrConcurrency: someone else wrote to the
+// agent first, so wait until the fold holds the aggregate's real last
+// event before deciding again. If the follower cannot get there (the last
+// message was one readers skip), the real sequence is taken as known.
+func (b *Bridge) catchUp(ctx context.Context, agent string) {
+	subject, err := events.AgentAll(agent)
+	if err != nil {
+		return
+	}
+	last, err := b.cfg.Log.LastSeq(ctx, subject)
+	if err != nil {
+		b.log.Warn("read last sequence", "agent", agent, "err", err)
+		sleep(ctx, b.cfg.Poll)
+		return
+	}
+	deadline := time.NewTimer(time.Second)
+	defer deadline.Stop()
+	for {
+		b.mu.Lock()
+		a := b.agentLocked(agent)
+		ok, ch := a.lastSeq >= last, b.changed
+		b.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			b.mu.Lock()
+			a.lastSeq = max(a.lastSeq, last)
+			b.mu.Unlock()
+			return
+		}
+	}
+}
+
+// append writes one event about an agent (or the host) as this bridge.
+func (b *Bridge) append(ctx context.Context, subject, turn string, d events.Data, opts ...events.AppendOption) (events.Ack, error) {
+	ev := events.Event{Subject: subject, Source: b.source, CorrelationID: turn, Time: b.cfg.Now(), Data: d}
+	return b.cfg.Log.Append(ctx, ev, opts...)
+}
+
+// guard is the expected-last-sequence option for a write that depends on
+// the agent's state as folded so far.
+func guard(agent string, lastSeq uint64) events.AppendOption {
+	subject, _ := events.AgentAll(agent)
+	return events.ExpectLastSeqFor(lastSeq, subject)
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

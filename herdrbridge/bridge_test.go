@@ -1,0 +1,329 @@
+package herdrbridge_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/roles"
+)
+
+func TestQueuedTurnTypedOnceAfterPaneIsIdle(t *testing.T) {
+	f := newFleet(t)
+	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(busyAgent)})
+	statusIs(t, f.client, p.ID, herdrbridge.StatusWorking)
+	f.start(nil)
+	f.register("w-1", p.ID)
+	turn := f.queue("w-1", "hello from the lead", time.Time{})
+
+	f.waitOutput(p.ID, "ANSWER: hello from the lead")
+	got := f.waitTurn(turn, lifecycle.StateSubmitted)
+	if got.SubmittedVia != "herdr" || got.Method != herdrbridge.MethodPrompt || got.Pane != p.ID {
+		t.Errorf("turn = via %q method %q pane %q; want herdr, agent.prompt, %s", got.SubmittedVia, got.Method, got.Pane, p.ID)
+	}
+	out := f.herdr.Output(p.ID)
+	ready, echo := bytes.Index(out, []byte("READY")), bytes.Index(out, []byte("hello from the lead"))
+	if ready < 0 || echo < ready {
+		t.Errorf("prompt echoed at %d, before the agent was ready at %d:\n%s", echo, ready, out)
+	}
+	f.add("w-1", events.AgentReplied{Reply: "hi"}, turn)
+	f.waitTurn(turn, lifecycle.StateReplied)
+	if n := f.typedCount(p.ID, "hello from the lead"); n != 1 {
+		t.Errorf("prompt written %d times, want 1", n)
+	}
+	if n := f.count("w-1", ofType(events.TypeAgentTyped, turn)); n != 1 {
+		t.Errorf("%d typed events, want 1", n)
+	}
+	noRepeats(t, f.statuses("w-1"))
+}
+
+func TestTwoTurnsTypedInOrderSecondAfterFirstReplied(t *testing.T) {
+	f := newFleet(t)
+	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
+	f.register("w-1", p.ID)
+	first := f.queue("w-1", "first task", time.Time{})
+	second := f.queue("w-1", "second task", time.Time{})
+	f.start(nil)
+
+	f.waitOutput(p.ID, "ANSWER: first task")
+	f.waitTurn(first, lifecycle.StateSubmitted)
+	// The agent is idle again, but the first turn is not replied: the
+	// second must wait.
+	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	if n := f.typedCount(p.ID, "second task"); n != 0 {
+		t.Fatalf("second turn typed before the first was replied")
+	}
+	repliedAt := time.Now()
+	f.add("w-1", events.AgentReplied{Reply: "one"}, "")
+	f.waitOutput(p.ID, "ANSWER: second task")
+	if at := f.typedAt(p.ID, "second task"); at.Before(repliedAt) {
+		t.Errorf("second turn typed at %v, before the first was replied at %v", at, repliedAt)
+	}
+	f.waitTurn(second, lifecycle.StateSubmitted)
+	var order []string
+	for _, ev := range f.history("w-1") {
+		if ev.Type() == events.TypeAgentTyped {
+			order = append(order, ev.CorrelationID)
+		}
+	}
+	if fmt.Sprint(order) != fmt.Sprint([]string{first, second}) {
+		t.Errorf("typed order %v, want %v", order, []string{first, second})
+	}
+}
+
+func TestControlSequencesNeverReachThePane(t *testing.T) {
+	f := newFleet(t)
+	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
+	f.register("w-1", p.ID)
+	f.start(nil)
+	text := "look \x1b]0;pwned\x07at \x1b[31mred\x1b[0m\x1b[201~ \u009b2J\x1b[A done\x03"
+	want := herdrbridge.StripControl(text)
+	turn := f.queue("w-1", text, time.Time{})
+
+	f.waitOutput(p.ID, "ANSWER: "+want)
+	f.waitTurn(turn, lifecycle.StateSubmitted)
+	for _, w := range f.herdr.Input(p.ID) {
+		if bytes.ContainsAny(w.Data, "\x1b\x03\x07") || bytes.Contains(w.Data, []byte("\u009b")) {
+			t.Errorf("a control byte reached the PTY: %q", w.Data)
+		}
+	}
+	info, err := f.client.Pane(context.Background(), p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.TerminalTitle == "pwned" {
+		t.Errorf("message text retitled the pane")
+	}
+}
+
+func TestHerdrRestartLosesAndDuplicatesNothing(t *testing.T) {
+	f := newFleet(t)
+	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
+	f.register("w-1", p.ID)
+	f.start(nil)
+	before := f.queue("w-1", "before the outage", time.Time{})
+	f.waitOutput(p.ID, "ANSWER: before the outage")
+	f.waitTurn(before, lifecycle.StateSubmitted)
+	f.add("w-1", events.AgentReplied{Reply: "ok"}, before)
+	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+
+	host := "fleet.host." + testHost + ".herdr"
+	f.herdr.KillSocket()
+	f.waitEvent(host, func(ev events.Event) bool { return !ev.Data.(events.HostHerdr).Connected })
+	during := f.queue("w-1", "queued during the outage", time.Time{})
+	if err := f.herdr.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	f.waitOutput(p.ID, "ANSWER: queued during the outage")
+	f.waitTurn(during, lifecycle.StateSubmitted)
+	f.add("w-1", events.AgentReplied{Reply: "ok"}, during)
+
+	if n := f.typedCount(p.ID, "queued during the outage"); n != 1 {
+		t.Errorf("turn queued in the outage written %d times, want 1", n)
+	}
+	if n := f.typedCount(p.ID, "before the outage"); n != 1 {
+		t.Errorf("turn from before the outage written %d times, want 1", n)
+	}
+	connects := 0
+	for _, ev := range f.read(host) {
+		if ev.Data.(events.HostHerdr).Connected {
+			connects++
+		}
+	}
+	if connects != 2 {
+		t.Errorf("%d herdr connect events, want 2 (boot, reconnect)", connects)
+	}
+
+	// A second outage after the pane closed: herdr replays the old
+	// pane_closed to the new subscription, and nothing is recorded twice.
+	if err := f.client.ClosePane(context.Background(), p.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.waitEvent("fleet.agent.w-1.exited", func(events.Event) bool { return true })
+	f.herdr.KillSocket()
+	if err := f.herdr.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// A marker pane closed after the restart: once its exit is recorded,
+	// the replayed pane_closed events ahead of it have been handled.
+	m := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
+	f.register("w-marker", m.ID)
+	f.waitEvent("fleet.agent.w-marker.status", func(events.Event) bool { return true })
+	if err := f.client.ClosePane(context.Background(), m.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.waitEvent("fleet.agent.w-marker.exited", func(events.Event) bool { return true })
+	if n := f.count("w-1", ofType(events.TypeAgentExited, "")); n != 1 {
+		t.Errorf("%d exited events, want 1", n)
+	}
+	noRepeats(t, f.statuses("w-1"))
+}
+
+func TestRestartBetweenTypedAndSubmittedNeverRetypes(t *testing.T) {
+	f := newFleet(t)
+	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(mutedAgent)})
+	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	f.register("w-1", p.ID)
+	slow := func(c *herdrbridge.BridgeConfig) { c.SubmitTimeout = time.Minute }
+
+	// Gateway 1 types turn one and dies before anything proves submission.
+	g1 := f.start(slow)
+	one := f.queue("w-1", "turn one", time.Time{})
+	f.waitOutput(p.ID, "GOT: turn one")
+	g1.kill(t)
+	if got := f.turn(one); got.State != lifecycle.StateTyped {
+		t.Fatalf("turn one is %q, want typed", got.State)
+	}
+
+	// Gateway 2 finds it typed; the hook's UserPromptSubmit resolves it.
+	g2 := f.start(slow)
+	f.add("w-1", events.AgentSubmitted{Via: "hook", PromptID: "p1"}, one)
+	f.waitTurn(one, lifecycle.StateSubmitted)
+	f.add("w-1", events.AgentReplied{Reply: "done", PromptID: "p1"}, one)
+	f.waitTurn(one, lifecycle.StateReplied)
+
+	// Gateway 2 types turn two and dies too; gateway 3 gets no proof, so
+	// it presses Enter once more, then gives up as indeterminate.
+	two := f.queue("w-1", "turn two", time.Time{})
+	f.waitOutput(p.ID, "GOT: turn two")
+	g2.kill(t)
+	f.start(func(c *herdrbridge.BridgeConfig) { c.SubmitTimeout = 700 * time.Millisecond })
+	got := f.waitTurn(two, lifecycle.StateFailed)
+	if got.Reason != events.ReasonIndeterminate {
+		t.Errorf("turn two failed %q, want indeterminate", got.Reason)
+	}
+
+	for _, s := range []string{"turn one", "turn two"} {
+		if n := f.typedCount(p.ID, s); n != 1 {
+			t.Errorf("%q written %d times, want 1", s, n)
+		}
+	}
+	if n := f.count("w-1", ofType(events.TypeAgentTyped, one)); n != 1 {
+		t.Errorf("turn one has %d typed events, want 1 (no extra Enter once the hook proved it)", n)
+	}
+	enters := 0
+	for _, w := range f.herdr.Input(p.ID) {
+		if w.At.After(f.typedAt(p.ID, "turn two")) && string(w.Data) == "\r" {
+			enters++
+		}
+	}
+	if enters != 2 {
+		t.Errorf("%d Enters after turn two's text, want 2 (herdr's own, and the one retry)", enters)
+	}
+}
+
+func TestDeadlineAndPaneExitFailTurns(t *testing.T) {
+	f := newFleet(t)
+	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(foreverBusy)})
+	statusIs(t, f.client, p.ID, herdrbridge.StatusWorking)
+	f.register("w-1", p.ID)
+	f.start(nil)
+	late := f.queue("w-1", "too late", time.Now().Add(300*time.Millisecond))
+	waiting := f.queue("w-1", "waiting", time.Time{})
+	if got := f.waitTurn(late, lifecycle.StateFailed); got.Reason != events.ReasonTimeout {
+		t.Errorf("late turn failed %q, want timeout", got.Reason)
+	}
+	if err := f.client.ClosePane(context.Background(), p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.waitTurn(waiting, lifecycle.StateFailed); got.Reason != events.ReasonPaneExited {
+		t.Errorf("waiting turn failed %q, want pane_exited", got.Reason)
+	}
+	f.waitEvent("fleet.agent.w-1.exited", func(events.Event) bool { return true })
+	if n := f.typedCount(p.ID, "waiting"); n != 0 {
+		t.Errorf("a turn was typed into a working pane")
+	}
+}
+
+func TestSpawnRefusesBoundaryCrossingBeforeHerdr(t *testing.T) {
+	f := newFleet(t)
+	b, err := herdrbridge.NewBridge(f.bridgeConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cases := []herdrbridge.SpawnRequest{
+		{Role: "w-claude", Name: "w-1", Env: map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}},
+		{Role: "w-claude", Name: "w-1", Env: map[string]string{"ANTHROPIC_API_KEY": "sk-test"}},
+		{Role: "w-gw", Name: "w-1", Env: map[string]string{"ANTHROPIC_BASE_URL": "http://elsewhere"}},
+	}
+	for _, req := range cases {
+		if _, err := b.Spawn(ctx, req); !errors.Is(err, roles.ErrBoundary) {
+			t.Errorf("Spawn(%v) = %v, want ErrBoundary", req.Env, err)
+		}
+	}
+	snap, err := f.client.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Panes) != 0 {
+		t.Errorf("a refused spawn created %d panes", len(snap.Panes))
+	}
+	if n := f.count("w-1", func(events.Event) bool { return true }); n != 0 {
+		t.Errorf("a refused spawn left %d events", n)
+	}
+}
+
+func TestSpawnLaunchesRoleInPaneWithFleetEnv(t *testing.T) {
+	f := newFleet(t)
+	f.start(nil)
+	b, err := herdrbridge.NewBridge(f.bridgeConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	reg, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-sh", Name: "w-2", Parent: "lead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.Origin != "spawned" || reg.Host != testHost || reg.Pane == "" || reg.EnvClass != roles.EnvClean {
+		t.Errorf("registered %+v", reg)
+	}
+	f.waitOutput(reg.Pane, "LAUNCHED w-2 w-sh "+testHost)
+	if _, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-sh", Name: "w-2"}); !errors.Is(err, herdrbridge.ErrAgentExists) {
+		t.Errorf("second spawn of w-2 = %v, want ErrAgentExists", err)
+	}
+	// The running bridge owns it: closing its pane is recorded.
+	f.waitEvent("fleet.agent.w-2.status", func(events.Event) bool { return true })
+	if err := f.client.ClosePane(ctx, reg.Pane); err != nil {
+		t.Fatal(err)
+	}
+	f.waitEvent("fleet.agent.w-2.exited", func(events.Event) bool { return true })
+}
+
+func TestAdoptedPaneCrossingBoundaryIsReported(t *testing.T) {
+	f := newFleet(t)
+	f.start(nil)
+	b, err := herdrbridge.NewBridge(f.bridgeConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent), Env: map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
+	if _, err := b.Adopt(ctx, "w9:p9", "w-3", "w-claude"); !errors.Is(err, herdrbridge.ErrPaneNotFound) {
+		t.Errorf("Adopt of a missing pane = %v, want ErrPaneNotFound", err)
+	}
+	reg, err := b.Adopt(ctx, p.ID, "w-3", "w-claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.Origin != "adopted" || reg.Pane != p.ID {
+		t.Errorf("registered %+v", reg)
+	}
+	if _, err := b.Adopt(ctx, p.ID, "w-4", "w-claude"); !errors.Is(err, herdrbridge.ErrPaneOwned) {
+		t.Errorf("Adopt of an owned pane = %v, want ErrPaneOwned", err)
+	}
+	ev := f.waitEvent("fleet.agent.w-3.status", func(ev events.Event) bool {
+		return ev.Data.(events.AgentStatusChanged).Violation != ""
+	})
+	if v := ev.Data.(events.AgentStatusChanged).Violation; !contains(v, "ANTHROPIC_BASE_URL") {
+		t.Errorf("violation %q does not name ANTHROPIC_BASE_URL", v)
+	}
+}

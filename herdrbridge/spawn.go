@@ -1,0 +1,211 @@
+package herdrbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/roles"
+)
+
+// SpawnRequest asks for a new agent in a new pane of this host's herdr.
+type SpawnRequest struct {
+	// Role names the role in the roles file: command, model, env class.
+	Role string
+	// Name is the agent id (fleet-wide unique, a subject token).
+	Name string
+	// Model overrides the role's model.
+	Model string
+	// Cwd is the pane's working directory; default herdr's.
+	Cwd string
+	// Env is extra environment for the pane, checked against the role's
+	// subscription boundary together with everything else.
+	Env map[string]string
+	// Parent is the agent (or job) this one works for.
+	Parent string
+	// Tier is the agent's depth; 0 means the role's tier.
+	Tier int
+	// Session is the named session the agent serves.
+	Session string
+	// SplitFrom, when set, splits that pane (to the right) instead of
+	// opening a new tab; Workspace picks the tab's workspace (default:
+	// the active one, or a new workspace when there is none).
+	SplitFrom string
+	Workspace string
+}
+
+// Spawn starts an agent: it validates the id and the role, builds the
+// pane's environment (FLEET_* variables, the role's launch env, the
+// request's env), refuses an environment that crosses the role's
+// subscription boundary before touching herdr (an error wrapping
+// roles.ErrBoundary), creates the pane with that env, types the role's
+// command into the pane's shell, and registers the agent (Origin
+// "spawned"). Spawn does not need Run: the CLI calls it on a bridge that
+// is not running, and a running bridge picks the agent up from the log.
+func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegistered, error) {
+	if err := events.ValidAgentID(req.Name); err != nil {
+		return events.AgentRegistered{}, fmt.Errorf("spawn: %w", err)
+	}
+	role, err := b.cfg.Roles.Get(req.Role)
+	if err != nil {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
+	}
+	if req.Model != "" {
+		role = withModel(role, req.Model)
+	}
+	env := b.launchEnv(req.Name, role, req.Env)
+	if err := role.CheckEnv(env); err != nil {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s refused: %w", req.Name, err)
+	}
+	argv := role.Argv(b.cfg.Launch.Settings)
+	if len(argv) == 0 || argv[0] == "" {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s: role %q has no command", req.Name, role.Name)
+	}
+	hist, err := b.history(ctx, req.Name)
+	if err != nil {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
+	}
+	if hist.live() {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w (host %s, pane %s)", req.Name, ErrAgentExists, hist.reg.Host, hist.reg.Pane)
+	}
+
+	pane, err := b.createPane(ctx, req, env)
+	if err != nil {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
+	}
+	undo := func(cause error) (events.AgentRegistered, error) {
+		if cerr := b.client.ClosePane(context.WithoutCancel(ctx), pane.PaneID); cerr != nil {
+			cause = errors.Join(cause, fmt.Errorf("close pane %s: %w", pane.PaneID, cerr))
+		}
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, cause)
+	}
+	if err := b.client.SendInput(ctx, pane.PaneID, ShellQuote(argv), "enter"); err != nil {
+		return undo(fmt.Errorf("launch %s: %w", argv[0], err))
+	}
+	tier := req.Tier
+	if tier == 0 {
+		tier = role.Tier
+	}
+	cwd := req.Cwd
+	if cwd == "" {
+		cwd = pane.CWD
+	}
+	reg := events.AgentRegistered{
+		Agent: req.Name, Host: b.cfg.Host, Pane: pane.PaneID, Role: role.Name, Tier: tier, Parent: req.Parent,
+		Model: role.Model, Cwd: cwd, Session: req.Session, Origin: "spawned", EnvClass: role.EnvClass,
+	}
+	if _, err := b.append(ctx, req.Name, "", reg, guard(req.Name, hist.lastSeq)); err != nil {
+		if errors.Is(err, events.ErrConcurrency) {
+			err = fmt.Errorf("%w: someone registered it meanwhile: %w", ErrAgentExists, err)
+		}
+		return undo(fmt.Errorf("register: %w", err))
+	}
+	b.log.Info("spawned", "agent", req.Name, "role", role.Name, "pane", pane.PaneID)
+	return reg, nil
+}
+
+// launchEnv is the pane environment of a spawned agent: what its hooks need
+// to reach the fleet, the role's env, then the caller's.
+func (b *Bridge) launchEnv(agent string, role roles.Role, extra map[string]string) map[string]string {
+	env := map[string]string{
+		"FLEET_AGENT_ID": agent,
+		"FLEET_ROLE":     role.Name,
+		"FLEET_HOST":     b.cfg.Host,
+	}
+	l := b.cfg.Launch
+	for k, v := range map[string]string{"FLEET_NATS_URL": l.NATSURL, "FLEET_NATS_CREDS": l.NATSCreds, "FLEET_URL": l.FleetURL, "FLEET_SPOOL_DIR": l.SpoolDir} {
+		if v != "" {
+			env[k] = v
+		}
+	}
+	for k, v := range role.LaunchEnv() {
+		env[k] = v
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// withModel makes the role launch model instead of its own. A Claude
+// command without a {model} placeholder gets --model appended.
+func withModel(r roles.Role, model string) roles.Role {
+	r.Model = model
+	if !strings.Contains(strings.Join(r.Command, "\x00"), "{model}") &&
+		len(r.Command) > 0 && filepath.Base(r.Command[0]) == "claude" {
+		r.Command = append(append([]string(nil), r.Command...), "--model", "{model}")
+	}
+	return r
+}
+
+// createPane opens the agent's pane: a split of SplitFrom, or a new tab,
+// or a new workspace when herdr has none yet.
+func (b *Bridge) createPane(ctx context.Context, req SpawnRequest, env map[string]string) (PaneInfo, error) {
+	if req.SplitFrom != "" {
+		return b.client.Split(ctx, SplitRequest{Direction: SplitRight, TargetPaneID: req.SplitFrom, CWD: req.Cwd, Env: env})
+	}
+	tab, err := b.client.CreateTab(ctx, CreateRequest{WorkspaceID: req.Workspace, CWD: req.Cwd, Label: req.Name, Env: env})
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Code == "no_active_workspace" && req.Workspace == "" {
+		ws, err := b.client.CreateWorkspace(ctx, CreateRequest{CWD: req.Cwd, Label: req.Name, Env: env})
+		return ws.RootPane, err
+	}
+	return tab.RootPane, err
+}
+
+// history is what the log says about one agent id.
+type history struct {
+	reg     events.AgentRegistered
+	exited  bool
+	lastSeq uint64
+}
+
+func (h history) live() bool { return h.reg.Agent != "" && !h.exited }
+
+// history reads the agent's aggregate from the log.
+func (b *Bridge) history(ctx context.Context, agent string) (history, error) {
+	subject, err := events.AgentAll(agent)
+	if err != nil {
+		return history{}, err
+	}
+	var h history
+	for ev, err := range b.cfg.Log.Read(ctx, events.Query{Subjects: []string{subject}}) {
+		if err != nil {
+			return history{}, err
+		}
+		h.lastSeq = ev.Seq
+		switch d := ev.Data.(type) {
+		case events.AgentRegistered:
+			h.reg, h.exited = d, false
+		case events.AgentExited:
+			h.exited = true
+		}
+	}
+	last, err := b.cfg.Log.LastSeq(ctx, subject)
+	if err != nil {
+		return history{}, err
+	}
+	h.lastSeq = max(h.lastSeq, last)
+	return h, nil
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+// ShellQuote renders argv as one POSIX shell command line, single-quoting
+// every word that needs it, so typing it into a pane's shell runs exactly
+// argv.
+func ShellQuote(argv []string) string {
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		if shellSafe.MatchString(a) {
+			words[i] = a
+			continue
+		}
+		words[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(words, " ")
+}

@@ -1,0 +1,434 @@
+package herdrbridge
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+)
+
+// lifecycleKinds are the herdr events the bridge follows for every pane.
+var lifecycleKinds = []EventKind{EventPaneCreated, EventPaneClosed, EventPaneExited, EventPaneAgentDetected, EventPaneUpdated}
+
+// watchHerdr keeps a session with herdr open: it reconnects with backoff
+// after herdr went away, and records each connect and loss once.
+func (b *Bridge) watchHerdr(ctx context.Context) {
+	backoff := b.cfg.ReconnectBackoff
+	for ctx.Err() == nil {
+		began := time.Now()
+		err := b.session(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		b.lost(ctx, err)
+		if time.Since(began) > 4*b.cfg.MaxReconnectBackoff {
+			backoff = b.cfg.ReconnectBackoff
+		}
+		if !sleep(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, b.cfg.MaxReconnectBackoff)
+	}
+}
+
+// lost marks herdr unreachable: statuses are stale until re-synced, so
+// nothing is typed meanwhile, and the loss is recorded once.
+func (b *Bridge) lost(ctx context.Context, cause error) {
+	b.mu.Lock()
+	was := b.herdr
+	b.herdr = linkDown
+	for _, a := range b.agents {
+		a.fresh = false
+	}
+	b.notifyLocked()
+	b.mu.Unlock()
+	if was == linkDown {
+		return
+	}
+	b.log.Warn("herdr unreachable", "socket", b.client.Path(), "err", cause)
+	msg := ""
+	if cause != nil {
+		msg = cause.Error()
+	}
+	if _, err := b.append(ctx, b.cfg.Host, "", events.HostHerdr{Connected: false, Socket: b.client.Path(), Error: msg}); err != nil {
+		b.log.Warn("record herdr loss", "err", err)
+	}
+}
+
+// paneStatus is one per-pane status event, tagged with its pane.
+type paneStatus struct {
+	pane string
+	ev   Event
+}
+
+// session is one connection's life: snapshot, subscribe to lifecycle
+// events, subscribe to the status of each owned pane, re-sync, then follow
+// events until herdr goes away (the error says how) or ctx ends.
+func (b *Bridge) session(ctx context.Context) error {
+	pong, err := b.client.Check(ctx)
+	if err != nil {
+		return err
+	}
+	snap, err := b.client.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	lc, err := b.client.Subscribe(ctx, Lifecycle(lifecycleKinds...))
+	if err != nil {
+		return err
+	}
+	defer lc.Close()
+
+	sctx, cancel := context.WithCancel(ctx)
+	var fwd sync.WaitGroup
+	subs := map[string]*Stream{}
+	statuses := make(chan paneStatus, 64)
+	defer func() {
+		cancel()
+		for _, s := range subs {
+			s.Close()
+		}
+		fwd.Wait()
+	}()
+
+	// Panes in the snapshot are known: replayed pane.created events for
+	// them are old news.
+	known := map[string]bool{}
+	for _, p := range snap.Panes {
+		known[p.PaneID] = true
+	}
+	b.mu.Lock()
+	for _, a := range b.agents {
+		a.workingSeq = 0 // a new herdr may count state changes afresh
+	}
+	b.mu.Unlock()
+	// Owned panes missing from the snapshot died while we were away.
+	for _, a := range b.ownedAgents() {
+		if !known[a.pane] {
+			b.exitAgent(ctx, a.id, a.pane, "pane gone while herdr was unreachable")
+		}
+	}
+	if err := b.reconcile(sctx, subs, statuses, &fwd); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.herdr = linkUp
+	b.notifyLocked()
+	b.mu.Unlock()
+	b.log.Info("herdr connected", "socket", b.client.Path(), "version", pong.Version)
+	if _, err := b.append(ctx, b.cfg.Host, "", events.HostHerdr{Connected: true, Socket: b.client.Path(), Version: pong.Version, Protocol: pong.Protocol}); err != nil {
+		b.log.Warn("record herdr connect", "err", err)
+	}
+
+	for {
+		b.mu.Lock()
+		ch := b.changed
+		b.mu.Unlock()
+		select {
+		case ev, ok := <-lc.Events():
+			if !ok {
+				if err := lc.Err(); err != nil {
+					return err
+				}
+				return ErrDisconnected
+			}
+			if err := b.onLifecycle(ctx, ev, known); err != nil {
+				return err
+			}
+		case ps := <-statuses:
+			if err := b.onStatus(ctx, ps.pane, ps.ev.AgentStatus); err != nil {
+				return err
+			}
+		case <-ch:
+		case <-ctx.Done():
+			return nil
+		}
+		if err := b.reconcile(sctx, subs, statuses, &fwd); err != nil {
+			return err
+		}
+	}
+}
+
+// ownedAgents copies the agents this bridge delivers to.
+func (b *Bridge) ownedAgents() []agentState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []agentState
+	for _, a := range b.agents {
+		if b.ownedLocked(a) {
+			out = append(out, *a)
+		}
+	}
+	return out
+}
+
+// reconcile keeps one status subscription per owned pane, and no other:
+// each costs herdr CPU. A new subscription is followed by a sync through
+// agent.get (covering whatever changed before it started) and a boundary
+// check of the pane's processes.
+func (b *Bridge) reconcile(ctx context.Context, subs map[string]*Stream, out chan<- paneStatus, fwd *sync.WaitGroup) error {
+	want := map[string]string{}
+	for _, a := range b.ownedAgents() {
+		want[a.pane] = a.id
+	}
+	for pane, s := range subs {
+		if _, ok := want[pane]; !ok {
+			s.Close()
+			delete(subs, pane)
+		}
+	}
+	for pane, agent := range want {
+		if subs[pane] != nil {
+			continue
+		}
+		s, err := b.client.Subscribe(ctx, []Subscription{{Type: EventPaneAgentStatusChanged, PaneID: pane}})
+		if errors.Is(err, ErrPaneNotFound) {
+			b.exitAgent(ctx, agent, pane, "pane not found")
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		subs[pane] = s
+		fwd.Go(func() {
+			for ev := range s.Events() {
+				select {
+				case out <- paneStatus{pane, ev}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+		if err := b.syncPane(ctx, pane, ""); err != nil {
+			return err
+		}
+		b.checkBoundary(ctx, agent)
+	}
+	return nil
+}
+
+// onLifecycle handles one lifecycle event. Replays (herdr re-sends up to
+// 512 old ones to every new subscriber) are harmless: a created pane the
+// snapshot had is skipped, and an exit is only believed when herdr no
+// longer has the pane.
+func (b *Bridge) onLifecycle(ctx context.Context, ev Event, known map[string]bool) error {
+	agent := b.ownerOf(ev.PaneID)
+	switch ev.Kind {
+	case EventPaneCreated:
+		known[ev.PaneID] = true
+	case EventPaneClosed, EventPaneExited:
+		if agent == "" {
+			return nil
+		}
+		_, err := b.client.Pane(ctx, ev.PaneID)
+		switch {
+		case errors.Is(err, ErrPaneNotFound):
+			b.exitAgent(ctx, agent, ev.PaneID, string(ev.Kind))
+		case err != nil:
+			return err
+		}
+	case EventPaneAgentDetected, EventPaneUpdated:
+		if agent == "" {
+			return nil
+		}
+		if err := b.syncPane(ctx, ev.PaneID, ""); err != nil {
+			return err
+		}
+		if ev.Kind == EventPaneAgentDetected {
+			b.checkBoundary(ctx, agent)
+		}
+	}
+	return nil
+}
+
+// onStatus handles a pane.agent_status_changed event: the transition is
+// what the event says; agent.get adds its state_change_seq.
+func (b *Bridge) onStatus(ctx context.Context, pane string, st AgentStatus) error {
+	if b.ownerOf(pane) == "" {
+		return nil
+	}
+	return b.syncPane(ctx, pane, st)
+}
+
+// ownerOf names the owned agent in pane, or "".
+func (b *Bridge) ownerOf(pane string) string {
+	if pane == "" {
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, a := range b.agents {
+		if a.pane == pane && b.ownedLocked(a) {
+			return a.id
+		}
+	}
+	return ""
+}
+
+// syncPane reads the pane's agent from herdr and records what it shows;
+// transition, when set, is the status an event reported (it may already
+// have moved on, and the transition is what the log must show).
+func (b *Bridge) syncPane(ctx context.Context, pane string, transition AgentStatus) error {
+	info, err := b.client.Agent(ctx, pane)
+	var st AgentStatus
+	var seq uint64
+	var label string
+	switch {
+	case err == nil:
+		st, seq, label = info.AgentStatus, info.StateChangeSeq, info.Agent
+	case errors.Is(err, ErrAgentNotFound):
+		p, perr := b.client.Pane(ctx, pane)
+		if errors.Is(perr, ErrPaneNotFound) {
+			if agent := b.ownerOf(pane); agent != "" {
+				b.exitAgent(ctx, agent, pane, "pane not found")
+			}
+			return nil
+		}
+		if perr != nil {
+			return perr
+		}
+		st, label = p.AgentStatus, p.Agent
+	default:
+		return err
+	}
+	if transition != "" && transition != st {
+		st, seq = transition, 0
+	}
+	return b.observe(ctx, pane, st, seq, label)
+}
+
+// observe updates the herdr view of the pane's agent and appends a status
+// event when the status differs from the last one the log has from herdr:
+// repeated same-status events and re-syncs after a reconnect add nothing.
+func (b *Bridge) observe(ctx context.Context, pane string, st AgentStatus, seq uint64, label string) error {
+	b.mu.Lock()
+	var a *agentState
+	for _, x := range b.agents {
+		if x.pane == pane && b.ownedLocked(x) {
+			a = x
+		}
+	}
+	if a == nil {
+		b.mu.Unlock()
+		return nil
+	}
+	b.noteLocked(a, st, seq, label)
+	id, prev := a.id, a.logStatus
+	b.mu.Unlock()
+	if events.Status(st) == prev || !events.Status(st).Valid() {
+		return nil
+	}
+	ack, err := b.append(ctx, id, "", events.AgentStatusChanged{Status: events.Status(st), Source: "herdr", Pane: pane, StateChangeSeq: seq})
+	if err != nil {
+		b.log.Warn("record status", "agent", id, "err", err)
+		return nil
+	}
+	b.mu.Lock()
+	if ack.Seq > a.logStatusSeq {
+		a.logStatus, a.logStatusSeq = events.Status(st), ack.Seq
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+// noteLocked records a herdr observation of a's pane.
+func (b *Bridge) noteLocked(a *agentState, st AgentStatus, seq uint64, label string) {
+	a.fresh, a.status, a.label = true, st, label
+	if seq > a.seq {
+		a.seq = seq
+	}
+	if st == StatusWorking {
+		a.workingSeq = max(a.workingSeq, seq, a.seq)
+	}
+	switch {
+	case st != StatusBlocked:
+		a.blockedFrom = time.Time{}
+	case a.blockedFrom.IsZero():
+		a.blockedFrom = b.cfg.Now()
+	}
+	b.notifyLocked()
+}
+
+// exitAgent retires an agent whose pane is gone: its queued and in-flight
+// turns fail with pane_exited, then AgentExited is appended, once.
+func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
+	b.mu.Lock()
+	a := b.agents[agent]
+	if a == nil || !b.ownedLocked(a) || a.pane != pane {
+		b.mu.Unlock()
+		return
+	}
+	a.exitSent = true
+	turns := b.book.Queue(agent)
+	if t, ok := b.book.InFlight(agent); ok {
+		turns = append(turns, t.ID)
+	}
+	b.notifyLocked()
+	b.mu.Unlock()
+	var errs []error
+	for _, id := range turns {
+		_, err := b.append(ctx, agent, id, events.AgentFailed{Reason: events.ReasonPaneExited, Message: "pane " + pane + ": " + reason})
+		errs = append(errs, err)
+	}
+	_, err := b.append(ctx, agent, "", events.AgentExited{Pane: pane, Reason: reason})
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		b.log.Warn("record exit", "agent", agent, "err", err)
+		b.mu.Lock()
+		a.exitSent = false // retried at the next sync
+		b.mu.Unlock()
+		return
+	}
+	b.log.Info("agent exited", "agent", agent, "pane", pane, "reason", reason)
+}
+
+// checkBoundary reads the env of the pane's foreground processes (when
+// they run on this machine) and reports, once per finding, a pane whose
+// env crosses its role's subscription boundary.
+func (b *Bridge) checkBoundary(ctx context.Context, agent string) {
+	b.mu.Lock()
+	a := b.agents[agent]
+	if a == nil || !b.ownedLocked(a) {
+		b.mu.Unlock()
+		return
+	}
+	pane, roleName, reported, status := a.pane, a.role, a.violation, a.logStatus
+	b.mu.Unlock()
+	role, err := b.cfg.Roles.Get(roleName)
+	if err != nil {
+		return
+	}
+	envs := paneEnvs(b.cfg.ProcRoot, b.client.Path(), pane)
+	violation := ""
+	for _, env := range envs {
+		if err := role.CheckEnv(env); err != nil {
+			violation = err.Error()
+			break
+		}
+	}
+	if violation == "" || violation == reported {
+		return
+	}
+	if status == "" {
+		status = events.StatusUnknown
+	}
+	b.log.Warn("pane crosses the subscription boundary", "agent", agent, "pane", pane, "violation", violation)
+	_, err = b.append(ctx, agent, "", events.AgentStatusChanged{Status: status, Source: "herdr", Pane: pane,
+		Detail: "boundary check of the pane's processes", Violation: violation})
+	if err != nil {
+		b.log.Warn("record boundary violation", "agent", agent, "err", err)
+		return
+	}
+	b.mu.Lock()
+	a.violation = violation
+	b.mu.Unlock()
+}
+
+// herdrUp reports whether the bridge holds a synced herdr connection.
+func (b *Bridge) herdrUp() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.herdr == linkUp
+}
