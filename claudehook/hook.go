@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -159,7 +161,11 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 		nats.NoReconnect(), nats.NoCallbacksAfterClientClose(),
 	}
 	if creds := env("FLEET_NATS_CREDS"); creds != "" {
-		opts = append(opts, nats.UserCredentials(creds))
+		o, err := credsOption(creds)
+		if err != nil {
+			return 0, err
+		}
+		opts = append(opts, o)
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
@@ -172,7 +178,9 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 	}
 	log := events.New(js, events.Options{Source: evs[0].Source, Now: o.Now, NewID: o.NewID, Timeout: o.Timeout})
 	if !o.NoReplay {
-		n, err := ReplaySpool(ctx, log, spool)
+		// Only this agent's spool: an agent's NATS user may append only
+		// its own events (natsauth), and the gateway replays the rest.
+		n, err := ReplaySpool(ctx, log, filepath.Join(spool, evs[0].Subject))
 		if n > 0 {
 			fmt.Fprintf(o.Stderr, "fleetd hook: replayed %d spooled event(s)\n", n)
 		}
@@ -194,6 +202,19 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 		}
 	}
 	return len(evs), nil
+}
+
+// credsOption reads FLEET_NATS_CREDS: an nkey seed file (what `fleetd
+// auth` writes for an agent) or a JWT .creds file.
+func credsOption(path string) (nats.Option, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("credentials: %w", err)
+	}
+	if strings.HasPrefix(strings.TrimSpace(string(b)), "SU") {
+		return nats.NkeyOptionFromSeed(path)
+	}
+	return nats.UserCredentials(path), nil
 }
 
 // currentTurn reads the agent's current_turn from the roster, best effort:

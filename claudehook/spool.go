@@ -76,12 +76,17 @@ func Spool(dir string, evs []events.Event) error {
 // spooled is one event file waiting in the spool.
 type spooled struct{ id, path string }
 
-// pending lists the spool's event files, oldest first: ids are ULIDs, so
-// their order is their time order across every agent's directory.
+// pending lists the event files in dir (one agent's spool) and in its
+// subdirectories (the spool root), oldest first: ids are ULIDs, so their
+// order is their time order across every agent's directory.
 func pending(dir string) ([]spooled, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*", "*.json"))
-	if err != nil {
-		return nil, err
+	var paths []string
+	for _, pattern := range []string{"*.json", filepath.Join("*", "*.json")} {
+		ps, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, ps...)
 	}
 	out := make([]spooled, 0, len(paths))
 	for _, p := range paths {
@@ -95,7 +100,8 @@ func pending(dir string) ([]spooled, error) {
 	return out, nil
 }
 
-// ReplaySpool appends the events spooled under dir, oldest first, each
+// ReplaySpool appends the events spooled under dir (the spool root, or one
+// agent's directory in it), oldest first, each
 // with its original id (so an event that did land before is a dedupe
 // no-op), and deletes each file only once its append was acknowledged. It
 // stops at the first failed append, keeping order; a file that is not a
