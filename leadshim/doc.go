@@ -1,0 +1,24 @@
+// Package leadshim is the lead's door into the fabric: the HTTP shim of
+// DESIGN.md (POST /message blocking until the turn is replied, GET
+// /message/{id} to re-attach, /roster, /sessions, /roles, /events as
+// server-sent events, /healthz, /metrics) and the same operations as the
+// NATS micro service "fleet" (endpoints fleetd.send, fleetd.turn,
+// fleetd.roster, fleetd.sessions; the subjects stay outside fleet.> so the
+// FLEET stream never captures a request).
+//
+// A send appends AgentQueued on the agent (direct) or RoleQueued on the
+// role, with event id = correlation id = a new ULID = the turn id, and
+// then waits on the projection (projections.Views) until the turn is final
+// or its timeout passes. The shim never talks to herdr: the gateway types
+// the turn, the hooks reply, the router assigns role turns.
+//
+// Status codes: 400 bad request, 401 missing or wrong bearer token, 404
+// unknown agent, role, turn or path, 405 wrong method, 409 the agent is
+// blocked (or exited; or busy with "queue": false), 413 body too large,
+// 429 the role is at its cap or has no ready agent and the caller asked
+// "queue": false, 503 NATS unavailable or shutting down, 504 the turn did
+// not finish within its timeout (the error carries the id to re-attach).
+//
+// leadshim imports events, lifecycle, projections and roles; never
+// herdrbridge or cmd.
+package leadshim

@@ -1,0 +1,121 @@
+package leadshim_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/internal/fleettest"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/router"
+)
+
+// newShim builds a shim over f and serves its handler on a test server.
+func newShim(t testing.TB, f *fleettest.Fleet, mod func(*leadshim.Config)) (*leadshim.Server, string) {
+	t.Helper()
+	cfg := leadshim.Config{Log: f.Log, Views: f.Views, NC: f.NATS.NC, Host: "h1",
+		Roles: roles.Config{Roles: map[string]roles.Role{"w": {Cap: 2, Description: "workers"}}}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := leadshim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return s, hs.URL
+}
+
+// runShim runs a whole shim (HTTP on a loopback port, micro service,
+// outcome counting) until the test ends, and returns its base URL.
+func runShim(t testing.TB, f *fleettest.Fleet, mod func(*leadshim.Config)) (*leadshim.Server, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := leadshim.Config{Listener: ln, Log: f.Log, Views: f.Views, NC: f.NATS.NC, Host: "h1"}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := leadshim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("shim run: %v", err)
+		}
+	})
+	return s, "http://" + ln.Addr().String()
+}
+
+// startRouter runs a router over f until the test ends.
+func startRouter(t testing.TB, f *fleettest.Fleet, rc roles.Config) {
+	t.Helper()
+	r, err := router.New(router.Config{Log: f.Log, JS: f.NATS.JS, Views: f.Views, Roles: rc, Host: "h1", Poll: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func do(t testing.TB, method, url, body string, header ...string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, b
+}
+
+func post(t testing.TB, base, body string) (int, []byte) {
+	t.Helper()
+	return do(t, http.MethodPost, base+"/message", body)
+}
+
+func mustJSON[T any](t testing.TB, b []byte) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	return v
+}
+
+// errorOf decodes an error answer and checks its shape.
+func errorOf(t testing.TB, b []byte) leadshim.ErrorBody {
+	t.Helper()
+	var e leadshim.Error
+	if err := json.Unmarshal(b, &e); err != nil || e.Err.Code == "" || e.Err.Message == "" {
+		t.Fatalf("not a JSON error {error:{code,message}}: %s (%v)", b, err)
+	}
+	return e.Err
+}

@@ -1,0 +1,186 @@
+package leadshim
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /message", s.postMessage)
+	mux.HandleFunc("GET /message/{id}", s.getMessage)
+	mux.HandleFunc("GET /roster", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.cfg.Views.Roster()) })
+	mux.HandleFunc("GET /sessions", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.cfg.Views.Sessions()) })
+	mux.HandleFunc("GET /roles", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.roleStates()) })
+	mux.HandleFunc("GET /events", s.streamEvents)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	// Known paths with the wrong method answer 405 in JSON; the rest 404.
+	for _, p := range []string{"/message", "/message/{id}", "/roster", "/sessions", "/roles", "/events", "/healthz", "/metrics"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, fail(http.StatusMethodNotAllowed, "method_not_allowed", "%s not allowed on %s", r.Method, r.URL.Path))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, fail(http.StatusNotFound, "not_found", "no such endpoint %s", r.URL.Path))
+	})
+	return s.count(s.auth(s.limit(mux)))
+}
+
+// auth requires the bearer token, when one is set, everywhere but /healthz.
+func (s *Server) auth(next http.Handler) http.Handler {
+	if s.cfg.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="fleetd"`)
+			writeError(w, fail(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limit caps request bodies at MaxBody.
+func (s *Server) limit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush on the real writer.
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// count records every request by route pattern and status.
+func (s *Server) count(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		route := r.Pattern
+		if route == "" || route == "/" {
+			route = "other"
+		}
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(jsonBody(v))
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, Error{Err: e.body})
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	ans, aerr := s.sendRaw(r.Context(), r.Body)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, ans.status, ans.body)
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	ans, aerr := s.turn(r.Context(), TurnQuery{ID: r.PathValue("id"), Wait: r.URL.Query().Get("wait")})
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, ans.status, ans.body)
+}
+
+func (s *Server) roleStates() []RoleState {
+	names := map[string]bool{}
+	for _, n := range s.cfg.Roles.Names() {
+		names[n] = true
+	}
+	for _, a := range s.cfg.Views.Roster() {
+		if a.Role != "" {
+			names[a.Role] = true
+		}
+	}
+	out := make([]RoleState, 0, len(names))
+	for n := range names {
+		out = append(out, s.roleState(n))
+	}
+	sortBy(out, func(r RoleState) string { return r.Name })
+	return out
+}
+
+// Health is the body of GET /healthz.
+type Health struct {
+	Status  string `json:"status"`
+	NATS    string `json:"nats"`
+	Applied uint64 `json:"applied"`
+	LastSeq uint64 `json:"last_seq"`
+	Error   string `json:"error,omitempty"`
+}
+
+// healthz is 200 when NATS is connected and the projection has caught up
+// with the log as it stood at the request (within 2 s), else 503.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	h := Health{Status: "ok", NATS: "connected"}
+	if s.cfg.NC != nil && !s.cfg.NC.IsConnected() {
+		h.NATS = strings.ToLower(s.cfg.NC.Status().String())
+		h.Status, h.Error = "unavailable", "not connected to NATS"
+		writeJSON(w, http.StatusServiceUnavailable, h)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	last, err := s.cfg.Log.LastSeq(ctx, "fleet.>")
+	if err == nil {
+		h.LastSeq = last
+		err = s.cfg.Views.WaitSeq(ctx, last)
+	}
+	h.Applied = s.cfg.Views.Applied()
+	if err != nil {
+		h.Status, h.Error = "unavailable", "projection not caught up: "+err.Error()
+		writeJSON(w, http.StatusServiceUnavailable, h)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+// decodeStrict is json.Unmarshal refusing unknown fields.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

@@ -1,0 +1,409 @@
+package leadshim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+// Message is the body of POST /message and of the micro endpoint send.
+type Message struct {
+	// To is an agent id ("w-claude-1") or a role ("role:w-local").
+	To   string `json:"to"`
+	Text string `json:"text"`
+	// From names the sender; default "lead".
+	From    string   `json:"from,omitempty"`
+	Context []string `json:"context,omitempty"`
+	// Timeout bounds the whole turn (a Go duration, "10m"); it becomes the
+	// turn's deadline and how long a blocking call waits.
+	Timeout string `json:"timeout,omitempty"`
+	// Wait: true (default) blocks until the turn is final; false answers
+	// 202 with the turn id at once.
+	Wait *bool `json:"wait,omitempty"`
+	// Queue: unset queues behind busy agents but refuses a blocked one
+	// (409); true queues even for a blocked agent; false refuses unless
+	// the turn can start now (agent busy → 409, role at its cap or with no
+	// ready agent → 429).
+	Queue *bool `json:"queue,omitempty"`
+}
+
+// Tokens is a turn's model usage in the reply envelope.
+type Tokens struct {
+	In  int64 `json:"in"`
+	Out int64 `json:"out"`
+}
+
+// Envelope is a turn as the lead sees it (DESIGN.md's reply envelope).
+// Times are null until they happen; Reason and Message are set only for a
+// failed turn.
+type Envelope struct {
+	ID          string     `json:"id"`
+	Agent       string     `json:"agent"`
+	Role        string     `json:"role"`
+	Model       string     `json:"model"`
+	SessionID   string     `json:"session_id"`
+	Status      string     `json:"status"`
+	Reply       string     `json:"reply"`
+	Tokens      Tokens     `json:"tokens"`
+	QueuedAt    *time.Time `json:"queued_at"`
+	SubmittedAt *time.Time `json:"submitted_at"`
+	RepliedAt   *time.Time `json:"replied_at"`
+	DurationMS  int64      `json:"duration_ms"`
+	Reason      string     `json:"reason,omitempty"`
+	Message     string     `json:"message,omitempty"`
+}
+
+// Accepted is the 202 answer to a send with "wait": false.
+type Accepted struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+// Error is the body of every error answer: {"error": {...}}.
+type Error struct {
+	Err ErrorBody `json:"error"`
+}
+
+// ErrorBody says what went wrong; ID is set when there is a turn to
+// re-attach to.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	ID      string `json:"id,omitempty"`
+}
+
+// apiError is an error answer with its HTTP status.
+type apiError struct {
+	status int
+	body   ErrorBody
+}
+
+func (e *apiError) Error() string { return e.body.Code + ": " + e.body.Message }
+
+func fail(status int, code, format string, args ...any) *apiError {
+	return &apiError{status: status, body: ErrorBody{Code: code, Message: fmt.Sprintf(format, args...)}}
+}
+
+// answer is a successful result with its status.
+type answer struct {
+	status int
+	body   any
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// envelope renders a turn, filling role and model from the roster when the
+// turn does not carry them.
+func (s *Server) envelope(t lifecycle.Turn) Envelope {
+	e := Envelope{
+		ID: t.ID, Agent: t.Agent, Role: t.Role, Model: t.Model, SessionID: t.SessionID,
+		Status: string(t.State), Reply: t.Reply, Tokens: Tokens{In: t.Tokens.In, Out: t.Tokens.Out},
+		QueuedAt: timePtr(t.QueuedAt), SubmittedAt: timePtr(t.SubmittedAt), RepliedAt: timePtr(t.RepliedAt),
+		DurationMS: t.Duration().Milliseconds(), Reason: t.Reason, Message: t.Message,
+	}
+	if a, ok := s.cfg.Views.Agent(t.Agent); ok && t.Agent != "" {
+		if e.Role == "" {
+			e.Role = a.Role
+		}
+		if e.Model == "" {
+			e.Model = a.Model
+		}
+	}
+	return e
+}
+
+// decodeMessage reads a send body strictly: unknown fields, trailing data
+// and oversized bodies are refused.
+func decodeMessage(r io.Reader) (Message, *apiError) {
+	var m Message
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return m, fail(http.StatusRequestEntityTooLarge, "too_large", "body exceeds %d bytes", tooBig.Limit)
+		}
+		return m, fail(http.StatusBadRequest, "bad_json", "message body: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return m, fail(http.StatusRequestEntityTooLarge, "too_large", "body exceeds %d bytes", tooBig.Limit)
+		}
+		return m, fail(http.StatusBadRequest, "bad_json", "message body: trailing data after the JSON object")
+	}
+	return m, nil
+}
+
+// target is a validated send address.
+type target struct {
+	agent, role string
+}
+
+func (s *Server) parseTo(to string) (target, *apiError) {
+	if name, ok := strings.CutPrefix(to, "role:"); ok {
+		if err := events.ValidRole(name); err != nil {
+			return target{}, fail(http.StatusBadRequest, "bad_role", "%v", err)
+		}
+		return target{role: name}, nil
+	}
+	if to == "" {
+		return target{}, fail(http.StatusBadRequest, "bad_to", `"to" is required: an agent id or role:<role>`)
+	}
+	if err := events.ValidAgentID(to); err != nil {
+		return target{}, fail(http.StatusBadRequest, "bad_agent", "%v", err)
+	}
+	return target{agent: to}, nil
+}
+
+func (s *Server) parseDuration(field, v string, def time.Duration) (time.Duration, *apiError) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fail(http.StatusBadRequest, "bad_"+field, "%s %q: want a positive duration like 30s or 10m", field, v)
+	}
+	if d > s.cfg.MaxTimeout {
+		return 0, fail(http.StatusBadRequest, "bad_"+field, "%s %s exceeds the maximum %s", field, d, s.cfg.MaxTimeout)
+	}
+	return d, nil
+}
+
+// sendRaw decodes body and sends it: the one path HTTP and NATS share.
+func (s *Server) sendRaw(ctx context.Context, body io.Reader) (answer, *apiError) {
+	m, aerr := decodeMessage(body)
+	if aerr != nil {
+		return answer{}, aerr
+	}
+	return s.send(ctx, m)
+}
+
+// send validates m, queues the turn and, unless m.Wait is false, waits
+// for it to become final.
+func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
+	to, aerr := s.parseTo(m.To)
+	if aerr != nil {
+		return answer{}, aerr
+	}
+	if strings.TrimSpace(m.Text) == "" {
+		return answer{}, fail(http.StatusBadRequest, "empty_text", `"text" is empty`)
+	}
+	timeout, aerr := s.parseDuration("timeout", m.Timeout, s.cfg.DefaultTimeout)
+	if aerr != nil {
+		return answer{}, aerr
+	}
+	if m.From == "" {
+		m.From = "lead"
+	}
+	if aerr := s.admit(to, m.Queue); aerr != nil {
+		return answer{}, aerr
+	}
+	if s.cfg.NC != nil && !s.cfg.NC.IsConnected() {
+		return answer{}, fail(http.StatusServiceUnavailable, "nats_unavailable", "not connected to NATS")
+	}
+	id := s.cfg.NewID()
+	deadline := s.cfg.Now().Add(timeout)
+	ev := events.Event{ID: id, CorrelationID: id, Source: s.source}
+	if to.agent != "" {
+		ev.Subject = to.agent
+		ev.Data = events.AgentQueued{From: m.From, Text: m.Text, Context: m.Context, Deadline: deadline}
+	} else {
+		ev.Subject = to.role
+		ev.Data = events.RoleQueued{From: m.From, Text: m.Text, Context: m.Context, Deadline: deadline}
+	}
+	ack, err := s.cfg.Log.Append(ctx, ev)
+	if err != nil {
+		return answer{}, fail(http.StatusServiceUnavailable, "nats_unavailable", "queue the turn: %v", err)
+	}
+	s.metrics.sent.WithLabelValues(kindOf(to)).Inc()
+	// Read-your-writes: a GET right after the answer must find the turn.
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = s.cfg.Views.WaitSeq(wctx, ack.Seq)
+	cancel()
+	if err != nil {
+		s.cfg.Logger.Warn("leadshim: projection behind the log", "seq", ack.Seq, "err", err)
+	}
+	if m.Wait != nil && !*m.Wait {
+		return answer{status: http.StatusAccepted, body: Accepted{ID: id, Status: string(lifecycle.StateQueued)}}, nil
+	}
+	return s.await(ctx, id, timeout)
+}
+
+func kindOf(t target) string {
+	if t.role != "" {
+		return "role"
+	}
+	return "agent"
+}
+
+// admit refuses a send its target cannot take: unknown (404), blocked or
+// exited (409), or, with queue false, not free now (409 / 429).
+func (s *Server) admit(to target, queue *bool) *apiError {
+	if to.agent != "" {
+		a, ok := s.cfg.Views.Agent(to.agent)
+		switch {
+		case !ok:
+			return fail(http.StatusNotFound, "unknown_agent", "no agent %q in the roster", to.agent)
+		case a.Exited:
+			return fail(http.StatusConflict, "exited", "agent %s has exited", to.agent)
+		case a.Status == events.StatusBlocked && (queue == nil || !*queue):
+			return fail(http.StatusConflict, "blocked", `agent %s is blocked (waiting for a person); send with "queue": true to queue anyway`, to.agent)
+		case queue != nil && !*queue && !a.Ready():
+			return fail(http.StatusConflict, "busy", "agent %s is busy (%s, %d queued)", to.agent, a.Status, a.QueueDepth)
+		}
+		return nil
+	}
+	st := s.roleState(to.role)
+	if !st.known {
+		return fail(http.StatusNotFound, "unknown_role", "no role %q in the roles config or the roster", to.role)
+	}
+	if queue != nil && !*queue && (st.Ready == 0 || (st.Cap > 0 && st.Open >= st.Cap)) {
+		return fail(http.StatusTooManyRequests, "role_cap", "role %s cannot take a turn now (%d ready, %d open, cap %d)", to.role, st.Ready, st.Open, st.Cap)
+	}
+	return nil
+}
+
+// RoleState is one row of GET /roles.
+type RoleState struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Model       string `json:"model,omitempty"`
+	EnvClass    string `json:"env_class,omitempty"`
+	Tier        int    `json:"tier"`
+	Cap         int    `json:"cap"`
+	Agents      int    `json:"agents"`
+	Ready       int    `json:"ready"`
+	// Open counts the turns on the role's agents that are not final.
+	Open int `json:"open"`
+
+	known bool
+}
+
+func (s *Server) roleState(role string) RoleState {
+	r, inConfig := s.cfg.Roles.Roles[role]
+	st := RoleState{Name: role, Description: r.Description, Model: r.Model, EnvClass: r.EnvClass, Tier: r.Tier, Cap: r.Cap, known: inConfig}
+	for _, a := range s.cfg.Views.Roster() {
+		if a.Role != role {
+			continue
+		}
+		st.known = true
+		st.Agents++
+		if a.Ready() {
+			st.Ready++
+		}
+		st.Open += a.QueueDepth
+		if a.CurrentTurn != "" {
+			st.Open++
+		}
+	}
+	return st
+}
+
+func final(t lifecycle.Turn) bool { return t.State.Final() }
+
+// await waits up to timeout for the turn to become final and answers with
+// its envelope, or 409/504 as DESIGN.md says.
+func (s *Server) await(ctx context.Context, id string, timeout time.Duration) (answer, *apiError) {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t, err := s.cfg.Views.WaitTurn(wctx, id, final)
+	if err != nil {
+		if ctx.Err() != nil {
+			e := fail(http.StatusServiceUnavailable, "unavailable", "the request ended before the turn did; re-attach with GET /message/%s", id)
+			e.body.ID = id
+			return answer{}, e
+		}
+		e := fail(http.StatusGatewayTimeout, "timeout", "turn %s not finished after %s (state %s); re-attach with GET /message/%s?wait=10m or 'fleetd turn %s'", id, timeout, orQueued(t.State), id, id)
+		e.body.ID = id
+		return answer{}, e
+	}
+	return s.finalAnswer(t)
+}
+
+func orQueued(s lifecycle.State) lifecycle.State {
+	if s == "" {
+		return lifecycle.StateQueued
+	}
+	return s
+}
+
+// finalAnswer maps a final turn to its answer: replied and most failures
+// are 200 with the envelope; a turn failed because its agent was blocked
+// is 409, one failed on timeout is 504.
+func (s *Server) finalAnswer(t lifecycle.Turn) (answer, *apiError) {
+	if t.State == lifecycle.StateFailed {
+		switch t.Reason {
+		case events.ReasonBlocked:
+			e := fail(http.StatusConflict, "blocked", "turn %s failed: agent %s was blocked: %s", t.ID, t.Agent, t.Message)
+			e.body.ID = t.ID
+			return answer{}, e
+		case events.ReasonTimeout:
+			e := fail(http.StatusGatewayTimeout, "timeout", "turn %s timed out: %s", t.ID, t.Message)
+			e.body.ID = t.ID
+			return answer{}, e
+		}
+	}
+	return answer{status: http.StatusOK, body: s.envelope(t)}, nil
+}
+
+// TurnQuery is the body of the micro endpoint turn.
+type TurnQuery struct {
+	ID   string `json:"id"`
+	Wait string `json:"wait,omitempty"`
+}
+
+// turn answers a turn's state, long-polling up to wait until it is final.
+// A long-poll that ends before the turn does answers 200 with the state.
+func (s *Server) turn(ctx context.Context, q TurnQuery) (answer, *apiError) {
+	if _, err := ulid.ParseStrict(q.ID); err != nil {
+		return answer{}, fail(http.StatusBadRequest, "bad_id", "turn id %q is not a ULID", q.ID)
+	}
+	wait, aerr := s.parseDuration("wait", q.Wait, 0)
+	if aerr != nil {
+		return answer{}, aerr
+	}
+	t, ok, err := s.cfg.Views.Turn(ctx, q.ID)
+	if err != nil {
+		return answer{}, fail(http.StatusServiceUnavailable, "unavailable", "read turn: %v", err)
+	}
+	if !ok {
+		return answer{}, fail(http.StatusNotFound, "unknown_turn", "no turn %s", q.ID)
+	}
+	if wait > 0 && !t.State.Final() {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		if got, err := s.cfg.Views.WaitTurn(wctx, q.ID, final); err == nil {
+			t = got
+		} else if got.ID != "" {
+			t = got
+		}
+	}
+	return answer{status: http.StatusOK, body: s.envelope(t)}, nil
+}
+
+// jsonBody marshals v for an answer.
+func jsonBody(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return b.Bytes()
+}

@@ -1,0 +1,106 @@
+package leadshim
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/projections"
+)
+
+// metrics are the shim's Prometheus series, on their own registry.
+type metrics struct {
+	reg      *prometheus.Registry
+	sent     *prometheus.CounterVec
+	turns    *prometheus.CounterVec
+	latency  prometheus.Histogram
+	requests *prometheus.CounterVec
+}
+
+func newMetrics(views projections.Views) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fleetd_turns_sent_total", Help: "Turns this shim queued, by target kind (agent or role).",
+		}, []string{"target"}),
+		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fleetd_turns_total", Help: "Turns that became final while this shim ran, by outcome (replied or failed) and failure reason.",
+		}, []string{"outcome", "reason"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "fleetd_turn_duration_seconds", Help: "Queued to final, for turns that became final while this shim ran.",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 14), // 0.25 s … ~34 min
+		}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fleetd_http_requests_total", Help: "HTTP requests to the lead shim, by route and status code.",
+		}, []string{"route", "code"}),
+	}
+	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fleetd_queue_depth", Help: "Turns queued on agents and not yet typed, fleet-wide.",
+	}, func() float64 {
+		n := 0
+		for _, a := range views.Roster() {
+			n += a.QueueDepth
+		}
+		return float64(n)
+	})
+	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fleetd_turns_in_flight", Help: "Agents with a turn typed or submitted.",
+	}, func() float64 {
+		n := 0
+		for _, a := range views.Roster() {
+			if a.CurrentTurn != "" {
+				n++
+			}
+		}
+		return float64(n)
+	})
+	m.reg.MustRegister(m.sent, m.turns, m.latency, m.requests, queued, inFlight,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// countOutcomes follows final turn events from now on and counts each turn
+// once: only when the event is the one that made the turn final.
+func (s *Server) countOutcomes(ctx context.Context) error {
+	f, err := s.cfg.Log.Follow(ctx, events.Query{New: true, Subjects: []string{"fleet.agent.*.replied", "fleet.agent.*.failed"}})
+	if err != nil {
+		return err
+	}
+	defer f.Stop()
+	for ev := range f.Events() {
+		s.countOutcome(ctx, ev)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return f.Err()
+}
+
+func (s *Server) countOutcome(ctx context.Context, ev events.Event) {
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.cfg.Views.WaitSeq(wctx, ev.Seq); err != nil {
+		return
+	}
+	id := lifecycle.TurnID(ev)
+	if id == "" {
+		// A failure without a turn id joined the agent's turn in flight;
+		// count it by its reason alone.
+		if d, ok := ev.Data.(events.AgentFailed); ok {
+			s.metrics.turns.WithLabelValues(string(lifecycle.StateFailed), d.Reason).Inc()
+		}
+		return
+	}
+	t, ok, err := s.cfg.Views.Turn(wctx, id)
+	if err != nil || !ok || !t.State.Final() || t.LastSeq != ev.Seq {
+		return
+	}
+	s.metrics.turns.WithLabelValues(string(t.State), t.Reason).Inc()
+	if d := t.Duration(); d > 0 {
+		s.metrics.latency.Observe(d.Seconds())
+	}
+}
