@@ -1,0 +1,346 @@
+package simagent_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/fleetd/fleetd/embeddednats/natstest"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/simagent"
+)
+
+const agent = "w-sim-1"
+
+// terminal is `fleetd sim-agent` running in a real PTY.
+type terminal struct {
+	pty  *os.File
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan error
+}
+
+func startTerminal(t *testing.T, env []string, args ...string) *terminal {
+	t.Helper()
+	cmd := exec.Command(fleetd, append([]string{"sim-agent"}, args...)...)
+	cmd.Env = env
+	cmd.Dir = t.TempDir()
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := &terminal{pty: f, done: make(chan error, 1)}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			term.mu.Lock()
+			term.out.Write(buf[:n])
+			term.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { term.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		f.Close()
+		<-read
+	})
+	return term
+}
+
+func (term *terminal) output() string {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	return term.out.String()
+}
+
+func (term *terminal) write(t *testing.T, s string) {
+	t.Helper()
+	if _, err := term.pty.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// prompt types text as a bracketed paste, waits for its echo, then sends
+// Enter as a separate write — the way herdr's agent.prompt does.
+func (term *terminal) prompt(t *testing.T, text string) {
+	t.Helper()
+	before := strings.Count(term.output(), text)
+	term.write(t, "\x1b[200~"+text+"\x1b[201~")
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if strings.Count(term.output(), text) <= before {
+			return fmt.Errorf("no echo of %q yet", text)
+		}
+		return nil
+	})
+	term.write(t, "\r")
+}
+
+// checkFor polls fn every step until it returns nil or total has passed.
+func checkFor(t *testing.T, total, step time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", total, err)
+		}
+		time.Sleep(step)
+	}
+}
+
+// baseEnv is this process's environment without herdr's or fleet's
+// variables (the tests may themselves run in a pane).
+func baseEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "HERDR_") || strings.HasPrefix(kv, "FLEET_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// waitEvents polls the agent's log until it holds n events.
+func waitEvents(t *testing.T, log events.Log, n int) []events.Event {
+	t.Helper()
+	s, _ := events.AgentAll(agent)
+	var got []events.Event
+	checkFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		got = eventstest.ReadAll(t, log, events.Query{Subjects: []string{s}})
+		if len(got) < n {
+			return fmt.Errorf("%d events, want %d: %v", len(got), n, types(got))
+		}
+		return nil
+	})
+	if len(got) > n {
+		t.Errorf("%d events, want %d: %v", len(got), n, types(got))
+	}
+	return got
+}
+
+func types(evs []events.Event) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = string(ev.Type())
+		if s, ok := ev.Data.(events.AgentStatusChanged); ok {
+			out[i] += ":" + string(s.Status)
+		}
+	}
+	return out
+}
+
+// The simulated agent in a PTY fires the real hooks: a session, a prompt
+// submitted with its prompt id, a reply with the deterministic text and
+// the tokens the hook read back from the transcript, a failure, a
+// permission block, and the end of the session.
+func TestSimAgentFiresTheRealHooks(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log := events.New(srv.JS, events.Options{})
+	spool := t.TempDir()
+	term := startTerminal(t, baseEnv("FLEET_AGENT_ID="+agent, "FLEET_HOST=h1", "FLEET_NATS_URL="+srv.ClientURL(),
+		"FLEET_SPOOL_DIR="+spool, "HERDR_AGENT=claude"),
+		"--think", "100ms", "--transcript-dir", t.TempDir())
+
+	evs := waitEvents(t, log, 2)
+	session, ok := evs[0].Data.(events.AgentSession)
+	if !ok || session.State != "started" || session.SessionID == "" || session.Model != "claude-sim-1" || session.TranscriptPath == "" {
+		t.Fatalf("first event = %#v, want a started session", evs[0].Data)
+	}
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(term.output(), "\x1b[?2004h") || !strings.Contains(term.output(), "❯ ") {
+			return fmt.Errorf("screen lacks bracketed paste or the ❯ prompt: %q", term.output())
+		}
+		return nil
+	})
+
+	term.prompt(t, "hello world")
+	evs = waitEvents(t, log, 6)
+	sub, ok := evs[2].Data.(events.AgentSubmitted)
+	if !ok || sub.Prompt != "hello world" || sub.PromptID == "" || sub.SessionID != session.SessionID || sub.Via != "hook" {
+		t.Errorf("submitted = %#v", evs[2].Data)
+	}
+	rep, ok := evs[4].Data.(events.AgentReplied)
+	if !ok {
+		t.Fatalf("event 4 = %#v, want replied", evs[4].Data)
+	}
+	in, out, cached := simagent.TokensFor("hello world", "SIM: hello world")
+	if rep.Reply != "SIM: hello world" || rep.PromptID != sub.PromptID || rep.SessionID != session.SessionID || rep.Model != "claude-sim-1" {
+		t.Errorf("replied = %#v", rep)
+	}
+	if want := (events.Tokens{In: in, Out: out, CacheRead: cached}); rep.Tokens != want {
+		t.Errorf("reply tokens = %+v, want %+v (from the transcript)", rep.Tokens, want)
+	}
+	if want := simagent.CostFor(in, out, cached); math.Abs(rep.CostUSD-want) > 1e-12 {
+		t.Errorf("reply cost = %v, want %v", rep.CostUSD, want)
+	}
+	if got := fmt.Sprint(types(evs[2:6])); got != "[fleet.agent.submitted fleet.agent.status:working fleet.agent.replied fleet.agent.status:idle]" {
+		t.Errorf("turn events = %s", got)
+	}
+	if !strings.Contains(term.output(), "● SIM: hello world") {
+		t.Errorf("the reply is not on screen")
+	}
+
+	term.prompt(t, "break [fail]")
+	evs = waitEvents(t, log, 10)
+	if f, ok := evs[8].Data.(events.AgentFailed); !ok || f.Reason != "agent_error" || !strings.Contains(f.Message, "API Error: 500") {
+		t.Errorf("failure = %#v", evs[8].Data)
+	}
+
+	term.prompt(t, "ask first [block]")
+	evs = waitEvents(t, log, 13)
+	if s, ok := evs[12].Data.(events.AgentStatusChanged); !ok || s.Status != events.StatusBlocked {
+		t.Fatalf("event 12 = %#v, want blocked", evs[12].Data)
+	}
+	term.write(t, "\r") // approve
+	evs = waitEvents(t, log, 15)
+	if r, ok := evs[13].Data.(events.AgentReplied); !ok || r.Reply != "SIM: ask first [block]" {
+		t.Errorf("after approval = %#v, want the reply", evs[13].Data)
+	}
+
+	term.prompt(t, "/exit")
+	evs = waitEvents(t, log, 16)
+	if e, ok := evs[15].Data.(events.AgentSession); !ok || e.State != "ended" || e.Reason != "prompt_input_exit" || e.SessionID != session.SessionID {
+		t.Errorf("last event = %#v, want the session ended", evs[15].Data)
+	}
+	select {
+	case err := <-term.done:
+		if err != nil {
+			t.Errorf("sim-agent exit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("sim-agent did not exit after /exit")
+	}
+	if files, _ := os.ReadDir(spool); len(files) != 0 {
+		t.Errorf("hooks spooled with NATS up: %v", files)
+	}
+}
+
+// With the gateway down the agent carries on: its hooks spool, and it
+// still replies on screen.
+func TestSimAgentWithNATSDownKeepsWorking(t *testing.T) {
+	spool := t.TempDir()
+	dead := fmt.Sprintf("nats://127.0.0.1:%d", natstest.FreePorts(t, 1)[0])
+	term := startTerminal(t, baseEnv("FLEET_AGENT_ID="+agent, "FLEET_NATS_URL="+dead, "FLEET_SPOOL_DIR="+spool),
+		"--think", "10ms", "--transcript-dir", t.TempDir())
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(term.output(), "❯ ") {
+			return errors.New("no prompt yet")
+		}
+		return nil
+	})
+	term.prompt(t, "still there?")
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(term.output(), "● SIM: still there?") {
+			return errors.New("no reply on screen yet")
+		}
+		files, _ := os.ReadDir(spool + "/" + agent)
+		if len(files) != 6 { // session+idle, submitted+working, replied+idle
+			return fmt.Errorf("%d spooled events, want 6", len(files))
+		}
+		return nil
+	})
+}
+
+// In a herdr pane, with no hooks at all, herdr's screen rules see the
+// simulated agent as claude: idle at its ❯ prompt, working under the
+// spinner title while a prompt typed by agent.prompt runs, idle again.
+func TestSimAgentLooksLikeClaudeToHerdr(t *testing.T) {
+	h := herdrtest.Start(t, herdrtest.Config{IdleConfirmations: 1})
+	ctx := context.Background()
+	pane, err := h.SpawnPane(ctx, herdrtest.PaneSpec{
+		Argv: []string{fleetd, "sim-agent", "--no-hooks", "--think", "1500ms", "--transcript-dir", t.TempDir()},
+		Env:  map[string]string{"HERDR_AGENT": "claude"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func() string {
+		var r struct {
+			Result struct {
+				Pane struct {
+					Agent       string `json:"agent"`
+					AgentStatus string `json:"agent_status"`
+				} `json:"pane"`
+			} `json:"result"`
+		}
+		call(t, h.Path(), "pane.get", map[string]any{"pane_id": pane.ID}, &r)
+		return r.Result.Pane.Agent + "/" + r.Result.Pane.AgentStatus
+	}
+	waitStatus := func(want ...string) {
+		t.Helper()
+		checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+			got := status()
+			for _, w := range want {
+				if got == w {
+					return nil
+				}
+			}
+			return fmt.Errorf("pane is %s, want %v", got, want)
+		})
+	}
+	waitStatus("claude/idle", "claude/done")
+	call(t, h.Path(), "agent.prompt", map[string]any{"target": pane.ID, "text": "hi from herdr"}, nil)
+	waitStatus("claude/working")
+	waitStatus("claude/idle", "claude/done")
+	out := string(h.Output(pane.ID))
+	if !strings.Contains(out, "● SIM: hi from herdr") {
+		t.Errorf("pane output lacks the reply: %q", out)
+	}
+	if strings.Count(out, "SIM: ") != 1 {
+		t.Errorf("the prompt ran %d times, want once", strings.Count(out, "SIM: "))
+	}
+}
+
+// call makes one raw herdr request and decodes its answer into out.
+func call(t *testing.T, socket, method string, params any, out any) {
+	t.Helper()
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	b, _ := json.Marshal(map[string]any{"id": "t", "method": method, "params": params})
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(line, []byte(`"error"`)) {
+		t.Fatalf("%s: %s", method, line)
+	}
+	if out != nil {
+		if err := json.Unmarshal(line, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
