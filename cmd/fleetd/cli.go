@@ -24,6 +24,8 @@ type CLI struct {
 	Hooks    HooksCmd    `cmd:"" help:"Claude Code hook setup: 'fleetd hooks settings' prints the --settings JSON."`
 	SimAgent SimAgentCmd `cmd:"" name:"sim-agent" hidden:"" help:"Run a simulated Claude Code (tests and the demo; launch it with HERDR_AGENT=claude)."`
 	Version  VersionCmd  `cmd:"" help:"Print fleetd's version."`
+	Spawn    SpawnCmd    `cmd:"" help:"Start an agent of a role in a new pane of this host's herdr."`
+	Adopt    AdoptCmd    `cmd:"" help:"Register an existing herdr pane of this host as an agent."`
 	Auth     AuthCmd     `cmd:"" help:"Generate NATS users and subject permissions for gateways and agents."`
 	DevHerdr DevHerdrCmd `cmd:"" name:"dev-herdr" hidden:"" help:"Run the built-in herdr-protocol server (real PTY panes) on a socket."`
 }

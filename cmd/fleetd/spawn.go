@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetd/fleetd/embeddednats"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/roles"
+)
+
+// SpawnCmd starts an agent of a role in a new pane of this host's herdr.
+type SpawnCmd struct {
+	Role      string            `help:"Role from the roles file." required:""`
+	Name      string            `help:"Agent id (unique fleet-wide)." required:""`
+	Model     string            `help:"Model, instead of the role's."`
+	Cwd       string            `help:"Working directory of the pane." type:"path"`
+	Env       map[string]string `help:"Extra pane environment (KEY=VALUE); checked against the role's subscription boundary."`
+	Parent    string            `help:"Agent or job this one works for."`
+	Tier      int               `help:"Tier (default: the role's)."`
+	Session   string            `help:"Named session the agent serves."`
+	SplitFrom string            `help:"Split this pane instead of opening a new tab." placeholder:"PANE"`
+	herdrFlags
+}
+
+// herdrFlags are what a command that drives this host's herdr needs.
+type herdrFlags struct {
+	Roles    string `help:"Roles file (JSON)." env:"FLEET_ROLES" type:"path"`
+	Herdr    string `help:"herdr socket path (default: as herdr resolves it)." env:"FLEET_HERDR_SOCKET" type:"path"`
+	DataDir  string `help:"fleetd's state directory (hooks settings, spool)." default:"${default_data_dir}" env:"FLEET_DATA_DIR" type:"path"`
+	Settings string `help:"Claude Code settings file with fleetd's hooks (default: <data-dir>/claude-settings.json, written by 'fleetd hooks settings' if missing)." env:"FLEET_SETTINGS" type:"path"`
+}
+
+// Run spawns the agent and prints its registration.
+func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
+	b, done, err := c.bridge(g)
+	if err != nil {
+		return err
+	}
+	defer done()
+	reg, err := b.Spawn(ctx, herdrbridge.SpawnRequest{
+		Role: c.Role, Name: c.Name, Model: c.Model, Cwd: c.Cwd, Env: c.Env,
+		Parent: c.Parent, Tier: c.Tier, Session: c.Session, SplitFrom: c.SplitFrom,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("spawned %s (role %s, %s) in pane %s on host %s\n", reg.Agent, reg.Role, reg.EnvClass, reg.Pane, reg.Host)
+	return nil
+}
+
+// bridge connects to the local herdr and to the fleet's NATS and returns a
+// bridge that is not running: enough to spawn or adopt.
+func (f *herdrFlags) bridge(g *Globals) (*herdrbridge.Bridge, func(), error) {
+	rc, err := roles.Load(f.Roles)
+	if err != nil {
+		return nil, nil, err
+	}
+	socket := f.Herdr
+	if socket == "" {
+		if socket, err = herdrbridge.SocketPath(os.Getenv); err != nil {
+			return nil, nil, err
+		}
+	}
+	settings, err := f.settings()
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := dialNATS(g, "fleetd herdr")
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	host := g.Host
+	if host == "" {
+		host = embeddednats.DefaultServerName()
+	}
+	host = events.HostToken(host)
+	natsURL := g.NATS
+	if natsURL == "" {
+		natsURL = nats.DefaultURL
+	}
+	b, err := herdrbridge.NewBridge(herdrbridge.BridgeConfig{
+		Host: host, SocketPath: socket, Roles: rc, Logger: g.Logger(),
+		Log: events.New(js, events.Options{Source: "fleetd/" + host + "/cli"}),
+		Launch: herdrbridge.Launch{NATSURL: natsURL, NATSCreds: g.Creds, FleetURL: g.URL,
+			SpoolDir: filepath.Join(f.DataDir, "spool"), Settings: settings},
+	})
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return b, nc.Close, nil
+}
+
+// settings returns the hooks settings path, writing the file with
+// 'fleetd hooks settings' when it does not exist yet.
+func (f *herdrFlags) settings() (string, error) {
+	path := f.Settings
+	if path == "" {
+		path = filepath.Join(f.DataDir, "claude-settings.json")
+	}
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := (&HooksSettingsCmd{Write: path, DefaultMode: "default"}).Run(); err != nil {
+		return "", fmt.Errorf("write hooks settings %s: %w", path, err)
+	}
+	return path, nil
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/embeddednats/natstest"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/roles"
+)
+
+func TestSpawnAndAdoptCommandsRegisterAgents(t *testing.T) {
+	ctx := context.Background()
+	h := herdrtest.Start(t, herdrtest.Config{})
+	ns := natstest.Start(t, natstest.WithTCP())
+	if _, err := events.EnsureStream(ctx, ns.JS, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rolesFile := filepath.Join(dir, "roles.json")
+	err := os.WriteFile(rolesFile, []byte(`{"roles":{"w-sh":{"command":["sh","-c","echo UP $FLEET_AGENT_ID; exec sleep 60"]}}}`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Globals{Host: "h1", NATS: ns.ClientURL(), URL: "http://127.0.0.1:8765", LogLevel: "error"}
+	flags := herdrFlags{Roles: rolesFile, Herdr: h.Path(), DataDir: dir}
+
+	spawn := &SpawnCmd{Role: "w-sh", Name: "w-1", herdrFlags: flags}
+	if err := spawn.Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "claude-settings.json")); err != nil {
+		t.Errorf("hooks settings not written: %v", err)
+	}
+	log := events.New(ns.JS, events.Options{})
+	regs := eventstest.ReadAll(t, log, events.Query{Subjects: []string{"fleet.agent.*.registered"}})
+	if len(regs) != 1 {
+		t.Fatalf("%d registrations, want 1", len(regs))
+	}
+	reg := regs[0].Data.(events.AgentRegistered)
+	if reg.Agent != "w-1" || reg.Host != "h1" || reg.Origin != "spawned" {
+		t.Errorf("registered %+v", reg)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !bytes.Contains(h.Output(reg.Pane), []byte("UP w-1")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pane %s never ran the role's command: %q", reg.Pane, h.Output(reg.Pane))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	bad := &SpawnCmd{Role: "w-sh", Name: "w-2", Env: map[string]string{"ANTHROPIC_BASE_URL": "http://x"}, herdrFlags: flags}
+	if err := bad.Run(ctx, g); !errors.Is(err, roles.ErrBoundary) {
+		t.Errorf("boundary-crossing spawn = %v, want ErrBoundary", err)
+	}
+
+	other, err := h.SpawnPane(ctx, herdrtest.PaneSpec{Argv: []string{"sleep", "60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopt := &AdoptCmd{Pane: other.ID, As: "w-3", Role: "w-sh", herdrFlags: flags}
+	if err := adopt.Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	regs = eventstest.ReadAll(t, log, events.Query{Subjects: []string{"fleet.agent.w-3.registered"}})
+	if len(regs) != 1 || regs[0].Data.(events.AgentRegistered).Origin != "adopted" {
+		t.Errorf("adopt registered %v", regs)
+	}
+}
