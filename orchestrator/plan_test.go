@@ -1,0 +1,61 @@
+package orchestrator_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fleetd/fleetd/orchestrator"
+)
+
+func TestParsePlan(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plan  string
+		wants []string // substrings of the error; none: valid
+	}{
+		{name: "valid", plan: `{"goal":"g","tasks":[{"id":"a","to":"role:w","instructions":"x"},
+			{"id":"b","to":"session:main-a","instructions":"y","needs":["a"],"context":{"keys":["k"],"tags":["t"]},"budget":10}],
+			"context":[{"key":"k","tags":["t"],"text":"v"}],"sessions":[{"name":"main-a","role":"main","cap":100}]}`},
+		{name: "unknown field", plan: `{"tasks":[{"id":"a","to":"w-1","need":["b"]}]}`, wants: []string{"unknown field"}},
+		{name: "no tasks", plan: `{"goal":"g"}`, wants: []string{"no tasks"}},
+		{name: "every problem at once", plan: `{"tasks":[
+			{"id":"a","to":"role:W!"},{"id":"a","to":"w-1"},{"id":"b","to":"bogus:x","needs":["zz"]},{"id":"bad id","to":"w-1","budget":-1}],
+			"context":[{"key":"rollup:a","text":"x"},{"text":"y"}]}`,
+			wants: []string{"duplicate id", `role "W!"`, `unknown kind "bogus"`, `unknown task "zz"`, "bad id", "budget -1", "reserved for rollups", "has no key"}},
+		{name: "cycle", plan: `{"tasks":[{"id":"a","to":"w-1","needs":["c"]},{"id":"b","to":"w-1","needs":["a"]},{"id":"c","to":"w-1","needs":["b"]}]}`,
+			wants: []string{"dependency cycle a → c → b → a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := orchestrator.ParsePlan([]byte(tc.plan))
+			if len(tc.wants) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, orchestrator.ErrInvalidPlan) {
+				t.Fatalf("err = %v, want ErrInvalidPlan", err)
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error misses %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	for to, want := range map[string]string{"w-1": "agent w-1", "role:w-local": "role w-local", "session:main-a": "session main-a"} {
+		tg, err := orchestrator.ParseTarget(to)
+		if err != nil || string(tg.Kind)+" "+tg.Name != want || tg.String() != to {
+			t.Errorf("ParseTarget(%q) = %+v, %v", to, tg, err)
+		}
+	}
+	for _, to := range []string{"", "W", "role:", "session:Main", "fleet.x"} {
+		if _, err := orchestrator.ParseTarget(to); !errors.Is(err, orchestrator.ErrInvalidTarget) {
+			t.Errorf("ParseTarget(%q) err = %v", to, err)
+		}
+	}
+}
