@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fleetd/fleetd/embeddednats/natstest"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/events/eventstest"
+)
+
+const stopPayload = `{"session_id":"s1","transcript_path":"/nonexistent.jsonl","cwd":"/w","prompt_id":"p1","permission_mode":"auto",` +
+	`"hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"ECHO: hi","background_tasks":[],"session_crons":[]}`
+
+// hookEnv is a fleetd pane's environment for the exec'd hook.
+func hookEnv(agent, url, spool string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FLEET_") && !strings.HasPrefix(kv, "HERDR_") {
+			env = append(env, kv)
+		}
+	}
+	if agent != "" {
+		env = append(env, "FLEET_AGENT_ID="+agent)
+	}
+	return append(env, "FLEET_HOST=h1", "FLEET_NATS_URL="+url, "FLEET_SPOOL_DIR="+spool)
+}
+
+func execHook(t testing.TB, env []string, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(fleetdBin, append([]string{"hook"}, args...)...)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// `fleetd hook` exits 0 whatever goes wrong, says why on stderr, and
+// spools when NATS is away; `fleetd hook replay` drains the spool.
+func TestHookAlwaysExitsZeroAndReplaySpool(t *testing.T) {
+	spool := t.TempDir()
+	dead := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
+	tests := []struct {
+		name, agent, event, stdin, want string
+	}{
+		{"outside a fleetd pane", "", "stop", stopPayload, "not a fleetd pane"},
+		{"junk payload", "w-1", "stop", "{{{", "malformed hook payload"},
+		{"unknown event", "w-1", "pre-compact", stopPayload, "unknown hook event"},
+		{"NATS down", "w-1", "Stop", stopPayload, "spooled 2 event(s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := execHook(t, hookEnv(tt.agent, dead, spool), tt.stdin, tt.event)
+			if err != nil {
+				t.Errorf("exit: %v, want 0 (output %q)", err, out)
+			}
+			if !strings.Contains(out, tt.want) {
+				t.Errorf("output %q, want it to say %q", out, tt.want)
+			}
+		})
+	}
+	srv := natstest.Start(t, natstest.WithTCP())
+	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(fleetdBin, "hook", "replay", "--spool", spool, "--nats", srv.ClientURL())
+	cmd.Env = hookEnv("", srv.ClientURL(), spool)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "replayed 2 event(s)") {
+		t.Fatalf("replay: %v %s", err, out)
+	}
+	got := eventstest.ReadAll(t, events.New(srv.JS, events.Options{}), events.Query{Subjects: []string{"fleet.agent.w-1.>"}})
+	if len(got) != 2 || got[0].Data.(events.AgentReplied).Reply != "ECHO: hi" {
+		t.Errorf("log after replay = %+v", got)
+	}
+}
+
+func TestHooksSettingsWritesTheRunningBinary(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "settings.json")
+	if out, err := exec.Command(fleetdBin, "hooks", "settings", "--write", path).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Hooks []struct{ Command string } `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Hooks["StopFailure"][0].Hooks[0].Command, fleetdBin+" hook stop-failure"; got != want {
+		t.Errorf("StopFailure command = %q, want %q", got, want)
+	}
+}
+
+// BenchmarkHookBinary is `fleetd hook stop` exec'd as Claude runs it,
+// against a running NATS: process start to exit.
+func BenchmarkHookBinary(b *testing.B) {
+	srv := natstest.Start(b, natstest.WithTCP())
+	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	env := hookEnv("w-bench", srv.ClientURL(), b.TempDir())
+	transcript, err := filepath.Abs("../../claudehook/testdata/transcript.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := strings.Replace(strings.Replace(stopPayload, "/nonexistent.jsonl", transcript, 1), `"p1"`, `"p2"`, 1)
+	for b.Loop() {
+		if out, err := execHook(b, env, payload, "stop"); err != nil || out != "" {
+			b.Fatalf("%v %q", err, out)
+		}
+	}
+}
