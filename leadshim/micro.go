@@ -82,4 +82,3 @@ func respond(req micro.Request, ans answer, aerr *apiError) {
 	}
 	_ = req.Respond(jsonBody(ans.body), micro.WithHeaders(micro.Headers{"Fleet-Status": {strconv.Itoa(ans.status)}}))
 }
-
