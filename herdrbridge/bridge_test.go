@@ -327,3 +327,18 @@ func TestAdoptedPaneCrossingBoundaryIsReported(t *testing.T) {
 		t.Errorf("violation %q does not name ANTHROPIC_BASE_URL", v)
 	}
 }
+
+func TestTurnFailsWhenAgentStaysBlocked(t *testing.T) {
+	f := newFleet(t)
+	// After reading a prompt the agent asks for permission and waits.
+	asks := `printf '❯ \n'; IFS= read -r line; echo "Allow this? esc to cancel · enter to confirm"; exec sleep 600`
+	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(asks)})
+	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	f.register("w-1", p.ID)
+	f.start(func(c *herdrbridge.BridgeConfig) { c.BlockedTimeout = 500 * time.Millisecond })
+	turn := f.queue("w-1", "needs permission", time.Time{})
+	got := f.waitTurn(turn, lifecycle.StateFailed)
+	if got.Reason != events.ReasonBlocked || got.SubmittedVia != "herdr" {
+		t.Errorf("turn failed %q after submission via %q; want blocked, herdr", got.Reason, got.SubmittedVia)
+	}
+}

@@ -20,8 +20,19 @@
 //     data); both become an Event whose Kind uses the dotted spelling of the
 //     subscription names.
 //
-// The client imports no other fleetd package, and herdrbridge never imports
-// herdrbridge/herdrtest outside tests (nor the reverse): the fake server is
+// On top of the client sits the Bridge, one per gateway: it folds the
+// log's agent events (lifecycle.Book) and, for the agents registered on its
+// host, turns herdr pane status into AgentStatusChanged events, types each
+// agent's next turn when herdr shows it idle or done (AgentTyped first,
+// guarded by the agent's last sequence, so nothing is ever typed twice),
+// settles typed turns (hook or herdr evidence, one extra Enter, else
+// indeterminate), retires agents whose pane exited, survives herdr
+// restarts by re-snapshotting and re-syncing, and spawns and adopts agent
+// panes within the roles' subscription boundary.
+//
+// The client files import no other fleetd package; the bridge imports
+// events, lifecycle and roles, and nothing else of fleetd. herdrbridge
+// never imports herdrbridge/herdrtest outside tests (nor the reverse): the fake server is
 // an independent implementation, so a shared misreading of the protocol
 // shows up as a failing test instead of hiding in common code.
 package herdrbridge

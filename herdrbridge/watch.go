@@ -378,6 +378,7 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 		b.log.Warn("record exit", "agent", agent, "err", err)
 		b.mu.Lock()
 		a.exitSent = false // retried at the next sync
+		b.startWorkerLocked(a)
 		b.mu.Unlock()
 		return
 	}
