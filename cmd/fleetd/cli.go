@@ -28,6 +28,8 @@ type CLI struct {
 	Adopt    AdoptCmd    `cmd:"" help:"Register an existing herdr pane of this host as an agent."`
 	Auth     AuthCmd     `cmd:"" help:"Generate NATS users and subject permissions for gateways and agents."`
 	DevHerdr DevHerdrCmd `cmd:"" name:"dev-herdr" hidden:"" help:"Run the built-in herdr-protocol server (real PTY panes) on a socket."`
+
+	Orchestrate OrchestrateCmd `cmd:"" help:"Run a plan: tasks go to mains and workers with their context slices; replies roll up."`
 }
 
 // Globals are flags every command understands.

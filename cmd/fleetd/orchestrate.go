@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetd/fleetd/embeddednats"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/orchestrator"
+)
+
+// OrchestrateCmd runs a plan as a job against a running fleetd: ready
+// tasks go out as turns with their context slices, replies are folded
+// back, and the job's rollup is printed. A main runs a sub-plan over its
+// workers with the same command (FLEET_AGENT_ID and FLEET_JOB from its
+// pane make it the sender and the parent job).
+type OrchestrateCmd struct {
+	Plan        string `arg:"" optional:"" type:"existingfile" help:"Plan file (JSON; schema: go doc github.com/fleetd/fleetd/orchestrator)."`
+	Job         string `help:"Job id (default: a new one). Running an existing job id resumes it." placeholder:"ID"`
+	Resume      string `help:"Resume this job from the log, with the plan it was created with." placeholder:"ID"`
+	From        string `help:"Who the turns are from (default: this pane's agent, else 'orchestrator')." env:"FLEET_AGENT_ID"`
+	ParentJob   string `name:"parent-job" help:"The job this one is a sub-job of." env:"FLEET_JOB" placeholder:"ID"`
+	Tier        int    `help:"This orchestrator's tier; its sessions are one below." default:"0"`
+	SessionRole string `name:"session-role" help:"Role of sessions the plan does not configure." default:"main"`
+	Budget      int    `help:"Default slice budget in bytes." default:"16384"`
+	ContextCap  int64  `name:"context-cap" help:"Default session context cap in tokens (0: none)."`
+	Spawn       bool   `help:"Start and resume session panes in this host's herdr (else sessions must already be live)."`
+	herdrFlags
+}
+
+// Run executes the plan (or resumes the job) and prints its rollup.
+func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
+	if (c.Plan == "") == (c.Resume == "") {
+		return errors.New("orchestrate: give a plan file or --resume ID (not both)")
+	}
+	var plan orchestrator.Plan
+	if c.Plan != "" {
+		data, err := os.ReadFile(c.Plan)
+		if err != nil {
+			return err
+		}
+		if plan, err = orchestrator.ParsePlan(data); err != nil {
+			return fmt.Errorf("%s: %w", c.Plan, err)
+		}
+	}
+	from := c.From
+	if from == "" {
+		from = "orchestrator"
+	}
+	nc, err := dialNATS(g, "fleetd orchestrate")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	host := g.Host
+	if host == "" {
+		host = embeddednats.DefaultServerName()
+	}
+	log := events.New(js, events.Options{Source: "fleetd/" + events.HostToken(host) + "/orchestrator"})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The client folds the log itself: the materialized projector is the
+	// gateway's, and a second one would write the same buckets.
+	views := orchestrator.NewLogViews(log)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := views.Run(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "views: %v\n", err)
+		}
+	}()
+
+	var spawner orchestrator.Spawner = orchestrator.NoSpawner{}
+	if c.Spawn {
+		b, done, err := c.bridge(g)
+		if err != nil {
+			return err
+		}
+		defer done()
+		spawner = &bridgeSpawner{bridge: b, herdr: herdrbridge.New(c.socket()), views: views}
+	}
+	sessions, err := orchestrator.NewSessions(orchestrator.SessionConfig{
+		Log: log, Views: views, Spawner: spawner, Role: c.SessionRole,
+		Tier: c.Tier + 1, Parent: from, ContextCap: c.ContextCap,
+	})
+	if err != nil {
+		return err
+	}
+	o, err := orchestrator.New(orchestrator.Config{
+		Log: log, Views: views, Sessions: sessions, From: from, ParentJob: c.ParentJob, Budget: c.Budget,
+		OnProgress: progressPrinter(os.Stderr),
+	})
+	if err != nil {
+		return err
+	}
+	var res orchestrator.Result
+	if c.Resume != "" {
+		fmt.Fprintf(os.Stderr, "resuming job %s\n", c.Resume)
+		res, err = o.Resume(ctx, c.Resume)
+	} else {
+		job := c.Job
+		if job == "" {
+			job = o.NewJobID()
+		}
+		fmt.Fprintf(os.Stderr, "job %s: %s (resume with: fleetd orchestrate --resume %s)\n", job, plan.Goal, job)
+		res, err = o.Run(ctx, plan, job)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Println(res.Rollup)
+	return nil
+}
+
+// socket is the herdr socket path the spawner closes panes through.
+func (c *OrchestrateCmd) socket() string {
+	if c.Herdr != "" {
+		return c.Herdr
+	}
+	p, _ := herdrbridge.SocketPath(os.Getenv)
+	return p
+}
+
+// progressPrinter writes one line per task transition.
+func progressPrinter(w io.Writer) func(orchestrator.Progress) {
+	var mu sync.Mutex
+	return func(p orchestrator.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		ts := time.Now().Format("15:04:05")
+		switch p.State {
+		case "sent":
+			fmt.Fprintf(w, "%s %-12s sent       → %s (%s) turn %s, slice [%s] %dB\n", ts, p.Task, p.Agent, p.To, p.Turn, strings.Join(p.Items, " "), p.Bytes)
+		case "reattached":
+			fmt.Fprintf(w, "%s %-12s reattached → %s turn %s\n", ts, p.Task, p.To, p.Turn)
+		case "replied":
+			fmt.Fprintf(w, "%s %-12s replied    ← %s %q\n", ts, p.Task, p.Agent, clip(p.Rollup, 60))
+		case "failed":
+			fmt.Fprintf(w, "%s %-12s FAILED     %s: %s\n", ts, p.Task, p.Agent, p.Error)
+		case "done":
+			status := "ok"
+			if p.Error != "" {
+				status = "failed: " + p.Error
+			}
+			fmt.Fprintf(w, "%s job %s done: %s\n", ts, p.Job, status)
+		}
+	}
+}
+
+// bridgeSpawner adapts herdrbridge's spawn to orchestrator.Spawner: it
+// starts session panes in this host's herdr and closes them by pane id.
+type bridgeSpawner struct {
+	bridge *herdrbridge.Bridge
+	herdr  *herdrbridge.Client
+	views  *orchestrator.LogViews
+}
+
+var _ orchestrator.Spawner = (*bridgeSpawner)(nil)
+
+// errNoResume: herdrbridge.SpawnRequest cannot pass --resume yet.
+var errNoResume = errors.New("herdrbridge spawn cannot resume a Claude session yet")
+
+func (s *bridgeSpawner) Spawn(ctx context.Context, spec orchestrator.SpawnSpec) error {
+	if spec.Resume != "" {
+		return fmt.Errorf("spawn %s resuming %s: %w", spec.Agent, spec.Resume, errNoResume)
+	}
+	_, err := s.bridge.Spawn(ctx, herdrbridge.SpawnRequest{Role: spec.Role, Name: spec.Agent, Model: spec.Model, Cwd: spec.Cwd,
+		Parent: spec.Parent, Tier: spec.Tier, Session: spec.Session})
+	return err
+}
+
+func (s *bridgeSpawner) Close(ctx context.Context, agent string) error {
+	a, ok := s.views.Agent(agent)
+	if !ok || a.Pane == "" {
+		return fmt.Errorf("close %s: no pane known", agent)
+	}
+	return s.herdr.ClosePane(ctx, a.Pane)
+}
