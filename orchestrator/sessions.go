@@ -221,15 +221,25 @@ func (s *Sessions) Ensure(ctx context.Context, spec SessionSpec) (Binding, error
 	b.Previous = row.Agent
 	a, known := s.cfg.Views.Agent(row.Agent)
 	alive := known && !a.Exited
-	used := row.Tokens.In + row.Tokens.Out
+	var used int64
+	if capTokens > 0 && row.SessionID != "" {
+		var err error
+		if used, err = s.conversationTokens(ctx, spec.Name, row.SessionID); err != nil {
+			return b, err
+		}
+	}
 	switch {
-	case alive && capTokens > 0 && used >= capTokens && row.SessionID != "" && a.SessionID == row.SessionID:
+	case alive && capTokens > 0 && used >= capTokens && a.SessionID == row.SessionID:
+		// The bound agent is running the conversation that passed its cap
+		// (a fresh incarnation not yet started has no session id yet).
 		b.Fresh = true
 		b, err := s.spawn(ctx, spec, b, "")
 		if err != nil {
 			return b, err
 		}
-		if a.Ready() {
+		// Its last turn is over (the status may lag the reply): close it.
+		// A busy one is left to ReapOrphans.
+		if a.CurrentTurn == "" && a.QueueDepth == 0 {
 			if err := s.cfg.Spawner.Close(ctx, a.Agent); err != nil {
 				return b, fmt.Errorf("close %s past its context cap: %w", a.Agent, err)
 			}
@@ -247,6 +257,37 @@ func (s *Sessions) Ensure(ctx context.Context, spec SessionSpec) (Binding, error
 		b.Fresh, resume = true, ""
 	}
 	return s.spawn(ctx, spec, b, resume)
+}
+
+// conversationTokens is what one Claude conversation of the session has
+// used: the tokens (in+out) of the replies carrying its session id, on any
+// incarnation of the session. It reads the log rather than the session
+// row so that a fresh conversation starts from zero whatever the
+// projection does with the row's totals.
+func (s *Sessions) conversationTokens(ctx context.Context, name, sessionID string) (int64, error) {
+	var subjects []string
+	for _, a := range s.cfg.Views.Roster() {
+		if a.Session == name {
+			subj, err := events.AgentSubject(a.Agent, "replied")
+			if err != nil {
+				return 0, err
+			}
+			subjects = append(subjects, subj)
+		}
+	}
+	if len(subjects) == 0 {
+		return 0, nil
+	}
+	var used int64
+	for ev, err := range s.cfg.Log.Read(ctx, events.Query{Subjects: subjects}) {
+		if err != nil {
+			return 0, fmt.Errorf("tokens of session %s: %w", name, err)
+		}
+		if d := ev.Data.(events.AgentReplied); d.SessionID == sessionID {
+			used += d.Tokens.In + d.Tokens.Out
+		}
+	}
+	return used, nil
 }
 
 // spawn starts the session's next incarnation and waits until the views
@@ -346,18 +387,21 @@ func (s *Sessions) ReapIdle(ctx context.Context) ([]string, error) {
 	return closed, errors.Join(errs...)
 }
 
-// ReapOrphans closes panes fleetd spawned that no session owns any more —
-// left by a crashed orchestrator or superseded incarnations — once they
-// have nothing queued or in flight. It returns the agents closed.
+// ReapOrphans closes panes spawned for a named session that the session
+// no longer owns — incarnations superseded while busy, or left behind by a
+// crashed orchestrator or gateway — once they have nothing queued or in
+// flight. It returns the agents closed. Agents spawned without a session
+// (a lead's `fleetd spawn`) and adopted panes are never reaped.
 func (s *Sessions) ReapOrphans(ctx context.Context) ([]string, error) {
-	owned := map[string]bool{}
+	owner := map[string]string{}
 	for _, row := range s.cfg.Views.Sessions() {
-		owned[row.Agent] = true
+		owner[row.Name] = row.Agent
 	}
 	var closed []string
 	var errs []error
 	for _, a := range s.cfg.Views.Roster() {
-		if a.Origin != "spawned" || a.Exited || owned[a.Agent] || !s.inScope(a) ||
+		managed := a.Origin == "spawned" && a.Session != "" && a.Session != a.Agent
+		if !managed || a.Exited || owner[a.Session] == a.Agent || !s.inScope(a) ||
 			a.CurrentTurn != "" || a.QueueDepth > 0 {
 			continue
 		}

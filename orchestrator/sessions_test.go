@@ -141,7 +141,7 @@ func TestSessionPastItsContextCapGetsAFreshSessionWithASlice(t *testing.T) {
 		fresh     bool
 	}{
 		{name: "under the cap the session continues", cap: 100000, wantAgent: "main-a-1"},
-		{name: "past the cap a fresh session starts", cap: 100, wantAgent: "main-a-2", fresh: true},
+		{name: "past the cap a fresh session starts, once", cap: 300, wantAgent: "main-a-2", fresh: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFleet(t, worker)
@@ -151,8 +151,10 @@ func TestSessionPastItsContextCapGetsAFreshSessionWithASlice(t *testing.T) {
 				Sessions: []orchestrator.SessionSpec{{Name: "main-a", Cap: tc.cap}},
 				Context:  []orchestrator.ContextItem{{Key: "notes", Text: "keep these"}},
 				Tasks: []orchestrator.Task{
-					{ID: "t1", To: "session:main-a", Instructions: "a long first task " + strings.Repeat("x", 200)},
+					{ID: "t1", To: "session:main-a", Instructions: "a long first task\n" + strings.Repeat("x", 400)},
 					{ID: "t2", To: "session:main-a", Instructions: "second task", Needs: []string{"t1"}, Context: orchestrator.ContextSpec{Keys: []string{"notes"}}},
+					// The fresh conversation is under its cap: t3 stays on it.
+					{ID: "t3", To: "session:main-a", Instructions: "third task", Needs: []string{"t2"}},
 				},
 			}
 			if _, err := f.orchestrator(orchestrator.Config{Sessions: s}).Run(f.ctx, plan, "job5"); err != nil {
@@ -187,10 +189,20 @@ func TestSessionPastItsContextCapGetsAFreshSessionWithASlice(t *testing.T) {
 			if sliced.Agent != tc.wantAgent || sliced.Session != "main-a" || !slices.Equal(sliced.Items, []string{"rollup:t1", "notes"}) {
 				t.Errorf("t2 sliced = %+v, want agent %s with rollup:t1 and notes", sliced, tc.wantAgent)
 			}
-			q := f.all("fleet.agent." + tc.wantAgent + ".queued")
-			last := q[len(q)-1].Data.(events.AgentQueued)
-			if _, blocks := parsePrompt(last.Text); last.Task != "t2" || !slices.Equal(keysOf(blocks), sliced.Items) {
-				t.Errorf("t2 turn on %s = %+v", tc.wantAgent, last)
+			var tasks []string
+			for _, ev := range f.all("fleet.agent." + tc.wantAgent + ".queued") {
+				q := ev.Data.(events.AgentQueued)
+				tasks = append(tasks, q.Task)
+				if _, blocks := parsePrompt(q.Text); q.Task == "t2" && !slices.Equal(keysOf(blocks), sliced.Items) {
+					t.Errorf("t2 turn on %s carries %v, sliced %v", tc.wantAgent, keysOf(blocks), sliced.Items)
+				}
+			}
+			wantTasks := []string{"t1", "t2", "t3"}
+			if tc.fresh {
+				wantTasks = []string{"t2", "t3"}
+			}
+			if !slices.Equal(tasks, wantTasks) {
+				t.Errorf("turns on %s = %v, want %v", tc.wantAgent, tasks, wantTasks)
 			}
 		})
 	}
@@ -199,35 +211,37 @@ func TestSessionPastItsContextCapGetsAFreshSessionWithASlice(t *testing.T) {
 func TestOrphansAreClosedOwnedAgentsAreNot(t *testing.T) {
 	f := newFleet(t, worker)
 	s := f.sessions(orchestrator.SessionConfig{Tier: 1, Parent: "orchestrator"})
-	// A session spawned and then superseded (its pane closed, resumed in
-	// a new one), a live owned session, and a stray spawned pane that no
-	// session owns (left by a crashed orchestrator).
 	if _, err := s.Ensure(f.ctx, orchestrator.SessionSpec{Name: "main-a"}); err != nil {
 		t.Fatal(err)
 	}
-	stray := orchestrator.SpawnSpec{Agent: "stray-1", Role: "main", Tier: 1, Parent: "orchestrator"}
-	if err := f.spawner.Spawn(f.ctx, stray); err != nil {
-		t.Fatal(err)
+	// A crashed orchestrator's manager had moved session main-b on to a
+	// second incarnation while the first was still up: main-b-1 is an
+	// orphan. main-a-1 is owned; a lead's own spawn (no session) and an
+	// adopted pane are never reaped; w-9 is an orphan of another scope.
+	for _, sp := range []orchestrator.SpawnSpec{
+		{Agent: "main-b-1", Role: "main", Tier: 1, Parent: "orchestrator", Session: "main-b"},
+		{Agent: "main-b-2", Role: "main", Tier: 1, Parent: "orchestrator", Session: "main-b"},
+		{Agent: "w-manual", Role: "worker", Tier: 1, Parent: "orchestrator"},
+		{Agent: "w-9", Role: "worker", Tier: 2, Parent: "someone-else", Session: "w9"},
+		{Agent: "w-10", Role: "worker", Tier: 2, Parent: "someone-else", Session: "w9"},
+	} {
+		if err := f.spawner.Spawn(f.ctx, sp); err != nil {
+			t.Fatal(err)
+		}
 	}
-	other := orchestrator.SpawnSpec{Agent: "w-9", Role: "worker", Tier: 2, Parent: "someone-else"}
-	if err := f.spawner.Spawn(f.ctx, other); err != nil {
-		t.Fatal(err)
-	}
-	// An adopted pane is a person's, never reaped.
 	if _, err := f.log.Append(f.ctx, events.Event{Subject: "human-1", Data: events.AgentRegistered{Agent: "human-1", Tier: 1, Parent: "orchestrator", Origin: "adopted"}}); err != nil {
 		t.Fatal(err)
 	}
 	waitAgent(t, f, "human-1", func(projections.Agent) bool { return true })
-	waitAgent(t, f, "w-9", func(projections.Agent) bool { return true })
 
 	closed, err := s.ReapOrphans(f.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(closed, []string{"stray-1"}) {
-		t.Errorf("reaped %v, want only stray-1 (w-9 is another manager's scope)", closed)
+	if !slices.Equal(closed, []string{"main-b-1"}) {
+		t.Errorf("reaped %v, want only main-b-1 (w-9 is another manager's scope)", closed)
 	}
-	waitAgent(t, f, "stray-1", func(a projections.Agent) bool { return a.Exited })
+	waitAgent(t, f, "main-b-1", func(a projections.Agent) bool { return a.Exited })
 	all := f.sessions(orchestrator.SessionConfig{AllTiers: true})
 	if closed, err := all.ReapOrphans(f.ctx); err != nil || !slices.Equal(closed, []string{"w-9"}) {
 		t.Errorf("fleet-wide reaper closed %v, %v; want w-9", closed, err)

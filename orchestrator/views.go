@@ -42,6 +42,9 @@ func NewLogViews(log events.Log) *LogViews {
 func (v *LogViews) Run(ctx context.Context) error {
 	f, err := v.log.Follow(ctx, events.Query{})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("views: %w", err)
 	}
 	defer f.Stop()
