@@ -119,3 +119,10 @@ func errorOf(t testing.TB, b []byte) leadshim.ErrorBody {
 	}
 	return e.Err
 }
+
+// forKinds runs test against the folded and the materialized views.
+func forKinds(t *testing.T, test func(*testing.T, fleettest.Kind)) {
+	for _, kind := range fleettest.Kinds {
+		t.Run(string(kind), func(t *testing.T) { test(t, kind) })
+	}
+}

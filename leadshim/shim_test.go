@@ -18,7 +18,11 @@ import (
 )
 
 func TestBlockingSendAnswersWithTheFullReplyEnvelope(t *testing.T) {
-	f := fleettest.New(t)
+	forKinds(t, testBlockingSendAnswersWithTheFullReplyEnvelope)
+}
+
+func testBlockingSendAnswersWithTheFullReplyEnvelope(t *testing.T, kind fleettest.Kind) {
+	f := fleettest.NewKind(t, kind)
 	f.Register("w-claude-1", "w-claude")
 	f.RunAgents(30 * time.Millisecond)
 	_, base := newShim(t, f, nil)
@@ -59,7 +63,11 @@ func TestBlockingSendAnswersWithTheFullReplyEnvelope(t *testing.T) {
 }
 
 func TestAsyncSendAnswers202AndGetReattaches(t *testing.T) {
-	f := fleettest.New(t)
+	forKinds(t, testAsyncSendAnswers202AndGetReattaches)
+}
+
+func testAsyncSendAnswers202AndGetReattaches(t *testing.T, kind fleettest.Kind) {
+	f := fleettest.NewKind(t, kind)
 	f.Register("w1", "w")
 	_, base := newShim(t, f, nil)
 
@@ -155,7 +163,11 @@ func TestFailedTurnsAnswerByReason(t *testing.T) {
 }
 
 func TestTwentyConcurrentRoleSendsStayWithinTheCap(t *testing.T) {
-	f := fleettest.New(t)
+	forKinds(t, testTwentyConcurrentRoleSendsStayWithinTheCap)
+}
+
+func testTwentyConcurrentRoleSendsStayWithinTheCap(t *testing.T, kind fleettest.Kind) {
+	f := fleettest.NewKind(t, kind)
 	for i := range 4 {
 		f.Register(fmt.Sprintf("w-%d", i+1), "w")
 	}
@@ -188,8 +200,10 @@ func TestTwentyConcurrentRoleSendsStayWithinTheCap(t *testing.T) {
 	}
 }
 
-func TestTurnSurvivesAShimRestart(t *testing.T) {
-	f := fleettest.New(t)
+func TestTurnSurvivesAShimRestart(t *testing.T) { forKinds(t, testTurnSurvivesAShimRestart) }
+
+func testTurnSurvivesAShimRestart(t *testing.T, kind fleettest.Kind) {
+	f := fleettest.NewKind(t, kind)
 	f.Register("w1", "w")
 	_, base := newShim(t, f, nil)
 	status, body := post(t, base, `{"to":"w1","text":"survive","wait":false}`)
@@ -199,7 +213,7 @@ func TestTurnSurvivesAShimRestart(t *testing.T) {
 	id := mustJSON[leadshim.Accepted](t, body).ID
 
 	// A new fleetd over the same NATS: new log client, views rebuilt from the log.
-	g := fleettest.Over(t, f.NATS)
+	g := fleettest.Over(t, f.NATS, f.Kind)
 	_, base2 := newShim(t, g, nil)
 	got := make(chan []byte, 1)
 	go func() {

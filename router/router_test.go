@@ -70,7 +70,11 @@ func waitTurn(t *testing.T, f *fleettest.Fleet, id string, done func(lifecycle.T
 func assigned(t lifecycle.Turn) bool { return t.Agent != "" }
 
 func TestRoleTurnGoesToTheReadyAgentIdleLongest(t *testing.T) {
-	f := fleettest.New(t)
+	forKinds(t, testRoleTurnGoesToTheReadyAgentIdleLongest)
+}
+
+func testRoleTurnGoesToTheReadyAgentIdleLongest(t *testing.T, kind fleettest.Kind) {
+	f := fleettest.NewKind(t, kind)
 	f.Register("a1", "adhoc")
 	f.Register("a2", "adhoc")
 	f.Register("b1", "other")
@@ -129,7 +133,11 @@ func TestTurnWaitsUntilAnAgentIsReady(t *testing.T) {
 }
 
 func TestCapBoundsTurnsInFlightAndKeepsFIFO(t *testing.T) {
-	f := fleettest.New(t)
+	forKinds(t, testCapBoundsTurnsInFlightAndKeepsFIFO)
+}
+
+func testCapBoundsTurnsInFlightAndKeepsFIFO(t *testing.T, kind fleettest.Kind) {
+	f := fleettest.NewKind(t, kind)
 	for _, a := range []string{"w1", "w2", "w3"} {
 		f.Register(a, "w")
 	}
@@ -159,7 +167,11 @@ func TestCapBoundsTurnsInFlightAndKeepsFIFO(t *testing.T) {
 }
 
 func TestRedeliveredTurnIsNotAssignedTwice(t *testing.T) {
-	f := fleettest.New(t)
+	forKinds(t, testRedeliveredTurnIsNotAssignedTwice)
+}
+
+func testRedeliveredTurnIsNotAssignedTwice(t *testing.T, kind fleettest.Kind) {
+	f := fleettest.NewKind(t, kind)
 	f.Register("w1", "w")
 	f.Register("w2", "w")
 	id := queue(f, "w", "once")
@@ -196,7 +208,11 @@ func mustConsumer(t *testing.T, f *fleettest.Fleet, role string) interface {
 }
 
 func TestTwoRoutersAssignEveryTurnExactlyOnce(t *testing.T) {
-	f := fleettest.New(t)
+	forKinds(t, testTwoRoutersAssignEveryTurnExactlyOnce)
+}
+
+func testTwoRoutersAssignEveryTurnExactlyOnce(t *testing.T, kind fleettest.Kind) {
+	f := fleettest.NewKind(t, kind)
 	for _, a := range []string{"w1", "w2", "w3"} {
 		f.Register(a, "w")
 	}
@@ -222,5 +238,12 @@ func TestTwoRoutersAssignEveryTurnExactlyOnce(t *testing.T) {
 		if count[id] != 1 {
 			t.Errorf("turn %s assigned %d times", id, count[id])
 		}
+	}
+}
+
+// forKinds runs test against the folded and the materialized views.
+func forKinds(t *testing.T, test func(*testing.T, fleettest.Kind)) {
+	for _, kind := range fleettest.Kinds {
+		t.Run(string(kind), func(t *testing.T) { test(t, kind) })
 	}
 }

@@ -20,6 +20,11 @@ type CLI struct {
 
 	Up       UpCmd       `cmd:"" help:"Run the fabric on this host: embedded NATS, the event log, the gateway, the lead shim."`
 	Tail     TailCmd     `cmd:"" help:"Show the event log, live or from a point."`
+	Send     SendCmd     `cmd:"" help:"Send a turn to an agent or role:<role> and print the reply (blocks; --async prints the turn id)."`
+	Turn     TurnCmd     `cmd:"" help:"Show a turn's state and reply; --wait re-attaches to it."`
+	Roster   RosterCmd   `cmd:"" help:"List the fleet's agents: host, role, status, turn, queue, model, tokens, last seen."`
+	Sessions SessionsCmd `cmd:"" help:"List the named, resumable agent sessions."`
+	Init     InitCmd     `cmd:"" help:"Set a directory up for the fleet: 'fleetd init lead' writes the lead's team charter and /delegate."`
 	Hook     HookCmd     `cmd:"" help:"Claude Code hook entry (run by fleetd panes' settings): append the hook's events, or spool them."`
 	Hooks    HooksCmd    `cmd:"" help:"Claude Code hook setup: 'fleetd hooks settings' prints the --settings JSON."`
 	SimAgent SimAgentCmd `cmd:"" name:"sim-agent" hidden:"" help:"Run a simulated Claude Code (tests and the demo; launch it with HERDR_AGENT=claude)."`

@@ -10,32 +10,81 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/viewstest"
 	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/projections"
 )
 
-// Fleet is a test fabric: NATS, the log and a folded view of it.
+// Fleet is a test fabric: NATS, the log and a view of it.
 type Fleet struct {
 	T     testing.TB
 	NATS  *natstest.Server
 	Log   events.Log
-	Views *viewstest.Views
+	Views projections.Views
+	Kind  Kind
 }
 
-// New starts a fabric for the length of the test.
-func New(tb testing.TB, opts ...natstest.Option) *Fleet {
+// Kind is which projections.Views a fabric reads through.
+type Kind string
+
+const (
+	// Folded is viewstest: the log folded in memory with lifecycle.Book.
+	Folded Kind = "folded"
+	// Projected is the materialized projection (projections.New) with its
+	// KV buckets and checkpoint.
+	Projected Kind = "projected"
+)
+
+// Kinds lists both, for tests that must hold for either.
+var Kinds = []Kind{Folded, Projected}
+
+// New starts a fabric with the folded views for the length of the test.
+func New(tb testing.TB) *Fleet { return NewKind(tb, Folded) }
+
+// NewKind starts a fabric reading through kind.
+func NewKind(tb testing.TB, kind Kind) *Fleet {
 	tb.Helper()
-	srv := natstest.Start(tb, opts...)
-	return Over(tb, srv)
+	return Over(tb, natstest.Start(tb), kind)
 }
 
-// Over builds a fabric on a running server (a "restarted" fleetd keeps
-// its NATS).
-func Over(tb testing.TB, srv *natstest.Server) *Fleet {
+// Over builds a fabric on a running server: a "restarted" fleetd keeps
+// its NATS (and, Projected, its KV views and checkpoint).
+func Over(tb testing.TB, srv *natstest.Server, kind Kind) *Fleet {
 	tb.Helper()
 	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
 		tb.Fatalf("fleettest: %v", err)
 	}
 	log := events.New(srv.JS, events.Options{Source: "fleetd/test/test"})
-	return &Fleet{T: tb, NATS: srv, Log: log, Views: viewstest.Start(tb, log)}
+	f := &Fleet{T: tb, NATS: srv, Log: log, Kind: kind}
+	if kind == Projected {
+		f.Views = runProjector(tb, log, srv)
+	} else {
+		f.Views = viewstest.Start(tb, log)
+	}
+	return f
+}
+
+// runProjector runs the materialized projection until the test ends and
+// returns once it has caught up.
+func runProjector(tb testing.TB, log events.Log, srv *natstest.Server) projections.Views {
+	tb.Helper()
+	p := projections.New(log, srv.JS, projections.Options{FlushInterval: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("projector: %v", err)
+		}
+		p.Close()
+	})
+	select {
+	case <-p.Ready():
+	case err := <-done:
+		tb.Fatalf("projector stopped: %v", err)
+	case <-time.After(30 * time.Second):
+		tb.Fatal("projector not ready after 30s")
+	}
+	return p
 }
 
 // Ctx is a context bounded to 30 s and the test.

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/internal/fleettest"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/roles"
+)
+
+// shimFor serves a lead shim over a test fabric.
+func shimFor(t *testing.T, f *fleettest.Fleet) *Globals {
+	t.Helper()
+	s, err := leadshim.New(leadshim.Config{Log: f.Log, Views: f.Views, NC: f.NATS.NC,
+		Roles: roles.Config{Roles: map[string]roles.Role{"w-local": {Description: "bulk work", Cap: 3}, "lead": {}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return &Globals{URL: hs.URL}
+}
+
+func TestSendPrintsTheReplyAndExitsByOutcome(t *testing.T) {
+	f := fleettest.New(t)
+	f.Register("w1", "w-local")
+	f.Register("idle", "w-local") // nobody plays it
+	f.RunAgents(10*time.Millisecond, "w1")
+	g := shimFor(t, f)
+	ctx := fleettest.Ctx(t)
+
+	var out bytes.Buffer
+	if err := (&SendCmd{To: "w1", Text: []string{"hello", "there"}, Timeout: 20 * time.Second, From: "lead", out: &out}).Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), fleettest.Reply("hello there")+"\n"; got != want {
+		t.Errorf("printed %q, want %q", got, want)
+	}
+
+	out.Reset()
+	if err := (&SendCmd{To: "w1", Text: []string{"-"}, Timeout: 20 * time.Second, JSON: true, out: &out, in: strings.NewReader("from stdin")}).Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	var env leadshim.Envelope
+	if err := json.Unmarshal(out.Bytes(), &env); err != nil || env.Reply != fleettest.Reply("from stdin") || env.Agent != "w1" {
+		t.Errorf("--json printed %s (%v)", out.String(), err)
+	}
+
+	out.Reset()
+	if err := (&SendCmd{To: "idle", Text: []string{"later"}, Async: true, Timeout: time.Minute, out: &out}).Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	asyncID := strings.TrimSpace(out.String())
+
+	err := (&SendCmd{To: "idle", Text: []string{"slow"}, Timeout: 200 * time.Millisecond, out: &out}).Run(ctx, g)
+	if exitCode(err) != exitTimeout || !strings.Contains(err.Error(), "fleetd send --wait ") {
+		t.Errorf("timeout: exit %d, %v", exitCode(err), err)
+	}
+	err = (&SendCmd{To: "nobody", Text: []string{"x"}, Timeout: time.Second, out: &out}).Run(ctx, g)
+	if exitCode(err) != exitRefused || !strings.Contains(err.Error(), "unknown_agent") {
+		t.Errorf("unknown agent: exit %d, %v", exitCode(err), err)
+	}
+	err = (&SendCmd{To: "w1", Text: []string{"x"}, out: &out}).Run(ctx, &Globals{URL: "http://127.0.0.1:1"})
+	if exitCode(err) != exitUnavailable {
+		t.Errorf("no fleetd: exit %d, %v", exitCode(err), err)
+	}
+
+	// Re-attach to the async turn once an agent plays "idle".
+	f.RunAgents(10*time.Millisecond, "idle")
+	out.Reset()
+	if err := (&SendCmd{Wait: asyncID, Timeout: 20 * time.Second, out: &out}).Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != fleettest.Reply("later")+"\n" {
+		t.Errorf("re-attached reply %q", got)
+	}
+	out.Reset()
+	if err := (&TurnCmd{ID: asyncID, out: &out}).Run(ctx, g); err != nil || !strings.Contains(out.String(), "replied") {
+		t.Errorf("turn: %q %v", out.String(), err)
+	}
+}
+
+func TestRosterAndSessionsPrintTables(t *testing.T) {
+	f := fleettest.New(t)
+	f.Register("w-local-1", "w-local")
+	g := shimFor(t, f)
+	var out bytes.Buffer
+	if err := (&RosterCmd{out: &out}).Run(fleettest.Ctx(t), g); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "AGENT") || !strings.Contains(lines[1], "w-local-1") || !strings.Contains(lines[1], "idle") {
+		t.Errorf("roster table:\n%s", out.String())
+	}
+	out.Reset()
+	if err := (&SessionsCmd{JSON: true, out: &out}).Run(fleettest.Ctx(t), g); err != nil || strings.TrimSpace(out.String()) != "[]" {
+		t.Errorf("sessions --json: %q %v", out.String(), err)
+	}
+}
+
+func TestInitLeadWritesTheCharterOnce(t *testing.T) {
+	f := fleettest.New(t)
+	f.Register("w-local-1", "w-local")
+	g := shimFor(t, f)
+	dir := t.TempDir()
+	claudeMD := filepath.Join(dir, "CLAUDE.md")
+	if err := os.WriteFile(claudeMD, []byte("# My project\n\nKeep this.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	for range 2 {
+		if err := (&InitLeadCmd{Dir: dir, out: &out, bin: "fleetd"}).Run(context.Background(), g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(claudeMD)
+	doc := string(b)
+	if strings.Count(doc, charterBegin) != 1 || strings.Count(doc, charterEnd) != 1 || !strings.HasPrefix(doc, "# My project\n\nKeep this.\n") {
+		t.Fatalf("CLAUDE.md after two runs:\n%s", doc)
+	}
+	for _, want := range []string{"## Your team (via fleetd)", "fleetd roster", "`w-local` — bulk work", "At most 3 at once", "DISPATCH ALL"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("charter lacks %q", want)
+		}
+	}
+	if strings.Contains(doc, "`lead`") {
+		t.Errorf("charter lists the lead as a worker role")
+	}
+	cmd, err := os.ReadFile(filepath.Join(dir, ".claude", "commands", "delegate.md"))
+	if err != nil || !strings.Contains(string(cmd), "fleetd send --to role:<role>") || !strings.Contains(string(cmd), "$ARGUMENTS") {
+		t.Fatalf("delegate command: %s %v", cmd, err)
+	}
+	if !strings.Contains(out.String(), "replaced the team charter") {
+		t.Errorf("second run said %q", out.String())
+	}
+
+	// Without a reachable fleetd the Team design's roles are used.
+	other := t.TempDir()
+	if err := (&InitLeadCmd{Dir: other, out: &out, bin: "fleetd"}).Run(context.Background(), &Globals{URL: "http://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(filepath.Join(other, "CLAUDE.md"))
+	if !strings.Contains(string(b), "`w-claude`") || !strings.Contains(string(b), "`w-local`") {
+		t.Errorf("offline charter:\n%s", b)
+	}
+}

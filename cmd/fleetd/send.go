@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/fleetd/fleetd/leadshim"
+)
+
+// SendCmd sends one turn to an agent or a role through the lead shim and,
+// unless --async, waits for the reply.
+type SendCmd struct {
+	To      string        `short:"t" help:"Agent id (w-claude-1) or role:<role> (role:w-local)." placeholder:"TARGET"`
+	Text    []string      `arg:"" optional:"" help:"The prompt (words are joined); '-' reads it from stdin."`
+	Async   bool          `help:"Do not wait: print the turn id and return."`
+	Timeout time.Duration `help:"How long the turn may take; the call waits as long." default:"10m"`
+	Context []string      `help:"Context keys or tags for the turn, comma-separated (k1,tag:api)." sep:","`
+	From    string        `help:"Sender recorded on the turn." default:"lead"`
+	JSON    bool          `name:"json" help:"Print the reply envelope as JSON instead of the reply text."`
+	Wait    string        `help:"Re-attach to turn ID (after a timeout or a restart) instead of sending." placeholder:"ID"`
+
+	out io.Writer
+	in  io.Reader
+}
+
+// Help explains the exit statuses a script can branch on.
+func (c *SendCmd) Help() string {
+	return "Exit status: 0 replied, 1 the turn failed, 3 refused (bad request, unknown agent or role, blocked), " +
+		"4 timed out (the turn id is printed to re-attach), 5 fleetd or NATS unreachable."
+}
+
+// Run sends the turn, or re-attaches with --wait.
+func (c *SendCmd) Run(ctx context.Context, g *Globals) error {
+	if c.out == nil {
+		c.out = os.Stdout
+	}
+	if c.in == nil {
+		c.in = os.Stdin
+	}
+	cl := newShimClient(g)
+	if c.Wait != "" {
+		if c.To != "" || len(c.Text) > 0 {
+			return exitError{code: exitRefused, err: errors.New("--wait re-attaches to a turn: give no --to or text")}
+		}
+		return c.reattach(ctx, cl, c.Wait)
+	}
+	text, err := c.text()
+	if err != nil {
+		return err
+	}
+	wait := !c.Async
+	msg := leadshim.Message{To: c.To, Text: text, From: c.From, Context: c.Context, Timeout: c.Timeout.String(), Wait: &wait}
+	if c.Async {
+		var acc leadshim.Accepted
+		if _, err := cl.do(ctx, "POST", "/message", msg, &acc); err != nil {
+			return err
+		}
+		if c.JSON {
+			return writeJSONTo(c.out, acc)
+		}
+		_, err := fmt.Fprintln(c.out, acc.ID)
+		return err
+	}
+	var env leadshim.Envelope
+	if _, err := cl.do(ctx, "POST", "/message", msg, &env); err != nil {
+		if id, ok := timeoutID(err); ok {
+			return exitError{code: exitTimeout, err: fmt.Errorf("%w\n%s", err, reattachHint(id))}
+		}
+		return err
+	}
+	return c.print(env)
+}
+
+func (c *SendCmd) text() (string, error) {
+	if c.To == "" {
+		return "", exitError{code: exitRefused, err: errors.New("--to is required: an agent id or role:<role>")}
+	}
+	text := strings.Join(c.Text, " ")
+	if text == "-" {
+		b, err := io.ReadAll(c.in)
+		if err != nil {
+			return "", fmt.Errorf("read the prompt from stdin: %w", err)
+		}
+		text = string(b)
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", exitError{code: exitRefused, err: errors.New("no prompt text: give it as arguments or '-' for stdin")}
+	}
+	return text, nil
+}
+
+// reattach long-polls a turn until it is final or --timeout passes.
+func (c *SendCmd) reattach(ctx context.Context, cl shimClient, id string) error {
+	var env leadshim.Envelope
+	if _, err := cl.do(ctx, "GET", turnPath(id, c.Timeout.String()), nil, &env); err != nil {
+		return err
+	}
+	if env.Status != "replied" && env.Status != "failed" {
+		if c.JSON {
+			_ = writeJSONTo(c.out, env)
+		}
+		return exitError{code: exitTimeout, err: fmt.Errorf("turn %s is %s after %s\n%s", id, env.Status, c.Timeout, reattachHint(id))}
+	}
+	return c.print(env)
+}
+
+// print writes the reply (or the envelope) and maps a failed turn to its
+// exit status.
+func (c *SendCmd) print(env leadshim.Envelope) error {
+	if c.JSON {
+		if err := writeJSONTo(c.out, env); err != nil {
+			return err
+		}
+	} else if env.Status == "replied" {
+		reply := env.Reply
+		if !strings.HasSuffix(reply, "\n") {
+			reply += "\n"
+		}
+		if _, err := io.WriteString(c.out, reply); err != nil {
+			return err
+		}
+	}
+	if env.Status == "failed" {
+		return exitError{code: exitFailed, err: fmt.Errorf("turn %s on %s failed: %s %s", env.ID, env.Agent, env.Reason, env.Message)}
+	}
+	return nil
+}
+
+func writeJSONTo(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
