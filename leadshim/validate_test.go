@@ -88,3 +88,24 @@ func TestBlockedAgentQueuesWhenAskedTo(t *testing.T) {
 		t.Fatalf("with queue: status %d: %s", status, body)
 	}
 }
+
+func TestLostNATSAnswers503(t *testing.T) {
+	f := fleettest.New(t)
+	f.Register("w1", "w")
+	nc, err := f.NATS.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, base := newShim(t, f, func(c *leadshim.Config) { c.NC = nc })
+	if status, body := do(t, http.MethodGet, base+"/healthz", ""); status != http.StatusOK {
+		t.Fatalf("healthz while connected: %d %s", status, body)
+	}
+	nc.Close()
+	status, body := post(t, base, `{"to":"w1","text":"x","wait":false}`)
+	if status != http.StatusServiceUnavailable || errorOf(t, body).Code != "nats_unavailable" {
+		t.Fatalf("send without NATS: %d %s", status, body)
+	}
+	if status, body := do(t, http.MethodGet, base+"/healthz", ""); status != http.StatusServiceUnavailable || mustJSON[leadshim.Health](t, body).NATS != "closed" {
+		t.Fatalf("healthz without NATS: %d %s", status, body)
+	}
+}

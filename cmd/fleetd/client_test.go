@@ -135,7 +135,7 @@ func TestInitLeadWritesTheCharterOnce(t *testing.T) {
 		t.Errorf("charter lists the lead as a worker role")
 	}
 	cmd, err := os.ReadFile(filepath.Join(dir, ".claude", "commands", "delegate.md"))
-	if err != nil || !strings.Contains(string(cmd), "fleetd send --to role:<role>") || !strings.Contains(string(cmd), "$ARGUMENTS") {
+	if err != nil || !strings.Contains(string(cmd), "fleetd --url "+g.URL+" send --to role:<role>") || !strings.Contains(string(cmd), "$ARGUMENTS") {
 		t.Fatalf("delegate command: %s %v", cmd, err)
 	}
 	if !strings.Contains(out.String(), "replaced the team charter") {

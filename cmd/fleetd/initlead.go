@@ -51,6 +51,12 @@ func (c *InitLeadCmd) Run(ctx context.Context, g *Globals) error {
 	if bin == "" {
 		bin = fleetdCommand()
 	}
+	if u := strings.TrimRight(g.URL, "/"); u != "" && u != "http://"+leadshim.DefaultAddr {
+		bin += " --url " + u // the lead's shell may not have FLEET_URL
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return fmt.Errorf("lead directory: %w", err)
+	}
 	claudeMD := filepath.Join(c.Dir, "CLAUDE.md")
 	old, err := os.ReadFile(claudeMD)
 	if err != nil && !os.IsNotExist(err) {

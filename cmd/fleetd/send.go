@@ -70,7 +70,7 @@ func (c *SendCmd) Run(ctx context.Context, g *Globals) error {
 	var env leadshim.Envelope
 	if _, err := cl.do(ctx, "POST", "/message", msg, &env); err != nil {
 		if id, ok := timeoutID(err); ok {
-			return exitError{code: exitTimeout, err: fmt.Errorf("%w\n%s", err, reattachHint(id))}
+			return exitError{code: exitTimeout, err: fmt.Errorf("timeout: turn %s did not finish within %s\n%s", id, c.Timeout, reattachHint(id))}
 		}
 		return err
 	}
