@@ -126,7 +126,7 @@ func TestInitLeadWritesTheCharterOnce(t *testing.T) {
 	if strings.Count(doc, charterBegin) != 1 || strings.Count(doc, charterEnd) != 1 || !strings.HasPrefix(doc, "# My project\n\nKeep this.\n") {
 		t.Fatalf("CLAUDE.md after two runs:\n%s", doc)
 	}
-	for _, want := range []string{"## Your team (via fleetd)", "fleetd roster", "`w-local` — bulk work", "At most 3 at once", "DISPATCH ALL"} {
+	for _, want := range []string{"## Your team (via fleetd)", "fleetd --url " + g.URL + " roster", "`w-local` — bulk work", "At most 3 at once", "DISPATCH ALL"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("charter lacks %q", want)
 		}
