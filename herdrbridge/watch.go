@@ -104,9 +104,14 @@ func (b *Bridge) session(ctx context.Context) error {
 		a.workingSeq = 0 // a new herdr may count state changes afresh
 	}
 	b.mu.Unlock()
-	// Owned panes missing from the snapshot died while we were away.
+	// Owned panes missing from the snapshot died while we were away. An
+	// agent registered after the snapshot was taken is missing from it
+	// too, so ask herdr about the pane itself before declaring it gone.
 	for _, a := range b.ownedAgents() {
-		if !known[a.pane] {
+		if known[a.pane] {
+			continue
+		}
+		if _, err := b.client.Pane(ctx, a.pane); errors.Is(err, ErrPaneNotFound) {
 			b.exitAgent(ctx, a.id, a.pane, "pane gone while herdr was unreachable")
 		}
 	}

@@ -134,9 +134,14 @@ func (c Config) Validate() error {
 		default:
 			errs = append(errs, fmt.Errorf("role %q: env_class %q, want clean or gateway", name, r.EnvClass))
 		}
-		for _, k := range BoundaryVars {
-			if _, ok := r.Env[k]; ok {
-				errs = append(errs, fmt.Errorf("role %q: set %s through env_class and base_url, not env", name, k))
+		if _, ok := r.Env["ANTHROPIC_BASE_URL"]; ok {
+			errs = append(errs, fmt.Errorf("role %q: set ANTHROPIC_BASE_URL through env_class and base_url, not env", name))
+		}
+		if r.EnvClass == EnvClean {
+			for _, k := range BoundaryVars {
+				if _, ok := r.Env[k]; ok {
+					errs = append(errs, fmt.Errorf("role %q: a clean role runs on the subscription and must not set %s", name, k))
+				}
 			}
 		}
 		if r.Cap < 0 || r.Tier < 0 {
@@ -157,12 +162,16 @@ func (c Config) Names() []string {
 }
 
 // Get returns the role named name.
+// The role comes with its defaults applied, also when the config was built
+// in code rather than parsed.
 func (c Config) Get(name string) (Role, error) {
 	r, ok := c.Roles[name]
 	if !ok {
 		return Role{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownRole, name, strings.Join(c.Names(), ", "))
 	}
-	return r, nil
+	one := Config{Roles: map[string]Role{name: r}}
+	one.setDefaults()
+	return one.Roles[name], nil
 }
 
 // LaunchEnv is the environment a pane of this role gets on top of the
