@@ -1,0 +1,89 @@
+package roles_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fleetd/fleetd/roles"
+)
+
+const file = `{"roles":{
+  "w-claude": {"model":"sonnet","cap":2,"tier":2},
+  "w-local":  {"env_class":"gateway","base_url":"https://llm.example/anthropic","env":{"ANTHROPIC_AUTH_TOKEN":"x"},"cap":4,"tier":2}
+}}`
+
+func TestParseAppliesDefaults(t *testing.T) {
+	c, err := roles.Parse([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Get("w-claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Name != "w-claude" || r.EnvClass != roles.EnvClean {
+		t.Errorf("role = %+v", r)
+	}
+	if got, want := strings.Join(r.Argv("/s.json"), " "), "claude --settings /s.json --model sonnet"; got != want {
+		t.Errorf("argv %q, want %q", got, want)
+	}
+	if _, err := c.Get("nope"); !errors.Is(err, roles.ErrUnknownRole) || !strings.Contains(err.Error(), "w-local") {
+		t.Errorf("unknown role: %v", err)
+	}
+}
+
+func TestInvalidFilesReportEveryProblem(t *testing.T) {
+	_, err := roles.Parse([]byte(`{"roles":{
+	  "Bad Name": {},
+	  "g": {"env_class":"gateway"},
+	  "c": {"base_url":"http://x"},
+	  "e": {"env":{"ANTHROPIC_BASE_URL":"http://x"}},
+	  "k": {"env":{"ANTHROPIC_API_KEY":"sk"}},
+	  "z": {"env_class":"weird","cap":-1}
+	}}`))
+	if err == nil {
+		t.Fatal("invalid file accepted")
+	}
+	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, "weird", "negative"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s:\n%v", want, err)
+		}
+	}
+	if _, err := roles.Parse([]byte(`{"roles":{}, "extra":1}`)); err == nil {
+		t.Error("unknown field accepted")
+	}
+}
+
+func TestTheSubscriptionBoundary(t *testing.T) {
+	c, err := roles.Parse([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean, _ := c.Get("w-claude")
+	gw, _ := c.Get("w-local")
+	for _, tc := range []struct {
+		name string
+		role roles.Role
+		env  map[string]string
+		ok   bool
+	}{
+		{"clean without overrides", clean, map[string]string{"PATH": "/bin"}, true},
+		{"clean with a base URL", clean, map[string]string{"ANTHROPIC_BASE_URL": "https://llm.example/anthropic"}, false},
+		{"clean with an API key", clean, map[string]string{"ANTHROPIC_API_KEY": "sk"}, false},
+		{"gateway with its URL", gw, gw.LaunchEnv(), true},
+		{"gateway without a URL", gw, map[string]string{}, false},
+		{"gateway with another URL", gw, map[string]string{"ANTHROPIC_BASE_URL": "https://evil.example"}, false},
+	} {
+		err := tc.role.CheckEnv(tc.env)
+		if tc.ok && err != nil {
+			t.Errorf("%s: refused: %v", tc.name, err)
+		}
+		if !tc.ok && !errors.Is(err, roles.ErrBoundary) {
+			t.Errorf("%s: got %v, want ErrBoundary", tc.name, err)
+		}
+	}
+	if gw.LaunchEnv()["ANTHROPIC_AUTH_TOKEN"] != "x" {
+		t.Error("gateway role env lost")
+	}
+}
