@@ -218,12 +218,13 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 		t.State = StateFailed
 		t.FailedAt = ev.Time
 		t.Reason, t.Message = d.Reason, d.Message
+		// t.ID, not id: a failure joined to the turn in flight has no id.
 		if t.Agent == "" {
-			b.roles[t.Role] = remove(b.roles[t.Role], id)
+			b.roles[t.Role] = remove(b.roles[t.Role], t.ID)
 		} else {
 			a := b.agent(t.Agent)
-			a.queue = remove(a.queue, id)
-			if a.inFlight == id {
+			a.queue = remove(a.queue, t.ID)
+			if a.inFlight == t.ID {
 				a.inFlight = ""
 			}
 		}
