@@ -6,5 +6,24 @@
 // live state; malformed, duplicate or out-of-order events never corrupt a
 // view.
 //
+// New returns a Projector; its Run is the one fold loop. Turns are folded
+// through lifecycle.Book, like everywhere else. How the fold stays correct:
+//
+//   - The checkpoint (bucket fleet_checkpoints, key "projections", chunked)
+//     is a snapshot of the whole fold state as of a stream sequence: rows,
+//     hosts, the open turns. It is written only after every view entry it
+//     covers, so a restart loads it, re-applies the events after it and
+//     rewrites what they touch — nothing is applied twice.
+//   - An event re-appended with its old id at a new position (a replayed
+//     hook spool) is dropped by a per-agent memory of recent event ids, so
+//     replies are not counted twice and a stale submitted or failure never
+//     joins a later turn. Status events are ordered by event time; host
+//     liveness likewise.
+//   - Ended turns leave the Book (lifecycle.Book.Forget) for an LRU of
+//     Options.TurnCacheSize, then KV. A queued event naming a turn that
+//     ended earlier in the log does not open it again.
+//   - Events about an agent that has not registered are folded into a
+//     hidden row that shows once it registers.
+//
 // projections imports events and lifecycle only.
 package projections

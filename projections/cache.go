@@ -1,0 +1,62 @@
+package projections
+
+import (
+	"container/list"
+	"sync"
+
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+// turnCache keeps the most recently used ended turns in memory, so the
+// fold stays bounded while a recent turn is still answered without a KV
+// read. It is safe for concurrent use.
+type turnCache struct {
+	mu    sync.Mutex
+	size  int
+	order *list.List // front: most recent; values are lifecycle.Turn
+	index map[string]*list.Element
+}
+
+func newTurnCache(size int) *turnCache {
+	return &turnCache{size: size, order: list.New(), index: map[string]*list.Element{}}
+}
+
+func (c *turnCache) add(t lifecycle.Turn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.index[t.ID]; ok {
+		e.Value = t
+		c.order.MoveToFront(e)
+		return
+	}
+	c.index[t.ID] = c.order.PushFront(t)
+	for c.order.Len() > c.size {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.index, last.Value.(lifecycle.Turn).ID)
+	}
+}
+
+func (c *turnCache) get(id string) (lifecycle.Turn, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.index[id]
+	if !ok {
+		return lifecycle.Turn{}, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(lifecycle.Turn), true
+}
+
+func (c *turnCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}
+
+func (c *turnCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order.Init()
+	clear(c.index)
+}

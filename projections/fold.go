@@ -1,0 +1,474 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+// Session states.
+const (
+	SessionActive = "active"
+	SessionEnded  = "ended"
+	SessionClosed = "closed"
+)
+
+// recentIDs is how many event ids each agent remembers to drop re-appended
+// duplicates (a hook spool replayed after the stream's dedupe window).
+const recentIDs = 64
+
+// agentRow is an agent's fold state: its roster row plus what the fold
+// needs to stay idempotent. A row exists before its agent registers (a
+// hook may beat the registration); it is listed and written only once
+// Registered.
+type agentRow struct {
+	Agent
+	Registered bool      `json:"registered,omitempty"`
+	StatusAt   time.Time `json:"status_at,omitzero"`
+	Recent     []string  `json:"recent,omitempty"`
+	Next       int       `json:"next,omitempty"`
+}
+
+// seen reports whether the event id was already applied to the agent, and
+// remembers it if not.
+func (a *agentRow) seen(id string) bool {
+	if slices.Contains(a.Recent, id) {
+		return true
+	}
+	if len(a.Recent) < recentIDs {
+		a.Recent = append(a.Recent, id)
+		return false
+	}
+	a.Recent[a.Next] = id
+	a.Next = (a.Next + 1) % recentIDs
+	return false
+}
+
+// sessionRow is a session's fold state.
+type sessionRow struct {
+	Session
+	StateAt time.Time `json:"state_at,omitzero"`
+}
+
+// hostRow is a host's liveness as its up, heartbeat and down events tell.
+type hostRow struct {
+	LastBeat time.Time `json:"last_beat,omitzero"`
+	LastAt   time.Time `json:"last_at,omitzero"`
+	Down     bool      `json:"down,omitempty"`
+	Stale    bool      `json:"stale,omitempty"`
+}
+
+// state is everything the fold knows.
+type state struct {
+	agents   map[string]*agentRow
+	sessions map[string]*sessionRow
+	hosts    map[string]*hostRow
+	book     *lifecycle.Book
+}
+
+func newState() *state {
+	return &state{agents: map[string]*agentRow{}, sessions: map[string]*sessionRow{}, hosts: map[string]*hostRow{}, book: lifecycle.NewBook()}
+}
+
+// dirtySet is what changed since the last write to KV.
+type dirtySet struct {
+	agents   map[string]struct{}
+	sessions map[string]struct{}
+	turns    map[string]lifecycle.Turn
+}
+
+func newDirtySet() dirtySet {
+	return dirtySet{agents: map[string]struct{}{}, sessions: map[string]struct{}{}, turns: map[string]lifecycle.Turn{}}
+}
+
+func (d dirtySet) len() int { return len(d.agents) + len(d.sessions) + len(d.turns) }
+
+// batch is one fold step's scratch: turns looked up in KV beforehand and
+// the changes to announce.
+type batch struct {
+	stored  map[string]lifecycle.Turn
+	changes []Change
+	seq     uint64
+}
+
+// fold applies evs in order. KV lookups happen first, outside the lock.
+func (m *materializer) fold(ctx context.Context, evs []events.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	b := &batch{}
+	if err := m.prefetch(ctx, evs, b); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	for _, ev := range evs {
+		b.seq = ev.Seq
+		m.apply(ev, b)
+	}
+	m.mu.Unlock()
+	m.sinceCkpt += len(evs)
+	m.setApplied(evs[len(evs)-1].Seq)
+	if len(b.changes) > 0 {
+		m.notify(b.changes)
+	}
+	return nil
+}
+
+// prefetch reads from the turns bucket every turn a queued event names
+// that the fold no longer holds: a queued event re-appended after its turn
+// ended must not open it again.
+func (m *materializer) prefetch(ctx context.Context, evs []events.Event, b *batch) error {
+	for _, ev := range evs {
+		switch ev.Data.(type) {
+		case events.AgentQueued, events.RoleQueued:
+		default:
+			continue
+		}
+		id := lifecycle.TurnID(ev)
+		if _, ok := m.st.book.Turn(id); ok {
+			continue
+		}
+		if _, ok := m.dirty.turns[id]; ok {
+			continue
+		}
+		if _, ok := b.stored[id]; ok {
+			continue
+		}
+		if _, ok := m.cache.get(id); ok {
+			continue
+		}
+		t, ok, err := m.storedTurn(ctx, id)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if b.stored == nil {
+				b.stored = map[string]lifecycle.Turn{}
+			}
+			b.stored[id] = t
+		}
+	}
+	return nil
+}
+
+// storedTurn reads a turn from the turns bucket.
+func (m *materializer) storedTurn(ctx context.Context, id string) (lifecycle.Turn, bool, error) {
+	if m.kvBuckets() == nil {
+		return lifecycle.Turn{}, false, nil
+	}
+	var t lifecycle.Turn
+	ok, err := m.kvBuckets().get(ctx, m.kvBuckets().turns, id, &t, m.o.Timeout)
+	return t, ok, err
+}
+
+// endedBefore reports whether turn id had already ended before stream
+// position seq.
+func (m *materializer) endedBefore(id string, seq uint64, b *batch) bool {
+	for _, lookup := range []func(string) (lifecycle.Turn, bool){
+		m.cache.get,
+		func(id string) (lifecycle.Turn, bool) { t, ok := m.dirty.turns[id]; return t, ok },
+		func(id string) (lifecycle.Turn, bool) { t, ok := b.stored[id]; return t, ok },
+	} {
+		if t, ok := lookup(id); ok && t.State.Final() && t.LastSeq < seq {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *materializer) apply(ev events.Event, b *batch) {
+	switch d := ev.Data.(type) {
+	case events.HostUp:
+		m.hostEvent(ev.Subject, ev.Time, true, b)
+	case events.HostDown:
+		m.hostEvent(ev.Subject, ev.Time, false, b)
+	case events.RoleQueued:
+		m.turnEvent(ev, b)
+	case events.AgentRegistered, events.AgentStatusChanged, events.AgentQueued, events.AgentTyped,
+		events.AgentSubmitted, events.AgentReplied, events.AgentFailed, events.AgentSession, events.AgentExited:
+		m.agentEvent(ev, d, b)
+	}
+}
+
+func (m *materializer) agentRow(id string) *agentRow {
+	a, ok := m.st.agents[id]
+	if !ok {
+		a = &agentRow{Agent: Agent{Agent: id}}
+		m.st.agents[id] = a
+	}
+	return a
+}
+
+func (m *materializer) touchAgent(a *agentRow, b *batch) {
+	m.dirty.agents[a.Agent.Agent] = struct{}{}
+	if a.Registered {
+		b.changes = append(b.changes, Change{Kind: KindAgent, Key: a.Agent.Agent, Seq: b.seq})
+	}
+}
+
+// dedupes lists the agent events whose second application would do harm:
+// a re-appended replied would count its tokens twice, a submitted or
+// failed would join a later turn, a registered would revive an exited
+// agent. Status events are ordered by time instead; queued and typed are
+// idempotent in the Book.
+func dedupes(d events.Data) bool {
+	switch d.(type) {
+	case events.AgentRegistered, events.AgentSubmitted, events.AgentReplied, events.AgentFailed,
+		events.AgentSession, events.AgentExited:
+		return true
+	}
+	return false
+}
+
+func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
+	id := ev.Subject
+	a := m.agentRow(id)
+	if dedupes(data) && a.seen(ev.ID) {
+		return
+	}
+	if ev.Time.After(a.LastSeen) {
+		a.LastSeen = ev.Time
+	}
+	switch d := data.(type) {
+	case events.AgentRegistered:
+		m.registered(a, ev, d, b)
+	case events.AgentStatusChanged:
+		if !ev.Time.Before(a.StatusAt) {
+			a.Status, a.StatusAt = d.Status, ev.Time
+		}
+		if d.Violation != "" {
+			a.Violation = d.Violation
+		}
+	case events.AgentReplied:
+		t, applied := m.turnEvent(ev, b)
+		a.Tokens = a.Tokens.Add(d.Tokens)
+		a.CostUSD += d.CostUSD
+		if d.SessionID != "" && a.SessionID == "" {
+			a.SessionID = d.SessionID
+		}
+		s := m.sessionOf(a, "", b)
+		s.Tokens = s.Tokens.Add(d.Tokens)
+		s.CostUSD += d.CostUSD
+		if applied && t.State == lifecycle.StateReplied {
+			s.Turns++
+		}
+		if d.Model != "" {
+			s.Model = d.Model
+		}
+		if d.SessionID != "" && s.SessionID == "" {
+			s.SessionID, s.Resume = d.SessionID, d.SessionID
+		}
+		m.activity(s, ev.Time)
+	case events.AgentSession:
+		m.session(a, ev, d, b)
+	case events.AgentExited:
+		a.Exited = true
+		if s, ok := m.st.sessions[a.Session]; ok && s.Agent == id && s.State == SessionActive {
+			s.State, s.StateAt = SessionClosed, ev.Time
+			m.touchSession(s, b)
+		}
+	default: // queued, typed, submitted, failed
+		if _, applied := m.turnEvent(ev, b); applied && a.Session != "" {
+			if s, ok := m.st.sessions[a.Session]; ok {
+				m.activity(s, ev.Time)
+				m.touchSession(s, b)
+			}
+		}
+	}
+	m.touchAgent(a, b)
+}
+
+func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRegistered, b *batch) {
+	id := ev.Subject
+	a.Registered = true
+	a.Host, a.Pane, a.Role, a.Tier, a.Parent, a.Cwd, a.Origin = d.Host, d.Pane, d.Role, d.Tier, d.Parent, d.Cwd, d.Origin
+	if d.Model != "" {
+		a.Model = d.Model
+	}
+	a.Exited, a.Violation = false, ""
+	a.Stale = m.hostStale(d.Host)
+	name := d.Session
+	if name == "" {
+		name = id
+	}
+	if old, ok := m.st.sessions[a.Session]; ok && a.Session != name && old.Agent == id && old.State == SessionActive {
+		old.State, old.StateAt = SessionClosed, ev.Time
+		m.touchSession(old, b)
+	}
+	a.Session = name
+	s := m.sessionOf(a, name, b)
+	// A registration is a new pane serving the session: it is active
+	// again whatever the time of its last state (a replayed registration
+	// never gets here: it is deduplicated).
+	s.State, s.StateAt = SessionActive, ev.Time
+	m.activity(s, ev.Time)
+}
+
+func (m *materializer) session(a *agentRow, ev events.Event, d events.AgentSession, b *batch) {
+	if d.Name != "" {
+		a.Session = d.Name
+	}
+	s := m.sessionOf(a, a.Session, b)
+	if d.SessionID != "" {
+		s.SessionID, s.Resume, a.SessionID = d.SessionID, d.SessionID, d.SessionID
+	}
+	if d.TranscriptPath != "" {
+		s.TranscriptPath = d.TranscriptPath
+	}
+	if d.Model != "" {
+		s.Model = d.Model
+	}
+	if !ev.Time.Before(s.StateAt) {
+		switch d.State {
+		case "started":
+			s.State, s.StateAt = SessionActive, ev.Time
+		case "ended":
+			s.State, s.StateAt = SessionEnded, ev.Time
+		}
+	}
+	m.activity(s, ev.Time)
+}
+
+// sessionOf is the session the agent serves: name, else its session, else
+// one named after the agent. It is created on first use and marked
+// changed.
+func (m *materializer) sessionOf(a *agentRow, name string, b *batch) *sessionRow {
+	if name == "" {
+		name = a.Session
+	}
+	if name == "" {
+		name = a.Agent.Agent
+		a.Session = name
+	}
+	s, ok := m.st.sessions[name]
+	if !ok {
+		s = &sessionRow{Session: Session{Name: name, State: SessionActive}}
+		m.st.sessions[name] = s
+	}
+	s.Agent, s.Tier = a.Agent.Agent, a.Tier
+	m.touchSession(s, b)
+	return s
+}
+
+func (m *materializer) touchSession(s *sessionRow, b *batch) {
+	m.dirty.sessions[s.Name] = struct{}{}
+	b.changes = append(b.changes, Change{Kind: KindSession, Key: s.Name, Seq: b.seq})
+}
+
+// activity moves a session's last activity and idle deadline forward.
+func (m *materializer) activity(s *sessionRow, t time.Time) {
+	if s.StartedAt.IsZero() || t.Before(s.StartedAt) {
+		s.StartedAt = t
+	}
+	if t.After(s.LastActive) {
+		s.LastActive = t
+		s.IdleDeadline = t.Add(m.o.IdleTTL)
+	}
+}
+
+// turnEvent folds a turn event through the Book and records what changed.
+func (m *materializer) turnEvent(ev events.Event, b *batch) (lifecycle.Turn, bool) {
+	book := m.st.book
+	id := lifecycle.TurnID(ev)
+	switch ev.Data.(type) {
+	case events.AgentQueued, events.RoleQueued:
+		if _, open := book.Turn(id); !open && m.endedBefore(id, ev.Seq, b) {
+			return lifecycle.Turn{}, false
+		}
+	}
+	t, ok := book.Apply(ev)
+	if !ok {
+		return lifecycle.Turn{}, false
+	}
+	m.dirty.turns[t.ID] = t
+	b.changes = append(b.changes, Change{Kind: KindTurn, Key: t.ID, Seq: b.seq})
+	if t.State.Final() {
+		m.cache.add(t)
+		book.Forget(t.ID)
+	}
+	if ev.Type().Category() == events.CategoryAgent {
+		m.refreshAgent(ev.Subject, b)
+	}
+	if t.Agent != "" && t.Agent != ev.Subject {
+		m.refreshAgent(t.Agent, b)
+	}
+	return t, true
+}
+
+// refreshAgent copies the Book's view of an agent (turn in flight, queue
+// depth) into its roster row.
+func (m *materializer) refreshAgent(id string, b *batch) {
+	a := m.agentRow(id)
+	cur := ""
+	if t, ok := m.st.book.InFlight(id); ok {
+		cur = t.ID
+	}
+	depth := len(m.st.book.Queue(id))
+	if a.CurrentTurn != cur || a.QueueDepth != depth {
+		a.CurrentTurn, a.QueueDepth = cur, depth
+		m.touchAgent(a, b)
+	}
+}
+
+// hostEvent folds an up (or heartbeat) or down event of a host.
+func (m *materializer) hostEvent(host string, t time.Time, up bool, b *batch) {
+	h, ok := m.st.hosts[host]
+	if !ok {
+		h = &hostRow{}
+		m.st.hosts[host] = h
+	}
+	if up && t.After(h.LastBeat) {
+		h.LastBeat = t
+	}
+	if !t.Before(h.LastAt) {
+		h.Down, h.LastAt = !up, t
+	}
+	m.restale(host, h, m.o.Now(), b)
+}
+
+// hostStale reports whether a host is known and down or silent too long.
+// Agents of a host that never announced itself are not stale.
+func (m *materializer) hostStale(host string) bool {
+	h, ok := m.st.hosts[host]
+	return ok && h.Stale
+}
+
+// restale recomputes a host's liveness at now and marks its agents.
+func (m *materializer) restale(host string, h *hostRow, now time.Time, b *batch) {
+	stale := h.Down || now.Sub(h.LastBeat) > m.o.HostTTL
+	if stale == h.Stale {
+		return
+	}
+	h.Stale = stale
+	for _, a := range m.st.agents {
+		if a.Host == host && a.Registered && a.Stale != stale {
+			a.Stale = stale
+			m.touchAgent(a, b)
+		}
+	}
+}
+
+// sweep checks every host's liveness against the clock.
+func (m *materializer) sweep() {
+	b := &batch{seq: m.Applied()}
+	now := m.o.Now()
+	m.mu.Lock()
+	for host, h := range m.st.hosts {
+		m.restale(host, h, now, b)
+	}
+	m.mu.Unlock()
+	if len(b.changes) > 0 {
+		m.notify(b.changes)
+	}
+}
+
+// errNotFound is a KV miss, kept apart from failures.
+func isNotFound(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted)
+}

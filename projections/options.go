@@ -1,0 +1,117 @@
+package projections
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Options configure a Projector. The zero value is usable: every field has
+// a default (setDefaults).
+type Options struct {
+	// Replicas of the KV buckets: 1 standalone, 3 in a cluster of three or
+	// more.
+	Replicas int
+	// Logger hears about retries and background failures.
+	Logger *slog.Logger
+	// Now is the clock for host liveness; default time.Now.
+	Now func() time.Time
+	// TurnCacheSize bounds the final turns kept in memory (an LRU); older
+	// ones are read back from the turns bucket. Default 10,000.
+	TurnCacheSize int
+	// HostTTL is how long a host may stay silent (no up or heartbeat)
+	// before its agents are marked stale. Default 15s (3 heartbeats).
+	HostTTL time.Duration
+	// IdleTTL is how long a session may stay inactive: its IdleDeadline is
+	// LastActive + IdleTTL. Default 30m.
+	IdleTTL time.Duration
+	// FlushInterval bounds how long a changed entry waits before it is
+	// written to KV. Default 100ms.
+	FlushInterval time.Duration
+	// CheckpointEvery and CheckpointInterval: the checkpoint is written
+	// after that many events or that much time, whichever comes first, and
+	// when Run ends. Defaults 1,000 and 1s.
+	CheckpointEvery    int
+	CheckpointInterval time.Duration
+	// SweepInterval is how often host liveness is checked against the
+	// clock. Default 1s.
+	SweepInterval time.Duration
+	// BucketPrefix names the buckets: <prefix>roster, <prefix>sessions,
+	// <prefix>turns and <prefix>checkpoints. Default "fleet_" (the
+	// contract); other prefixes let a second projection live beside it.
+	BucketPrefix string
+	// Timeout bounds KV calls whose ctx has no deadline. Default 10s.
+	Timeout time.Duration
+}
+
+func (o *Options) setDefaults() {
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.TurnCacheSize == 0 {
+		o.TurnCacheSize = 10_000
+	}
+	if o.HostTTL == 0 {
+		o.HostTTL = 15 * time.Second
+	}
+	if o.IdleTTL == 0 {
+		o.IdleTTL = 30 * time.Minute
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = 100 * time.Millisecond
+	}
+	if o.CheckpointEvery == 0 {
+		o.CheckpointEvery = 1000
+	}
+	if o.CheckpointInterval == 0 {
+		o.CheckpointInterval = time.Second
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = time.Second
+	}
+	if o.BucketPrefix == "" {
+		o.BucketPrefix = "fleet_"
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+}
+
+// Validate reports every problem with the options at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Replicas < 1 || o.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("replicas %d: want 1..5", o.Replicas))
+	}
+	if o.TurnCacheSize < 1 {
+		errs = append(errs, fmt.Errorf("turn cache size %d: want ≥ 1", o.TurnCacheSize))
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"host ttl", o.HostTTL}, {"idle ttl", o.IdleTTL}, {"flush interval", o.FlushInterval},
+		{"checkpoint interval", o.CheckpointInterval}, {"sweep interval", o.SweepInterval}, {"timeout", o.Timeout},
+	} {
+		if d.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s %v: must be positive", d.name, d.d))
+		}
+	}
+	if o.CheckpointEvery < 1 {
+		errs = append(errs, fmt.Errorf("checkpoint every %d events: want ≥ 1", o.CheckpointEvery))
+	}
+	if !bucketRE.MatchString(o.BucketPrefix + "x") {
+		errs = append(errs, fmt.Errorf("bucket prefix %q: want letters, digits, - and _", o.BucketPrefix))
+	}
+	if len(errs) > 0 {
+		return errors.Join(append([]error{ErrInvalidOptions}, errs...)...)
+	}
+	return nil
+}

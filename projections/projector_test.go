@@ -1,0 +1,349 @@
+package projections_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/projections"
+)
+
+var t0 = time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+
+func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+
+func fixedNow() time.Time { return at(60) }
+
+func reg(agent, host, session string) events.Event {
+	return events.Event{Subject: agent, Time: at(1), Data: events.AgentRegistered{Agent: agent, Host: host, Pane: "p1", Role: "w-local", Tier: 2,
+		Parent: "lead", Model: "m1", Cwd: "/src", Origin: "spawned", Session: session}}
+}
+
+func queued(agent, turn, text string) events.Event {
+	return events.Event{ID: turn, Subject: agent, CorrelationID: turn, Time: at(2), Data: events.AgentQueued{From: "lead", Text: text}}
+}
+
+func TestTurnLifecycleUpdatesRosterSessionsAndTurns(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow, FlushInterval: 10 * time.Millisecond}))
+	turn := events.NewULIDSource(time.Now)()
+
+	e.append(t, reg("w1", "h1", "build"))
+	e.append(t, events.Event{Subject: "w1", Time: at(1), Data: events.AgentSession{SessionID: "cs-1", State: "started", TranscriptPath: "/t/1.jsonl", Model: "m1"}})
+	ack := e.append(t, queued("w1", turn, "write the tests"))
+	waitSeq(t, p, ack.Seq)
+	a, ok := p.Agent("w1")
+	if !ok || a.QueueDepth != 1 || a.CurrentTurn != "" || a.Session != "build" || a.SessionID != "cs-1" {
+		t.Fatalf("after queued: %+v %v", a, ok)
+	}
+
+	replied := make(chan lifecycle.Turn, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		tu, err := p.WaitTurn(ctx, turn, func(t lifecycle.Turn) bool { return t.State.Final() })
+		if err != nil {
+			t.Error(err)
+		}
+		replied <- tu
+	}()
+
+	ack = e.append(t, events.Event{Subject: "w1", CorrelationID: turn, Time: at(3), Data: events.AgentTyped{Pane: "p1", Method: "agent.prompt"}})
+	waitSeq(t, p, ack.Seq)
+	if a, _ := p.Agent("w1"); a.CurrentTurn != turn || a.QueueDepth != 0 {
+		t.Fatalf("after typed: current %q depth %d", a.CurrentTurn, a.QueueDepth)
+	}
+	e.append(t, events.Event{Subject: "w1", Time: at(4), Data: events.AgentSubmitted{Via: "hook", PromptID: "p1"}})
+	reply := events.Event{Subject: "w1", Time: at(5), Data: events.AgentReplied{Reply: "done", PromptID: "p1", SessionID: "cs-1", Model: "m2",
+		Tokens: events.Tokens{In: 100, Out: 20}, CostUSD: 0.5}}
+	e.append(t, reply)
+
+	got := <-replied
+	if got.State != lifecycle.StateReplied || got.Reply != "done" || got.Agent != "w1" {
+		t.Fatalf("turn: %+v", got)
+	}
+	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		a, _ := p.Agent("w1")
+		if a.CurrentTurn != "" || a.Tokens != (events.Tokens{In: 100, Out: 20}) || a.CostUSD != 0.5 {
+			return fmt.Errorf("agent %+v", a)
+		}
+		s := p.Sessions()
+		if len(s) != 1 || s[0].Name != "build" || s[0].Turns != 1 || s[0].Tokens.In != 100 || s[0].Resume != "cs-1" ||
+			s[0].Model != "m2" || s[0].Tier != 2 || s[0].State != projections.SessionActive ||
+			!s[0].IdleDeadline.Equal(at(5).Add(30*time.Minute)) {
+			return fmt.Errorf("sessions %+v", s)
+		}
+		// The KV is the same as memory.
+		kt, err := kvGet[lifecycle.Turn](e.js, projections.BucketTurns, turn)
+		if err != nil || kt.State != lifecycle.StateReplied {
+			return fmt.Errorf("kv turn %+v %v", kt, err)
+		}
+		ka, err := kvGet[projections.Agent](e.js, projections.BucketRoster, "w1")
+		if err != nil || ka.Tokens.In != 100 {
+			return fmt.Errorf("kv agent %+v %v", ka, err)
+		}
+		ks, err := kvGet[projections.Session](e.js, projections.BucketSessions, "build")
+		if err != nil || ks.Turns != 1 {
+			return fmt.Errorf("kv session %+v %v", ks, err)
+		}
+		return nil
+	})
+}
+
+func TestOddEventsNeverCorruptViews(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow}))
+	ids := events.NewULIDSource(time.Now)
+	turn := ids()
+
+	// A status from an agent nobody registered stays out of the roster…
+	ack := e.append(t, events.Event{Subject: "w1", Time: at(1), Data: events.AgentStatusChanged{Status: events.StatusWorking, Source: "hook"}})
+	waitSeq(t, p, ack.Seq)
+	if len(p.Roster()) != 0 {
+		t.Fatalf("roster before registration: %+v", p.Roster())
+	}
+	// …and shows once it registers.
+	ack = e.append(t, reg("w1", "h1", ""))
+	waitSeq(t, p, ack.Seq)
+	if a, ok := p.Agent("w1"); !ok || a.Status != events.StatusWorking {
+		t.Fatalf("after registration: %+v %v", a, ok)
+	}
+
+	// A reply before anything was typed changes no turn but its tokens count.
+	ack = e.append(t, events.Event{Subject: "w1", Time: at(2), Data: events.AgentReplied{Reply: "by hand", Tokens: events.Tokens{In: 7}}})
+	// A typed for an unknown turn changes nothing.
+	e.append(t, events.Event{Subject: "w1", CorrelationID: ids(), Time: at(2), Data: events.AgentTyped{Pane: "p1"}})
+	// An older status arriving late does not win over a newer one.
+	e.append(t, events.Event{Subject: "w1", Time: at(0), Data: events.AgentStatusChanged{Status: events.StatusBlocked, Source: "herdr"}})
+
+	e.append(t, queued("w1", turn, "hello"))
+	e.append(t, events.Event{Subject: "w1", CorrelationID: turn, Time: at(3), Data: events.AgentTyped{Pane: "p1"}})
+	reply := events.Event{ID: ids(), Source: "fleetd/h1/hook", Subject: "w1", CorrelationID: turn, Time: at(4),
+		Data: events.AgentReplied{Reply: "hi", Tokens: events.Tokens{In: 100, Out: 10}, CostUSD: 1}}
+	e.append(t, reply)
+	// The same reply re-published past the dedupe window (a spool replay),
+	// then the queued event re-appended under its own id.
+	republish(t, e, reply)
+	republish(t, e, queued("w1", turn, "hello"))
+	// A second turn is typed; a replayed submitted and a replayed failure
+	// without a turn id must not land on it.
+	turn2 := ids()
+	e.append(t, queued("w1", turn2, "second"))
+	e.append(t, events.Event{Subject: "w1", CorrelationID: turn2, Time: at(6), Data: events.AgentTyped{Pane: "p1"}})
+	republish(t, e, reply)
+	last := republish(t, e, events.Event{Subject: "w1", CorrelationID: turn, Time: at(7), Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}})
+	waitSeq(t, p, last)
+
+	a, _ := p.Agent("w1")
+	if a.Tokens != (events.Tokens{In: 107, Out: 10}) || a.CostUSD != 1 {
+		t.Errorf("tokens %+v cost %v, want in 107 out 10 cost 1 (no double count)", a.Tokens, a.CostUSD)
+	}
+	if a.Status != events.StatusIdle {
+		t.Errorf("status %q, want idle", a.Status)
+	}
+	if a.CurrentTurn != turn2 || a.QueueDepth != 0 {
+		t.Errorf("current %q depth %d, want %s 0", a.CurrentTurn, a.QueueDepth, turn2)
+	}
+	t1, _, _ := p.Turn(context.Background(), turn)
+	if t1.State != lifecycle.StateReplied || t1.Reply != "hi" {
+		t.Errorf("turn 1 %+v, want replied", t1)
+	}
+	t2, _, _ := p.Turn(context.Background(), turn2)
+	if t2.State != lifecycle.StateTyped {
+		t.Errorf("turn 2 %s, want typed (a replayed reply must not end it)", t2.State)
+	}
+	if s := p.Sessions(); len(s) != 1 || s[0].Turns != 1 || s[0].Tokens.In != 107 {
+		t.Errorf("sessions %+v", s)
+	}
+
+	// An exited agent is not revived by its registration replayed; a new
+	// registration does revive it.
+	regEv := reg("w1", "h1", "")
+	regEv.ID = ids()
+	e.append(t, regEv)
+	ack = e.append(t, events.Event{Subject: "w1", Time: at(8), Data: events.AgentExited{Reason: "pane_exited"}})
+	last = republish(t, e, regEv)
+	waitSeq(t, p, last)
+	if a, _ := p.Agent("w1"); !a.Exited {
+		t.Fatalf("a replayed registration revived an exited agent: %+v", a)
+	}
+	if s := p.Sessions(); s[0].State != projections.SessionClosed {
+		t.Errorf("session of an exited agent: %q, want closed", s[0].State)
+	}
+	ack = e.append(t, reg("w1", "h1", ""))
+	waitSeq(t, p, ack.Seq)
+	if a, _ := p.Agent("w1"); a.Exited {
+		t.Fatalf("a new registration did not revive: %+v", a)
+	}
+	if s := p.Sessions(); s[0].State != projections.SessionActive {
+		t.Errorf("session after revival: %q, want active", s[0].State)
+	}
+}
+
+// republish stores ev's exact envelope again without a Nats-Msg-Id, as a
+// replay after the dedupe window would, and returns its sequence.
+func republish(t testing.TB, e *env, ev events.Event) uint64 {
+	t.Helper()
+	if ev.ID == "" {
+		ev.ID = events.NewULIDSource(time.Now)()
+	}
+	if ev.Source == "" {
+		ev.Source = "fleetd/test/replay"
+	}
+	subj, err := ev.StreamSubject()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := ev.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := e.js.Publish(context.Background(), subj, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack.Sequence
+}
+
+func TestWaitTurnAndWaitSeqHonourContext(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := p.WaitTurn(ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV", func(lifecycle.Turn) bool { return true }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitTurn on a turn that never comes: %v", err)
+	}
+	if err := p.WaitSeq(ctx, p.Applied()+100); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitSeq beyond the log: %v", err)
+	}
+	// A waiter for a turn queued later is woken by it.
+	turn := events.NewULIDSource(time.Now)()
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := p.WaitTurn(ctx, turn, func(t lifecycle.Turn) bool { return t.State == lifecycle.StateQueued })
+		got <- err
+	}()
+	e.append(t, queued("w1", turn, "x"))
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEndedTurnsLeaveMemoryAndAreReadFromKV(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{TurnCacheSize: 2, FlushInterval: 10 * time.Millisecond}))
+	ids := events.NewULIDSource(time.Now)
+	e.append(t, reg("w1", "h1", ""))
+	var turns []string
+	var last uint64
+	for i := range 6 {
+		id := ids()
+		turns = append(turns, id)
+		e.append(t, queued("w1", id, fmt.Sprint("t", i)))
+		last = e.append(t, events.Event{Subject: "w1", CorrelationID: id, Time: at(3), Data: events.AgentFailed{Reason: events.ReasonCancelled}}).Seq
+	}
+	waitSeq(t, p, last)
+	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+		for _, id := range turns {
+			tu, ok, err := p.Turn(context.Background(), id)
+			if err != nil || !ok || tu.State != lifecycle.StateFailed {
+				return fmt.Errorf("turn %s: %+v %v %v", id, tu, ok, err)
+			}
+		}
+		return nil
+	})
+	// A queued event re-appended after its turn left memory does not open
+	// the turn again.
+	last = republish(t, e, queued("w1", turns[0], "t0"))
+	waitSeq(t, p, last)
+	if tu, _, _ := p.Turn(context.Background(), turns[0]); tu.State != lifecycle.StateFailed {
+		t.Fatalf("re-appended queued reopened an ended turn: %s", tu.State)
+	}
+	if a, _ := p.Agent("w1"); a.QueueDepth != 0 {
+		t.Fatalf("queue depth %d, want 0", a.QueueDepth)
+	}
+}
+
+func TestHostLivenessMarksAgentsStale(t *testing.T) {
+	e := newEnv(t)
+	var mu syncClock
+	mu.set(at(1))
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: mu.now, HostTTL: 15 * time.Second, SweepInterval: 5 * time.Millisecond}))
+	e.append(t, events.Event{Subject: "h1", Time: at(1), Data: events.HostUp{Host: "h1"}})
+	e.append(t, reg("w1", "h1", ""))
+	ack := e.append(t, reg("w2", "h2", ""))
+	waitSeq(t, p, ack.Seq)
+	stale := func(id string, want bool) func() error {
+		return func() error {
+			if a, _ := p.Agent(id); a.Stale != want {
+				return fmt.Errorf("%s stale = %v, want %v", id, a.Stale, want)
+			}
+			return nil
+		}
+	}
+	checkFor(t, 5*time.Second, 5*time.Millisecond, stale("w1", false))
+	mu.set(at(20)) // h1 silent for 19s
+	checkFor(t, 5*time.Second, 5*time.Millisecond, stale("w1", true))
+	checkFor(t, time.Second, 5*time.Millisecond, stale("w2", false)) // a host never seen is not judged
+	e.append(t, events.Event{Subject: "h1", Time: at(19), Data: events.HostUp{Host: "h1", Heartbeat: true}})
+	checkFor(t, 5*time.Second, 5*time.Millisecond, stale("w1", false))
+	e.append(t, events.Event{Subject: "h1", Time: at(20), Data: events.HostDown{Host: "h1"}})
+	checkFor(t, 5*time.Second, 5*time.Millisecond, stale("w1", true))
+	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		a, err := kvGet[projections.Agent](e.js, projections.BucketRoster, "w1")
+		if err != nil || !a.Stale {
+			return fmt.Errorf("kv %+v %v", a, err)
+		}
+		return nil
+	})
+	// An old heartbeat replayed after the down does not bring it back.
+	e.append(t, events.Event{Subject: "h1", Time: at(18), Data: events.HostUp{Host: "h1", Heartbeat: true}})
+	ack = e.append(t, events.Event{Subject: "w1", Time: at(21), Data: events.AgentStatusChanged{Status: events.StatusIdle}})
+	waitSeq(t, p, ack.Seq)
+	if err := stale("w1", true)(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunRejectsBadOptionsAndSecondRun(t *testing.T) {
+	e := newEnv(t)
+	bad := projections.New(e.log, e.js, projections.Options{TurnCacheSize: -1, HostTTL: -time.Second, BucketPrefix: "a b"})
+	err := bad.Run(context.Background())
+	if !errors.Is(err, projections.ErrInvalidOptions) {
+		t.Fatalf("bad options: %v", err)
+	}
+	for _, want := range []string{"turn cache", "host ttl", "bucket prefix"} {
+		if !contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	p := start(t, projections.New(e.log, e.js, projections.Options{}))
+	if err := p.Run(context.Background()); !errors.Is(err, projections.ErrRunning) {
+		t.Errorf("second Run: %v", err)
+	}
+	if err := p.Rebuild(context.Background()); !errors.Is(err, projections.ErrRunning) {
+		t.Errorf("Rebuild while running: %v", err)
+	}
+	if err := p.stop(); err != nil {
+		t.Errorf("Run after Close: %v", err)
+	}
+	if err := p.Run(context.Background()); !errors.Is(err, projections.ErrClosed) {
+		t.Errorf("Run after Close: %v", err)
+	}
+	p.Close() // idempotent
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,160 @@
+package projections
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+func (m *materializer) Roster() []Agent {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]Agent, 0, len(m.st.agents))
+	for _, a := range m.st.agents {
+		if a.Registered {
+			out = append(out, a.Agent)
+		}
+	}
+	slices.SortFunc(out, func(x, y Agent) int { return cmp.Compare(x.Agent, y.Agent) })
+	return out
+}
+
+func (m *materializer) Agent(id string) (Agent, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	a, ok := m.st.agents[id]
+	if !ok || !a.Registered {
+		return Agent{}, false
+	}
+	return a.Agent, true
+}
+
+func (m *materializer) Sessions() []Session {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]Session, 0, len(m.st.sessions))
+	for _, s := range m.st.sessions {
+		out = append(out, s.Session)
+	}
+	slices.SortFunc(out, func(x, y Session) int { return cmp.Compare(x.Name, y.Name) })
+	return out
+}
+
+// memTurn finds a turn in memory: open in the Book or ended in the cache.
+// The caller holds mu.
+func (m *materializer) memTurn(id string) (lifecycle.Turn, bool) {
+	if t, ok := m.st.book.Turn(id); ok {
+		return t, true
+	}
+	return m.cache.get(id)
+}
+
+func (m *materializer) Turn(ctx context.Context, id string) (lifecycle.Turn, bool, error) {
+	m.mu.RLock()
+	t, ok := m.memTurn(id)
+	m.mu.RUnlock()
+	if ok {
+		return t, true, nil
+	}
+	return m.kvTurn(ctx, id)
+}
+
+// kvTurn reads a turn the fold no longer holds from the turns bucket.
+func (m *materializer) kvTurn(ctx context.Context, id string) (lifecycle.Turn, bool, error) {
+	b := m.kvBuckets()
+	if b == nil {
+		return lifecycle.Turn{}, false, nil
+	}
+	var t lifecycle.Turn
+	ok, err := b.get(ctx, b.turns, id, &t, m.o.Timeout)
+	return t, ok, err
+}
+
+func (m *materializer) WaitTurn(ctx context.Context, id string, done func(lifecycle.Turn) bool) (lifecycle.Turn, error) {
+	// A turn that ended long ago is only in KV; it cannot change again.
+	m.mu.RLock()
+	_, inMem := m.memTurn(id)
+	m.mu.RUnlock()
+	if !inMem {
+		t, ok, err := m.kvTurn(ctx, id)
+		if err != nil {
+			return lifecycle.Turn{}, err
+		}
+		if ok && done(t) {
+			return t, nil
+		}
+	}
+	for {
+		m.mu.RLock()
+		t, ok := m.memTurn(id)
+		if ok && done(t) {
+			m.mu.RUnlock()
+			return t, nil
+		}
+		// Registering under the read lock means no fold step can land
+		// between the check and the registration.
+		m.wmu.Lock()
+		w, found := m.turnWaiters[id]
+		if !found {
+			w = &waiter{ch: make(chan struct{})}
+			m.turnWaiters[id] = w
+		}
+		w.n++
+		m.wmu.Unlock()
+		m.mu.RUnlock()
+
+		select {
+		case <-w.ch:
+		case <-ctx.Done():
+			m.wmu.Lock()
+			if w.n--; w.n == 0 && m.turnWaiters[id] == w {
+				delete(m.turnWaiters, id)
+			}
+			m.wmu.Unlock()
+			return t, ctx.Err()
+		}
+	}
+}
+
+func (m *materializer) WaitSeq(ctx context.Context, seq uint64) error {
+	for {
+		if m.Applied() >= seq {
+			return nil
+		}
+		m.wmu.Lock()
+		if m.seqCh == nil {
+			m.seqCh = make(chan struct{})
+		}
+		ch := m.seqCh
+		m.wmu.Unlock()
+		if m.Applied() >= seq {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (m *materializer) Applied() uint64 { return m.applied.Load() }
+
+func (m *materializer) Subscribe() (<-chan Change, func()) {
+	ch := make(chan Change, 1024)
+	m.smu.Lock()
+	m.subs[ch] = struct{}{}
+	m.smu.Unlock()
+	var once bool
+	return ch, func() {
+		m.smu.Lock()
+		defer m.smu.Unlock()
+		if !once {
+			once = true
+			delete(m.subs, ch)
+			close(ch)
+		}
+	}
+}

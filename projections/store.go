@@ -1,0 +1,316 @@
+package projections
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+var (
+	bucketRE = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+	keyRE    = regexp.MustCompile(`^[-/_=a-zA-Z0-9]+(\.[-/_=a-zA-Z0-9]+)*$`)
+)
+
+// encodedPrefix marks a KV key that is the base64url form of a name that
+// cannot be a key as it is (a session name with spaces, say).
+const encodedPrefix = "_b64_"
+
+// Key is the KV key an agent id, session name or turn id is stored under:
+// the name itself when it is a valid key, else encodedPrefix + its
+// base64url form.
+func Key(name string) string {
+	if keyRE.MatchString(name) && !strings.HasPrefix(name, encodedPrefix) {
+		return name
+	}
+	return encodedPrefix + base64.RawURLEncoding.EncodeToString([]byte(name))
+}
+
+// Bucket names under the contract's prefix.
+const (
+	BucketRoster      = "fleet_roster"
+	BucketSessions    = "fleet_sessions"
+	BucketTurns       = "fleet_turns"
+	BucketCheckpoints = "fleet_checkpoints"
+	// CheckpointKey is the checkpoint's head key in the checkpoints bucket;
+	// its chunks live under CheckpointKey.<slot>.<n>.
+	CheckpointKey = "projections"
+)
+
+type buckets struct {
+	roster, sessions, turns, checkpoints jetstream.KeyValue
+}
+
+func bucketNames(o Options) [4]string {
+	p := o.BucketPrefix
+	return [4]string{p + "roster", p + "sessions", p + "turns", p + "checkpoints"}
+}
+
+func ensureBuckets(ctx context.Context, js jetstream.JetStream, o Options) (*buckets, error) {
+	ctx, cancel := withTimeout(ctx, o.Timeout)
+	defer cancel()
+	var kvs [4]jetstream.KeyValue
+	for i, name := range bucketNames(o) {
+		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: name, Description: "fleetd projection", History: 1,
+			Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("ensure bucket %s: %w", name, err)
+		}
+		kvs[i] = kv
+	}
+	return &buckets{roster: kvs[0], sessions: kvs[1], turns: kvs[2], checkpoints: kvs[3]}, nil
+}
+
+// dropBuckets deletes the projection's buckets, for a rebuild from empty.
+func dropBuckets(ctx context.Context, js jetstream.JetStream, o Options) error {
+	ctx, cancel := withTimeout(ctx, o.Timeout)
+	defer cancel()
+	for _, name := range bucketNames(o) {
+		if err := js.DeleteKeyValue(ctx, name); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return fmt.Errorf("drop bucket %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// get reads and decodes one entry; false when there is none.
+func (b *buckets) get(ctx context.Context, kv jetstream.KeyValue, name string, v any, timeout time.Duration) (bool, error) {
+	ctx, cancel := withTimeout(ctx, timeout)
+	defer cancel()
+	e, err := kv.Get(ctx, Key(name))
+	if isNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get %s/%s: %w", kv.Bucket(), name, err)
+	}
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return false, fmt.Errorf("decode %s/%s: %w", kv.Bucket(), name, err)
+	}
+	return true, nil
+}
+
+// put is one pending KV write.
+type put struct {
+	bucket, name string
+	data         []byte
+	retry        func()
+}
+
+// flush writes every changed entry, then the checkpoint when one is due
+// (or force). Entries that fail to write stay changed for the next flush;
+// the checkpoint is only written once every entry before it is.
+func (m *materializer) flush(ctx context.Context, force bool) error {
+	if m.kvBuckets() == nil {
+		return nil
+	}
+	puts, err := m.collect()
+	if err != nil {
+		return err
+	}
+	if err := m.write(ctx, puts); err != nil {
+		return err
+	}
+	due := m.sinceCkpt >= m.o.CheckpointEvery || time.Since(m.ckptAt) >= m.o.CheckpointInterval
+	if m.Applied() == m.ckptSeq || (!force && !due) {
+		return nil
+	}
+	return m.checkpoint(ctx)
+}
+
+// collect takes the changed entries out of the dirty set as writes.
+func (m *materializer) collect() ([]put, error) {
+	d := m.dirty
+	m.dirty = newDirtySet()
+	names := bucketNames(m.o)
+	puts := make([]put, 0, d.len())
+	var errs []error
+	add := func(bucket, name string, v any, retry func()) {
+		data, err := json.Marshal(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("encode %s/%s: %w", bucket, name, err))
+			return
+		}
+		puts = append(puts, put{bucket: bucket, name: name, data: data, retry: retry})
+	}
+	for id := range d.agents {
+		if a, ok := m.st.agents[id]; ok && a.Registered {
+			add(names[0], id, a.Agent, func() { m.dirty.agents[id] = struct{}{} })
+		}
+	}
+	for name := range d.sessions {
+		if s, ok := m.st.sessions[name]; ok {
+			add(names[1], name, s.Session, func() { m.dirty.sessions[name] = struct{}{} })
+		}
+	}
+	for id, t := range d.turns {
+		add(names[2], id, t, func() {
+			if _, newer := m.dirty.turns[id]; !newer {
+				m.dirty.turns[id] = t
+			}
+		})
+	}
+	return puts, errors.Join(errs...)
+}
+
+// write publishes the puts asynchronously and waits for every ack.
+func (m *materializer) write(ctx context.Context, puts []put) error {
+	if len(puts) == 0 {
+		return nil
+	}
+	ctx, cancel := withTimeout(ctx, m.o.Timeout)
+	defer cancel()
+	futures := make([]jetstream.PubAckFuture, len(puts))
+	var errs []error
+	for i, p := range puts {
+		f, err := m.js.PublishAsync("$KV."+p.bucket+"."+Key(p.name), p.data)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("put %s/%s: %w", p.bucket, p.name, err))
+			p.retry()
+			continue
+		}
+		futures[i] = f
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			errs = append(errs, fmt.Errorf("put %s/%s: %w", puts[i].bucket, puts[i].name, err))
+			puts[i].retry()
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("put %s/%s: %w", puts[i].bucket, puts[i].name, ctx.Err()))
+			puts[i].retry()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// snapshot is the whole fold state as of Seq: what a checkpoint stores so
+// a restart resumes exactly where the fold was, without re-applying (and
+// double counting) anything.
+type snapshot struct {
+	Seq      uint64                 `json:"seq"`
+	Agents   map[string]*agentRow   `json:"agents"`
+	Sessions map[string]*sessionRow `json:"sessions"`
+	Hosts    map[string]*hostRow    `json:"hosts"`
+	// Turns are the open turns (the Book); ended ones live in KV.
+	Turns []lifecycle.Turn `json:"turns"`
+}
+
+func (s *snapshot) state() *state {
+	st := newState()
+	if s.Agents != nil {
+		st.agents = s.Agents
+	}
+	if s.Sessions != nil {
+		st.sessions = s.Sessions
+	}
+	if s.Hosts != nil {
+		st.hosts = s.Hosts
+	}
+	for _, t := range s.Turns {
+		st.book.Restore(t)
+	}
+	return st
+}
+
+// checkpointHead points at the chunks of the latest snapshot. Chunks are
+// written to the slot the head does not name, then the head, so a crash
+// mid-checkpoint leaves the previous checkpoint whole.
+type checkpointHead struct {
+	Seq    uint64    `json:"seq"`
+	Slot   int       `json:"slot"`
+	Chunks int       `json:"chunks"`
+	Bytes  int       `json:"bytes"`
+	Time   time.Time `json:"time"`
+}
+
+// chunkSize keeps each checkpoint value well under NATS's 1 MB payload.
+const chunkSize = 512 << 10
+
+func chunkKey(slot, n int) string {
+	return CheckpointKey + "." + strconv.Itoa(slot) + "." + strconv.Itoa(n)
+}
+
+func (m *materializer) checkpoint(ctx context.Context) error {
+	snap := snapshot{Seq: m.Applied(), Agents: m.st.agents, Sessions: m.st.sessions, Hosts: m.st.hosts}
+	m.st.book.Turns(func(t lifecycle.Turn) bool {
+		snap.Turns = append(snap.Turns, t)
+		return true
+	})
+	data, err := json.Marshal(snap)
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	slot := 1 - m.slot
+	ctx, cancel := withTimeout(ctx, m.o.Timeout)
+	defer cancel()
+	kv := m.kvBuckets().checkpoints
+	n := 0
+	for off := 0; off < len(data) || n == 0; off += chunkSize {
+		end := min(off+chunkSize, len(data))
+		if _, err := kv.Put(ctx, chunkKey(slot, n), data[off:end]); err != nil {
+			return fmt.Errorf("checkpoint chunk: %w", err)
+		}
+		n++
+	}
+	head, _ := json.Marshal(checkpointHead{Seq: snap.Seq, Slot: slot, Chunks: n, Bytes: len(data), Time: time.Now().UTC()})
+	if _, err := kv.Put(ctx, CheckpointKey, head); err != nil {
+		return fmt.Errorf("checkpoint head: %w", err)
+	}
+	m.slot, m.ckptSeq, m.sinceCkpt, m.ckptAt = slot, snap.Seq, 0, time.Now()
+	return nil
+}
+
+// loadCheckpoint reads the latest snapshot, or nil when there is none.
+func (m *materializer) loadCheckpoint(ctx context.Context) (*snapshot, error) {
+	ctx, cancel := withTimeout(ctx, m.o.Timeout)
+	defer cancel()
+	kv := m.kvBuckets().checkpoints
+	e, err := kv.Get(ctx, CheckpointKey)
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint: %w", err)
+	}
+	var head checkpointHead
+	if err := json.Unmarshal(e.Value(), &head); err != nil {
+		return nil, fmt.Errorf("load checkpoint head: %w", err)
+	}
+	data := make([]byte, 0, head.Bytes)
+	for n := range head.Chunks {
+		c, err := kv.Get(ctx, chunkKey(head.Slot, n))
+		if err != nil {
+			return nil, fmt.Errorf("load checkpoint chunk %d: %w", n, err)
+		}
+		data = append(data, c.Value()...)
+	}
+	var snap snapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return nil, fmt.Errorf("load checkpoint: %w", err)
+	}
+	m.slot = head.Slot
+	return &snap, nil
+}
+
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
