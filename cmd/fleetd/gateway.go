@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -13,9 +15,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetd/fleetd/claudehook"
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/natsauth"
+	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/router"
 )
 
 // GatewayConfig is everything one host's fleetd process runs with.
@@ -31,8 +39,16 @@ type GatewayConfig struct {
 	HerdrPath   string
 	NoHerdr     bool
 	RolesFile   string
-	Heartbeat   time.Duration
-	Logger      *slog.Logger
+	// Roles, when set, is used instead of reading RolesFile (the demo and
+	// tests build roles in code).
+	Roles     *roles.Config
+	Heartbeat time.Duration
+	// SubmitTimeout bounds the wait for proof a typed prompt was
+	// submitted before Enter is pressed again (default 5s).
+	SubmitTimeout time.Duration
+	// HostTTL: a host silent this long has its agents marked stale.
+	HostTTL time.Duration
+	Logger  *slog.Logger
 }
 
 // Gateway is one host's fleetd: the embedded server (or a connection to an
@@ -45,11 +61,24 @@ type Gateway struct {
 	srv *embeddednats.Server
 	nc  *nats.Conn
 	js  jetstream.JetStream
-	Log events.Log
+	// Log is the event log; Views the projections over it; Bridge the
+	// herdr gateway (nil with NoHerdr). Set once Start returned.
+	Log    events.Log
+	Views  projections.Projector
+	Bridge *herdrbridge.Bridge
+	Roles  roles.Config
+
+	shim     *leadshim.Server
+	httpAddr string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
+	done   chan struct{}
+	// announced: host up was appended, so Close appends host down.
+	announced bool
+	errMu     sync.Mutex
+	err       error
 }
 
 // NewGateway returns a gateway that is not yet running.
@@ -60,7 +89,7 @@ func NewGateway(cfg GatewayConfig) *Gateway {
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = 5 * time.Second
 	}
-	return &Gateway{cfg: cfg, log: cfg.Logger}
+	return &Gateway{cfg: cfg, log: cfg.Logger, done: make(chan struct{})}
 }
 
 // Start brings the gateway up and returns once it serves.
@@ -73,11 +102,14 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.connect(ctx); err != nil {
 		return err
 	}
-	replicas := g.cfg.Replicas
-	if replicas == 0 {
-		replicas = 1
+	if g.cfg.Replicas == 0 {
+		g.cfg.Replicas = 1
+		if g.cfg.ExternalURL == "" && g.cfg.NATS.Clustered() {
+			g.cfg.Replicas = 3
+		}
 	}
-	if _, err := events.EnsureStream(ctx, g.js, events.StreamOptions{Replicas: replicas}); err != nil {
+	replicas := g.cfg.Replicas
+	if err := g.provision(ctx, replicas); err != nil {
 		g.shutdownNATS()
 		return err
 	}
@@ -87,16 +119,177 @@ func (g *Gateway) Start(ctx context.Context) error {
 			g.log.Warn("skipped a message that is not a valid event", "subject", subject, "seq", seq, "err", err)
 		},
 	})
+	if err := g.startComponents(ctx); err != nil {
+		g.Close()
+		return err
+	}
+	return nil
+}
+
+// startComponents runs the projections, the router, the herdr bridge, the
+// hook spool replayer and the lead shim as one group: the first to fail
+// stops the gateway (Done, Err).
+func (g *Gateway) startComponents(ctx context.Context) error {
+	host := g.cfg.Host
 	runCtx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
+	replicas := max(g.cfg.Replicas, 1)
+
+	if g.cfg.Roles != nil {
+		g.Roles = *g.cfg.Roles
+	} else {
+		rc, err := roles.Load(g.cfg.RolesFile)
+		if err != nil {
+			return err
+		}
+		g.Roles = rc
+	}
+
+	g.Views = projections.New(g.Log, g.js, projections.Options{Replicas: replicas, Logger: g.log, HostTTL: g.cfg.HostTTL})
+	g.goRun("projections", g.whileForming(g.Views.Run), runCtx)
+	select {
+	case <-g.Views.Ready():
+	case <-g.done:
+		return g.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+
+	rt, err := router.New(router.Config{Log: g.Log, JS: g.js, Views: g.Views, Roles: g.Roles, Host: host, Logger: g.log})
+	if err != nil {
+		return err
+	}
+	g.goRun("router", rt.Run, runCtx)
+
+	ln, err := net.Listen("tcp", g.cfg.HTTP)
+	if err != nil {
+		return fmt.Errorf("lead shim: %w", err)
+	}
+	g.httpAddr = ln.Addr().String()
+	g.shim, err = leadshim.New(leadshim.Config{
+		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
+		NC: g.nc, Logger: g.log, Host: host,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	g.goRun("lead shim", g.shim.Run, runCtx)
+
+	spool := filepath.Join(g.dataDir(), "spool")
+	rp := &claudehook.Replayer{Dir: spool, Log: g.Log, Interval: 10 * time.Second, OnReplay: func(n int, err error) {
+		if n > 0 || err != nil {
+			g.log.Info("replayed spooled hook events", "events", n, "err", err)
+		}
+	}}
+	g.goRun("hook spool replayer", rp.Run, runCtx)
+
+	if !g.cfg.NoHerdr {
+		if err := g.startBridge(runCtx, spool); err != nil {
+			return err
+		}
+	}
+
 	if _, err := g.Log.Append(ctx, g.hostUp(false)); err != nil {
-		cancel()
-		g.shutdownNATS()
 		return fmt.Errorf("announce host: %w", err)
 	}
+	g.announced = true
 	g.wg.Add(1)
 	go func() { defer g.wg.Done(); g.heartbeat(runCtx) }()
 	return nil
+}
+
+func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
+	socket := g.cfg.HerdrPath
+	if socket == "" {
+		var err error
+		if socket, err = herdrbridge.SocketPath(os.Getenv); err != nil {
+			return fmt.Errorf("herdr socket: %w (or run with --no-herdr)", err)
+		}
+	}
+	settings := filepath.Join(g.dataDir(), "claude-settings.json")
+	if err := writeHookSettings(settings); err != nil {
+		return err
+	}
+	br, err := herdrbridge.NewBridge(herdrbridge.BridgeConfig{
+		Host: g.cfg.Host, SocketPath: socket, Log: g.Log, Roles: g.Roles, Logger: g.log,
+		SubmitTimeout: g.cfg.SubmitTimeout,
+		Launch: herdrbridge.Launch{
+			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, FleetURL: "http://" + g.httpAddr,
+			SpoolDir: spool, Settings: settings,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	g.Bridge = br
+	g.goRun("herdr bridge", br.Run, runCtx)
+	return nil
+}
+
+// writeHookSettings writes the Claude Code settings file panes launch
+// with: fleetd's hooks, pointing at this very binary.
+func writeHookSettings(path string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("hooks settings: %w", err)
+	}
+	b, err := claudehook.Settings(exe)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+// goRun runs one component; if it fails, the whole gateway stops.
+func (g *Gateway) goRun(name string, run func(context.Context) error, ctx context.Context) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := run(ctx); err != nil && ctx.Err() == nil {
+			g.fail(fmt.Errorf("%s: %w", name, err))
+		}
+	}()
+}
+
+func (g *Gateway) fail(err error) {
+	g.errMu.Lock()
+	defer g.errMu.Unlock()
+	if g.err != nil {
+		return
+	}
+	g.err = err
+	g.log.Error("gateway component failed", "err", err)
+	close(g.done)
+	if g.cancel != nil {
+		g.cancel()
+	}
+}
+
+// Done is closed when a component failed; Err says why.
+func (g *Gateway) Done() <-chan struct{} { return g.done }
+
+// Err is the first component failure, or nil.
+func (g *Gateway) Err() error {
+	g.errMu.Lock()
+	defer g.errMu.Unlock()
+	return g.err
+}
+
+// HTTPAddr is where the lead shim listens.
+func (g *Gateway) HTTPAddr() string { return g.httpAddr }
+
+// Host is this gateway's host token.
+func (g *Gateway) Host() string { return g.cfg.Host }
+
+func (g *Gateway) dataDir() string {
+	if g.cfg.NATS.DataDir != "" {
+		return g.cfg.NATS.DataDir
+	}
+	return defaultDataDir()
 }
 
 func (g *Gateway) connect(ctx context.Context) error {
@@ -147,8 +340,8 @@ func (g *Gateway) connect(ctx context.Context) error {
 
 func (g *Gateway) hostUp(heartbeat bool) events.Event {
 	return events.Event{Subject: g.cfg.Host, Data: events.HostUp{
-		Host: g.cfg.Host, Version: version, NATSURL: g.NATSURL(), HTTPAddr: g.cfg.HTTP,
-		DataDir: g.cfg.NATS.DataDir, PID: os.Getpid(), Heartbeat: heartbeat,
+		Host: g.cfg.Host, Version: version, NATSURL: g.NATSURL(),
+		HTTPAddr: g.httpAddr, DataDir: g.cfg.NATS.DataDir, PID: os.Getpid(), Heartbeat: heartbeat,
 	}}
 }
 
@@ -194,6 +387,12 @@ func (g *Gateway) Banner() string {
 	} else {
 		fmt.Fprintf(&b, "  nats:   in-process only (no listener)\n")
 	}
+	if g.httpAddr != "" {
+		fmt.Fprintf(&b, "  shim:   http://%s  (POST /message, GET /roster, /sessions, /events, /metrics)\n", g.httpAddr)
+	}
+	if g.Bridge == nil {
+		fmt.Fprintf(&b, "  herdr:  off (--no-herdr): this host types into no panes\n")
+	}
 	return b.String()
 }
 
@@ -205,7 +404,10 @@ func (g *Gateway) Close() error {
 			g.cancel()
 		}
 		g.wg.Wait()
-		if g.Log != nil {
+		if g.Views != nil {
+			g.Views.Close()
+		}
+		if g.announced {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_, aerr := g.Log.Append(ctx, events.Event{Subject: g.cfg.Host, Data: events.HostDown{Host: g.cfg.Host, Reason: "shutdown"}})
 			cancel()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,20 +54,26 @@ func freePort(t testing.TB) int {
 
 // upProcess is a `fleetd up` child process.
 type upProcess struct {
-	cmd    *exec.Cmd
-	url    string
+	cmd *exec.Cmd
+	url string
+	// http is the lead shim's base URL (http://127.0.0.1:port).
+	http   string
 	mu     sync.Mutex
 	output strings.Builder
 }
 
 // startUp runs `fleetd up` on dataDir and waits until its banner says it
-// serves.
+// serves. It runs with --no-herdr unless args name a --herdr socket.
 func startUp(t *testing.T, dataDir string, args ...string) *upProcess {
 	t.Helper()
-	port := freePort(t)
-	p := &upProcess{url: fmt.Sprintf("nats://127.0.0.1:%d", port)}
-	all := append([]string{"up", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-		"--http", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--no-herdr", "--host", "testhost"}, args...)
+	port, httpPort := freePort(t), freePort(t)
+	p := &upProcess{url: fmt.Sprintf("nats://127.0.0.1:%d", port), http: fmt.Sprintf("http://127.0.0.1:%d", httpPort)}
+	all := []string{"up", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--host", "testhost"}
+	if !slices.Contains(args, "--herdr") {
+		all = append(all, "--no-herdr")
+	}
+	all = append(all, args...)
 	p.cmd = exec.Command(fleetdBin, all...)
 	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
 	stdout, err := p.cmd.StdoutPipe()

@@ -26,6 +26,7 @@ type UpCmd struct {
 	NoHerdr       bool          `help:"Run without a herdr gateway on this host (log, projections and shim only)." env:"FLEET_NO_HERDR"`
 	Roles         string        `help:"Roles file (JSON): launch command, model, env class, cap and tier per role." env:"FLEET_ROLES" type:"path"`
 	Heartbeat     time.Duration `help:"How often the host announces it is alive." default:"5s" env:"FLEET_HEARTBEAT"`
+	HostTTL       time.Duration `name:"host-ttl" help:"A host silent this long (no heartbeat) has its agents marked stale in the roster; keep it a few heartbeats long." default:"15s" env:"FLEET_HOST_TTL"`
 }
 
 // Run starts the gateway and blocks until SIGINT or SIGTERM.
@@ -39,9 +40,15 @@ func (c *UpCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	fmt.Fprint(os.Stdout, gw.Banner())
-	<-ctx.Done()
-	fmt.Fprintln(os.Stderr, "fleetd: shutting down")
-	return gw.Close()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(os.Stderr, "fleetd: shutting down")
+		return gw.Close()
+	case <-gw.Done():
+		err := gw.Err()
+		gw.Close()
+		return err
+	}
 }
 
 func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
@@ -74,6 +81,7 @@ func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
 		NoHerdr:     c.NoHerdr,
 		RolesFile:   c.Roles,
 		Heartbeat:   c.Heartbeat,
+		HostTTL:     c.HostTTL,
 		Logger:      g.Logger(),
 	}, nil
 }
