@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -122,8 +123,10 @@ func (m *materializer) fold(ctx context.Context, evs []events.Event) error {
 
 // prefetch reads from the turns bucket every turn a queued event names
 // that the fold no longer holds: a queued event re-appended after its turn
-// ended must not open it again.
+// ended must not open it again. The reads run concurrently.
 func (m *materializer) prefetch(ctx context.Context, evs []events.Event, b *batch) error {
+	var ids []string
+	want := map[string]bool{}
 	for _, ev := range evs {
 		switch ev.Data.(type) {
 		case events.AgentQueued, events.RoleQueued:
@@ -131,31 +134,57 @@ func (m *materializer) prefetch(ctx context.Context, evs []events.Event, b *batc
 			continue
 		}
 		id := lifecycle.TurnID(ev)
+		if want[id] {
+			continue
+		}
 		if _, ok := m.st.book.Turn(id); ok {
 			continue
 		}
 		if _, ok := m.dirty.turns[id]; ok {
 			continue
 		}
-		if _, ok := b.stored[id]; ok {
-			continue
-		}
 		if _, ok := m.cache.get(id); ok {
 			continue
 		}
-		t, ok, err := m.storedTurn(ctx, id)
-		if err != nil {
-			return err
+		want[id] = true
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	type result struct {
+		t   lifecycle.Turn
+		ok  bool
+		err error
+	}
+	results := make([]result, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, prefetchers)
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			t, ok, err := m.storedTurn(ctx, id)
+			results[i] = result{t, ok, err}
+		}()
+	}
+	wg.Wait()
+	b.stored = map[string]lifecycle.Turn{}
+	for i, r := range results {
+		if r.err != nil {
+			return r.err
 		}
-		if ok {
-			if b.stored == nil {
-				b.stored = map[string]lifecycle.Turn{}
-			}
-			b.stored[id] = t
+		if r.ok {
+			b.stored[ids[i]] = r.t
 		}
 	}
 	return nil
 }
+
+// prefetchers bounds concurrent KV reads of one fold step.
+const prefetchers = 32
 
 // storedTurn reads a turn from the turns bucket.
 func (m *materializer) storedTurn(ctx context.Context, id string) (lifecycle.Turn, bool, error) {
@@ -297,10 +326,7 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 	if name == "" {
 		name = id
 	}
-	if old, ok := m.st.sessions[a.Session]; ok && a.Session != name && old.Agent == id && old.State == SessionActive {
-		old.State, old.StateAt = SessionClosed, ev.Time
-		m.touchSession(old, b)
-	}
+	m.leaveSession(a, name, ev.Time, b)
 	a.Session = name
 	s := m.sessionOf(a, name, b)
 	// A registration is a new pane serving the session: it is active
@@ -312,6 +338,7 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 
 func (m *materializer) session(a *agentRow, ev events.Event, d events.AgentSession, b *batch) {
 	if d.Name != "" {
+		m.leaveSession(a, d.Name, ev.Time, b)
 		a.Session = d.Name
 	}
 	s := m.sessionOf(a, a.Session, b)
@@ -333,6 +360,16 @@ func (m *materializer) session(a *agentRow, ev events.Event, d events.AgentSessi
 		}
 	}
 	m.activity(s, ev.Time)
+}
+
+// leaveSession closes the session the agent served when it moves to
+// another one: nobody serves it now, but it can be resumed.
+func (m *materializer) leaveSession(a *agentRow, next string, t time.Time, b *batch) {
+	old, ok := m.st.sessions[a.Session]
+	if ok && a.Session != next && old.Agent == a.Agent.Agent && old.State == SessionActive {
+		old.State, old.StateAt = SessionClosed, t
+		m.touchSession(old, b)
+	}
 }
 
 // sessionOf is the session the agent serves: name, else its session, else

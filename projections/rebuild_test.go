@@ -2,7 +2,6 @@ package projections_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -193,11 +192,22 @@ func TestRestartResumesFromCheckpoint(t *testing.T) {
 	if err := diff("third vs second", memView(t, third, resumedKV.turnIDs()), resumed); err != nil {
 		t.Fatal(err)
 	}
+	// An ended turn is answered at once from KV after a restart.
+	for id, tu := range resumedKV.Turns {
+		if !tu.State.Final() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		got, err := third.WaitTurn(ctx, id, func(t lifecycle.Turn) bool { return t.State.Final() })
+		cancel()
+		if err != nil || got.State != tu.State {
+			t.Fatalf("WaitTurn on ended turn %s: %+v %v", id, got, err)
+		}
+		break
+	}
 }
 
 func kvEqual(a, b projections.Agent) bool {
 	return fmt.Sprint(normalize(a)) == fmt.Sprint(normalize(b))
 }
 
-var _ = errors.New
-var _ = lifecycle.StateQueued
