@@ -342,3 +342,30 @@ func TestTurnFailsWhenAgentStaysBlocked(t *testing.T) {
 		t.Errorf("turn failed %q after submission via %q; want blocked, herdr", got.Reason, got.SubmittedVia)
 	}
 }
+
+func TestSpawnResumesThroughTheRoleCommand(t *testing.T) {
+	f := newFleet(t)
+	b, err := herdrbridge.NewBridge(f.bridgeConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// A command that can neither place nor append --resume is refused
+	// before herdr is touched.
+	if _, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-sh", Name: "w-1", Resume: "sid-1"}); !errors.Is(err, herdrbridge.ErrNoResume) {
+		t.Fatalf("resume with a role that cannot = %v, want ErrNoResume", err)
+	}
+	if snap, err := f.client.Snapshot(ctx); err != nil || len(snap.Panes) != 0 {
+		t.Fatalf("a refused resume left panes: %v %v", snap.Panes, err)
+	}
+	fresh, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-rs", Name: "w-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitOutput(fresh.Pane, "ARGS  END")
+	resumed, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-rs", Name: "w-3", Resume: "sid-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitOutput(resumed.Pane, "ARGS --resume sid-1 END")
+}

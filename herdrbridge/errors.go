@@ -106,6 +106,10 @@ var ErrDisconnected = errors.New("herdr subscription disconnected")
 // registered and has not exited: agent ids are unique fleet-wide.
 var ErrAgentExists = errors.New("agent already registered")
 
+// ErrNoResume means a spawn asked to resume a Claude session with a role
+// whose command has no {resume} placeholder and is not claude.
+var ErrNoResume = errors.New("role command cannot resume a session")
+
 // ErrPaneOwned means an adoption named a pane another live agent owns.
 var ErrPaneOwned = errors.New("pane already belongs to an agent")
 

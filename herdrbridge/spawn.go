@@ -31,6 +31,11 @@ type SpawnRequest struct {
 	Tier int
 	// Session is the named session the agent serves.
 	Session string
+	// Resume is the Claude Code session id to continue (a resumed named
+	// session): the role's command gets "--resume <id>" in place of its
+	// {resume} word, or appended to a claude command. A role whose command
+	// can do neither is refused (ErrNoResume). Empty starts fresh.
+	Resume string
 	// SplitFrom, when set, splits that pane (to the right) instead of
 	// opening a new tab; Workspace picks the tab's workspace (default:
 	// the active one, or a new workspace when there is none).
@@ -43,7 +48,7 @@ type SpawnRequest struct {
 // request's env), refuses an environment that crosses the role's
 // subscription boundary before touching herdr (an error wrapping
 // roles.ErrBoundary), creates the pane with that env, types the role's
-// command into the pane's shell, and registers the agent (Origin
+// command (with --resume when req.Resume is set) into the pane's shell, and registers the agent (Origin
 // "spawned"). Spawn does not need Run: the CLI calls it on a bridge that
 // is not running, and a running bridge picks the agent up from the log.
 func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegistered, error) {
@@ -61,7 +66,10 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if err := role.CheckEnv(env); err != nil {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s refused: %w", req.Name, err)
 	}
-	argv := role.Argv(b.cfg.Launch.Settings)
+	argv, ok := role.ResumeArgv(b.cfg.Launch.Settings, req.Resume)
+	if !ok {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s resuming %s: %w: role %q (add %s to its command)", req.Name, req.Resume, ErrNoResume, role.Name, roles.ResumePlaceholder)
+	}
 	if len(argv) == 0 || argv[0] == "" {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s: role %q has no command", req.Name, role.Name)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -36,7 +37,9 @@ type Role struct {
 	Description string `json:"description,omitempty"`
 	// Command launches the agent in its pane; "{settings}" is replaced by
 	// the path of fleetd's hooks settings file and "{model}" by the model.
-	// Default: claude --settings {settings} [--model {model}].
+	// A word that is exactly "{resume}" stands for "--resume <id>" when a
+	// spawn continues a Claude session and for nothing otherwise (see
+	// ResumeArgv). Default: claude --settings {settings} [--model {model}].
 	Command []string `json:"command,omitempty"`
 	Model   string   `json:"model,omitempty"`
 	// EnvClass is "clean" (default) or "gateway".
@@ -187,14 +190,43 @@ func (r Role) LaunchEnv() map[string]string {
 	return env
 }
 
-// Argv is the role's launch command with its placeholders filled.
+// ResumePlaceholder, as a word of its own in Role.Command, is where a
+// resumed spawn puts "--resume <id>"; a fresh spawn drops it.
+const ResumePlaceholder = "{resume}"
+
+// Argv is the role's launch command with its placeholders filled, for a
+// fresh conversation (a {resume} word is dropped).
 func (r Role) Argv(settingsPath string) []string {
-	out := make([]string, len(r.Command))
-	for i, a := range r.Command {
+	argv, _ := r.ResumeArgv(settingsPath, "")
+	return argv
+}
+
+// ResumeArgv is Argv continuing the Claude Code session sessionID, so a
+// closed session comes back with its conversation: the {resume} word
+// becomes "--resume <id>", and a claude command without one gets it
+// appended. ok is false when the command can do neither (a custom command
+// without {resume}): the caller must not pretend it resumed. An empty
+// sessionID is Argv.
+func (r Role) ResumeArgv(settingsPath, sessionID string) (argv []string, ok bool) {
+	placed := false
+	for _, a := range r.Command {
+		if a == ResumePlaceholder {
+			placed = true
+			if sessionID != "" {
+				argv = append(argv, "--resume", sessionID)
+			}
+			continue
+		}
 		a = strings.ReplaceAll(a, "{settings}", settingsPath)
-		out[i] = strings.ReplaceAll(a, "{model}", r.Model)
+		argv = append(argv, strings.ReplaceAll(a, "{model}", r.Model))
 	}
-	return out
+	if sessionID == "" || placed {
+		return argv, true
+	}
+	if len(argv) > 0 && filepath.Base(argv[0]) == "claude" {
+		return append(argv, "--resume", sessionID), true
+	}
+	return argv, false
 }
 
 // CheckEnv reports whether env (the complete environment a pane would run

@@ -87,3 +87,31 @@ func TestTheSubscriptionBoundary(t *testing.T) {
 		t.Error("gateway role env lost")
 	}
 }
+
+func TestResumeArgv(t *testing.T) {
+	claude := roles.Role{Command: []string{"claude", "--settings", "{settings}"}}
+	custom := roles.Role{Command: []string{"/bin/agent", "{resume}", "--settings={settings}"}}
+	plain := roles.Role{Command: []string{"/bin/agent", "--x"}}
+	cases := []struct {
+		role   roles.Role
+		id     string
+		want   string
+		wantOK bool
+	}{
+		{claude, "", "claude --settings /s.json", true},
+		{claude, "sid-1", "claude --settings /s.json --resume sid-1", true},
+		{custom, "", "/bin/agent --settings=/s.json", true},
+		{custom, "sid-1", "/bin/agent --resume sid-1 --settings=/s.json", true},
+		{plain, "", "/bin/agent --x", true},
+		{plain, "sid-1", "/bin/agent --x", false},
+	}
+	for _, c := range cases {
+		argv, ok := c.role.ResumeArgv("/s.json", c.id)
+		if got := strings.Join(argv, " "); got != c.want || ok != c.wantOK {
+			t.Errorf("ResumeArgv(%v, %q) = %q, %v; want %q, %v", c.role.Command, c.id, got, ok, c.want, c.wantOK)
+		}
+	}
+	if got := strings.Join(custom.Argv("/s.json"), " "); got != "/bin/agent --settings=/s.json" {
+		t.Errorf("Argv drops {resume}: got %q", got)
+	}
+}
