@@ -43,6 +43,9 @@ type Options struct {
 	MaxPayload int64
 	// MaxTranscript caps the transcript tail read. Default 4 MiB.
 	MaxTranscript int64
+	// TranscriptWait bounds how long a Stop hook waits for the turn's
+	// final assistant message to reach the transcript. Default 1 s.
+	TranscriptWait time.Duration
 	// Stderr receives notes (spooled, replayed, herdr trouble). Default
 	// io.Discard.
 	Stderr io.Writer
@@ -56,6 +59,7 @@ func (o *Options) setDefaults() {
 	setDur(&o.Timeout, 2*time.Second)
 	setDur(&o.ConnectTimeout, 300*time.Millisecond)
 	setDur(&o.HerdrTimeout, 300*time.Millisecond)
+	setDur(&o.TranscriptWait, time.Second)
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = 8 << 20
 	}
@@ -124,7 +128,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 
 	var usage Usage
 	if hook == Stop && p.TranscriptPath != "" {
-		if usage, err = ReadUsage(p.TranscriptPath, p.PromptID, o.MaxTranscript); err != nil {
+		if usage, err = waitUsage(ctx, p.TranscriptPath, p.PromptID, o); err != nil {
 			fmt.Fprintf(o.Stderr, "fleetd hook: no usage for the reply: %v\n", err)
 		}
 	}
@@ -134,6 +138,28 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 		return nil
 	}
 	return deliver(ctx, evs, env, o)
+}
+
+// waitUsage reads the turn's usage once the transcript shows the turn
+// ended, or after o.TranscriptWait with what is there by then. Claude Code
+// 2.1.328 runs the Stop hook while its transcript write of the reply may
+// still be pending; read at once, a busy machine often saw no usage at all.
+func waitUsage(ctx context.Context, path, promptID string, o Options) (Usage, error) {
+	timeout := time.NewTimer(o.TranscriptWait)
+	defer timeout.Stop()
+	for {
+		u, err := ReadUsage(path, promptID, o.MaxTranscript)
+		if err != nil || u.Ended {
+			return u, err
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-timeout.C:
+			return u, nil
+		case <-ctx.Done():
+			return u, nil
+		}
+	}
 }
 
 // deliver appends evs (after replaying the spool) or spools what is left.

@@ -471,3 +471,72 @@ func restoreDir(t *testing.T, saved map[string][]byte, _ string) {
 		}
 	}
 }
+
+// Claude Code writes its transcript asynchronously: the Stop hook can run
+// before the reply's line is on disk. The hook waits (boundedly) for the
+// turn's final message instead of reporting a reply with no usage.
+func TestStopWaitsForTheReplyToReachTheTranscript(t *testing.T) {
+	f := startFleet(t)
+	fixture, err := os.ReadFile("testdata/transcript.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(fixture), "\n")
+	// Everything up to the tool result: the turn p2 has not ended yet.
+	early, late := strings.Join(lines[:8], ""), strings.Join(lines[8:], "")
+	stop := func(path string, wait time.Duration) events.AgentReplied {
+		t.Helper()
+		payload := strings.Replace(payloads[Stop], "testdata/transcript.jsonl", path, 1)
+		var stderr bytes.Buffer
+		err := Run(context.Background(), "stop", strings.NewReader(payload), paneEnv(f.url, t.TempDir()),
+			Options{Stderr: &stderr, NoHerdr: true, TranscriptWait: wait})
+		if err != nil {
+			t.Fatalf("Run: %v (stderr %q)", err, stderr.String())
+		}
+		all := f.agentEvents(t)
+		for i := len(all) - 1; i >= 0; i-- {
+			if r, ok := all[i].Data.(events.AgentReplied); ok {
+				return r
+			}
+		}
+		t.Fatal("no replied event")
+		return events.AgentReplied{}
+	}
+
+	path := filepath.Join(t.TempDir(), "late.jsonl")
+	if err := os.WriteFile(path, []byte(early), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	written := make(chan error, 1)
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		fh, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			_, err = fh.WriteString(late)
+			err = errors.Join(err, fh.Close())
+		}
+		written <- err
+	}()
+	r := stop(path, 5*time.Second)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	if want := (events.Tokens{In: 450, Out: 70, CacheRead: 250, CacheCreation: 10}); r.Tokens != want || r.Model != "claude-opus-5-5" {
+		t.Errorf("reply written late: tokens %+v model %q, want %+v claude-opus-5-5", r.Tokens, r.Model, want)
+	}
+
+	// A transcript that never shows the end: the hook gives up after the
+	// wait and reports what is there.
+	never := filepath.Join(t.TempDir(), "never.jsonl")
+	if err := os.WriteFile(never, []byte(early), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r = stop(never, 200*time.Millisecond)
+	if d := time.Since(start); d < 200*time.Millisecond || d > 1500*time.Millisecond {
+		t.Errorf("gave up after %v, want about the 200ms wait", d)
+	}
+	if want := (events.Tokens{In: 200, Out: 30, CacheRead: 100}); r.Tokens != want {
+		t.Errorf("unended turn: tokens %+v, want the tool round's %+v", r.Tokens, want)
+	}
+}

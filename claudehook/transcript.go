@@ -24,6 +24,11 @@ type Usage struct {
 	CostUSD float64
 	// Found reports whether the turn's prompt line was in the tail read.
 	Found bool
+	// Ended reports whether the turn's final assistant message (a
+	// stop_reason other than tool_use) was read. Claude Code writes its
+	// transcript asynchronously: a Stop hook can start before that line is
+	// on disk.
+	Ended bool
 }
 
 // transcriptLine is the part of a transcript JSONL line the hook needs.
@@ -31,9 +36,10 @@ type transcriptLine struct {
 	Type     string `json:"type"`
 	PromptID string `json:"promptId"`
 	Message  struct {
-		ID    string `json:"id"`
-		Model string `json:"model"`
-		Usage *struct {
+		ID         string `json:"id"`
+		Model      string `json:"model"`
+		StopReason string `json:"stop_reason"`
+		Usage      *struct {
 			InputTokens              int64 `json:"input_tokens"`
 			OutputTokens             int64 `json:"output_tokens"`
 			CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
@@ -64,6 +70,7 @@ type region struct {
 	tokens events.Tokens
 	model  string
 	cost   *float64 // the latest cost-state total in the region
+	ended  bool     // a final assistant message is in the region
 }
 
 // ReadUsage sums the usage of the turn promptID in the transcript at path:
@@ -95,6 +102,7 @@ func ReadUsage(path, promptID string, maxBytes int64) (Usage, error) {
 	)
 	commit := func() {
 		u.Tokens = u.Tokens.Add(pending.tokens)
+		u.Ended = u.Ended || pending.ended
 		if u.Model == "" {
 			u.Model = pending.model
 		}
@@ -118,6 +126,9 @@ func ReadUsage(path, promptID string, maxBytes int64) (Usage, error) {
 		}
 		switch l.Type {
 		case "assistant":
+			if r := l.Message.StopReason; r != "" && r != "tool_use" {
+				pending.ended = true
+			}
 			if l.Message.ID != "" {
 				if seen[l.Message.ID] {
 					return true

@@ -21,11 +21,11 @@ func TestReadUsage(t *testing.T) {
 		want     Usage
 	}{
 		{"last turn sums every message once, across a tool round", "p2", 0,
-			Usage{Model: "claude-opus-5-5", Tokens: second, CostUSD: 0.025, Found: true}},
+			Usage{Model: "claude-opus-5-5", Tokens: second, CostUSD: 0.025, Found: true, Ended: true}},
 		{"empty prompt id means the last turn", "", 0,
-			Usage{Model: "claude-opus-5-5", Tokens: second, CostUSD: 0.025, Found: true}},
+			Usage{Model: "claude-opus-5-5", Tokens: second, CostUSD: 0.025, Found: true, Ended: true}},
 		{"earlier turn stops at the next prompt; cost from the session start", "p1", 0,
-			Usage{Model: "claude-opus-5-5", Tokens: events.Tokens{In: 100, Out: 20, CacheRead: 50, CacheCreation: 5}, CostUSD: 0.01, Found: true}},
+			Usage{Model: "claude-opus-5-5", Tokens: events.Tokens{In: 100, Out: 20, CacheRead: 50, CacheCreation: 5}, CostUSD: 0.01, Found: true, Ended: true}},
 		{"unknown prompt finds nothing", "nope", 0, Usage{}},
 		{"cap before the prompt line finds nothing", "p2", 600, Usage{}},
 	}
@@ -35,7 +35,7 @@ func TestReadUsage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Model != tt.want.Model || got.Tokens != tt.want.Tokens || got.Found != tt.want.Found ||
+			if got.Model != tt.want.Model || got.Tokens != tt.want.Tokens || got.Found != tt.want.Found || got.Ended != tt.want.Ended ||
 				math.Abs(got.CostUSD-tt.want.CostUSD) > 1e-9 {
 				t.Errorf("ReadUsage(%q) = %+v, want %+v", tt.promptID, got, tt.want)
 			}
