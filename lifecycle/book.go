@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/fleetd/fleetd/events"
 )
@@ -168,7 +169,25 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 
 	case events.AgentSubmitted:
 		t := b.joinInFlight(ev, d.PromptID)
-		if t == nil || t.State != StateTyped {
+		if t == nil {
+			return Turn{}, false
+		}
+		if d.Prompt != "" && !samePrompt(d.Prompt, t.Text) {
+			if d.PromptID == "" {
+				return Turn{}, false
+			}
+			t.OtherPrompts = append(slices.Clip(t.OtherPrompts), d.PromptID)
+			return b.touch(t, ev), true
+		}
+		if t.State == StateSubmitted && t.PromptID == "" && d.PromptID != "" {
+			// Submitted on herdr's evidence first: the hook names the prompt.
+			t.PromptID = d.PromptID
+			if d.SessionID != "" {
+				t.SessionID = d.SessionID
+			}
+			return b.touch(t, ev), true
+		}
+		if t.State != StateTyped {
 			return Turn{}, false
 		}
 		t.State = StateSubmitted
@@ -252,10 +271,18 @@ func (b *Book) joinInFlight(ev events.Event, promptID string) *Turn {
 			return nil
 		}
 	}
-	if promptID != "" && t.PromptID != "" && promptID != t.PromptID {
+	if promptID != "" && (t.PromptID != "" && promptID != t.PromptID || slices.Contains(t.OtherPrompts, promptID)) {
 		return nil
 	}
 	return t
+}
+
+// samePrompt reports whether a prompt a hook saw is the turn's text:
+// equal up to whitespace, or one containing the other (Claude Code wraps
+// a long paste, e.g. in <pasted_content>).
+func samePrompt(prompt, text string) bool {
+	p, t := strings.Join(strings.Fields(prompt), " "), strings.Join(strings.Fields(text), " ")
+	return p == t || strings.Contains(p, t) || strings.Contains(t, p)
 }
 
 func (b *Book) touch(t *Turn, ev events.Event) Turn {

@@ -164,6 +164,41 @@ func TestHookEventsJoinTheTurnInFlight(t *testing.T) {
 	}
 }
 
+// Seen with the real Claude Code on a loaded machine: turn T1 was typed,
+// Claude took it so late that T1 failed as indeterminate, and T2 was typed
+// behind it. The hooks' events for T1's prompt (correlated with T2, the
+// turn in flight by then) must not answer T2.
+func TestALatePromptsEventsDoNotAnswerTheNextTurn(t *testing.T) {
+	s := newScript(t)
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "bravo: a task"})
+	s.apply("t1", "w1", "T1", events.AgentTyped{})
+	s.apply("f1", "w1", "T1", events.AgentFailed{Reason: events.ReasonIndeterminate})
+	s.apply("T2", "w1", "T2", events.AgentQueued{Text: "charlie:\n  another   task"})
+	s.apply("t2", "w1", "T2", events.AgentTyped{})
+	s.apply("h2", "w1", "T2", events.AgentSubmitted{Via: "herdr"})
+
+	if !s.apply("s1", "w1", "T2", events.AgentSubmitted{Via: "hook", PromptID: "p1", Prompt: "bravo: a task"}) {
+		t.Error("the late prompt's id was not recorded on the turn in flight")
+	}
+	if s.apply("r1", "w1", "T2", events.AgentReplied{Reply: "ECHO: bravo", PromptID: "p1"}) {
+		t.Error("the late prompt's reply answered T2")
+	}
+	// T2's own prompt, wrapped and re-spaced by Claude, names T2's prompt.
+	if !s.apply("s2", "w1", "T2", events.AgentSubmitted{Via: "hook", PromptID: "p2", SessionID: "s",
+		Prompt: "<pasted_content>\ncharlie: another task\n</pasted_content>"}) {
+		t.Error("T2's own submission did not name its prompt")
+	}
+	s.apply("r2", "w1", "T2", events.AgentReplied{Reply: "ECHO: charlie", PromptID: "p2"})
+	got, _ := s.book.Turn("T2")
+	if got.State != lifecycle.StateReplied || got.Reply != "ECHO: charlie" || got.PromptID != "p2" || got.SessionID != "s" ||
+		len(got.OtherPrompts) != 1 || got.OtherPrompts[0] != "p1" {
+		t.Errorf("T2 = %+v", got)
+	}
+	if s.state("T1") != lifecycle.StateFailed {
+		t.Errorf("T1 = %s, want failed", s.state("T1"))
+	}
+}
+
 func TestAReplyWithoutSubmitStillEndsTheTurn(t *testing.T) {
 	s := newScript(t)
 	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "one"})

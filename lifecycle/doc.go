@@ -13,6 +13,12 @@
 //     it has no correlation id, names that turn, or names a finished turn
 //     (a hook that read a stale turn id); a prompt_id, once seen, must
 //     match;
+//   - a hook's submitted event whose prompt is not the turn's text (up to
+//     whitespace or wrapping) belongs to another prompt — one Claude took
+//     late, after its turn was given up on, or one typed by hand: its
+//     prompt_id joins the turn's OtherPrompts, and no event with that
+//     prompt_id joins the turn; a matching one names the prompt of a turn
+//     already submitted on herdr's evidence;
 //   - a replied event for an agent with no fleetd turn in flight (someone
 //     typed into the pane by hand) changes no turn;
 //   - transitions are idempotent: a repeated or out-of-order event that

@@ -61,6 +61,11 @@ type Turn struct {
 	Reply     string        `json:"reply,omitempty"`
 	Tokens    events.Tokens `json:"tokens"`
 	CostUSD   float64       `json:"cost_usd,omitempty"`
+	// OtherPrompts are prompt ids the agent's hooks reported for other
+	// prompts while this turn was in flight (a prompt Claude took late,
+	// after its turn was given up on, or one typed by hand): their events
+	// never join this turn.
+	OtherPrompts []string `json:"other_prompts,omitempty"`
 
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
