@@ -31,6 +31,11 @@ type Config struct {
 	Fleetd string
 	// NoHooks runs no hooks at all (for hook-less paths).
 	NoHooks bool
+	// Resume continues the Claude session with this id, as `claude
+	// --resume <id>` does: the hooks report this session id (SessionStart
+	// with source "resume") and the transcript <id>.jsonl grows. Empty
+	// starts a new session with a fresh id.
+	Resume string
 	// HookTimeout bounds each hook, as Claude's settings do. Default 10 s.
 	HookTimeout time.Duration
 	// TranscriptDir holds <session>.jsonl. Default
@@ -149,18 +154,27 @@ func (a *Agent) title(t string) { a.print("\x1b]0;" + t + "\x07") }
 // or ctx, and returns nil on a clean end. A read of In blocked when Run
 // returns ends with In (the terminal closing).
 func (a *Agent) Run(ctx context.Context) error {
+	source := "startup"
 	a.sid = newUUID()
+	if a.cfg.Resume != "" {
+		a.sid, source = a.cfg.Resume, "resume"
+	}
 	if err := os.MkdirAll(a.cfg.TranscriptDir, 0o755); err != nil {
 		return fmt.Errorf("simagent: transcript dir: %w", err)
 	}
 	a.tp = filepath.Join(a.cfg.TranscriptDir, a.sid+".jsonl")
-	if err := a.appendTranscript(map[string]any{"type": "summary", "summary": "fleetd sim-agent session", "sessionId": a.sid}); err != nil {
-		return err
+	if _, err := os.Stat(a.tp); err != nil {
+		if err := a.appendTranscript(map[string]any{"type": "summary", "summary": "fleetd sim-agent session", "sessionId": a.sid}); err != nil {
+			return err
+		}
 	}
 	a.print(bracketedPasteOn)
 	a.title(idleTitle)
 	a.print(fmt.Sprintf("✻ Welcome to the fleetd simulated Claude Code (%s)\r\n  cwd: %s\r\n", a.cfg.Model, a.cfg.Cwd))
-	a.hook(ctx, "SessionStart", map[string]any{"source": "startup", "model": a.cfg.Model})
+	if source == "resume" {
+		a.print("  resumed session " + a.sid + "\r\n")
+	}
+	a.hook(ctx, "SessionStart", map[string]any{"source": source, "model": a.cfg.Model})
 	a.print(promptLine)
 	defer a.print(bracketedPasteOff + "\r\n")
 
@@ -226,6 +240,9 @@ func (a *Agent) read(ctx context.Context, submits chan<- string) {
 
 var (
 	delayRE = regexp.MustCompile(`\[delay=([0-9a-zµ.]+)\]`)
+	// orchestrateRE is the marker that makes the agent act as a main: it
+	// runs `fleetd orchestrate ARGS` and replies with what it printed.
+	orchestrateRE = regexp.MustCompile(`\[orchestrate:([^\]]+)\]`)
 )
 
 // turn runs one prompt: UserPromptSubmit, work, transcript, Stop.
@@ -266,13 +283,22 @@ func (a *Agent) turn(ctx context.Context, prompt string, submits <-chan string) 
 		}
 		spin = a.spin()
 	}
-	select {
-	case <-ctx.Done():
-		spin.stop()
-		return nil
-	case <-time.After(think):
+	var reply string
+	if m := orchestrateRE.FindStringSubmatch(prompt); m != nil {
+		reply = a.orchestrate(ctx, strings.Fields(m[1]))
+	} else {
+		select {
+		case <-ctx.Done():
+			spin.stop()
+			return nil
+		case <-time.After(think):
+		}
+		reply = a.cfg.ReplyPrefix + prompt
 	}
 	spin.stop()
+	if ctx.Err() != nil {
+		return nil
+	}
 
 	if strings.Contains(prompt, "[fail]") {
 		msg := `API Error: 500 {"type":"error","error":{"type":"api_error","message":"simulated failure"}}`
@@ -290,7 +316,6 @@ func (a *Agent) turn(ctx context.Context, prompt string, submits <-chan string) 
 		return nil
 	}
 
-	reply := a.cfg.ReplyPrefix + prompt
 	in, out, cached := TokensFor(prompt, reply)
 	cost := CostFor(in, out, cached)
 	a.totalCost += cost
@@ -318,6 +343,33 @@ func (a *Agent) turn(ctx context.Context, prompt string, submits <-chan string) 
 		"effort": map[string]any{"level": "medium"}, "stop_hook_active": false,
 		"last_assistant_message": reply, "background_tasks": []any{}, "session_crons": []any{}})
 	return nil
+}
+
+// orchestrate does a main's part the way Claude Code would through Bash:
+// it runs `fleetd orchestrate ARGS` in the pane's environment (which names
+// the fleet and this agent as the sender) and returns the rollup it
+// printed, or what went wrong.
+func (a *Agent) orchestrate(ctx context.Context, args []string) string {
+	if a.cfg.Fleetd == "" {
+		return "orchestrate failed: no fleetd executable configured"
+	}
+	cmd := exec.CommandContext(ctx, a.cfg.Fleetd, append([]string{"orchestrate"}, args...)...)
+	cmd.Env = a.cfg.Env
+	cmd.Dir = a.cfg.Cwd
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	a.logHook("orchestrate", stderr.Bytes())
+	if err != nil {
+		return fmt.Sprintf("orchestrate failed: %v: %s", err, lastLines(stderr.String(), 5))
+	}
+	return strings.TrimSpace(stdout.String())
+}
+
+// lastLines is the tail of s, n lines at most.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // spinner animates the working title until stopped.

@@ -344,3 +344,61 @@ func call(t *testing.T, socket, method string, params any, out any) {
 		}
 	}
 }
+
+// --resume continues the given Claude session: every hook reports that
+// session id, and SessionStart says it resumed.
+func TestSimAgentResumesASession(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log := events.New(srv.JS, events.Options{})
+	const sid = "0b6f5c1e-1111-4222-8333-444455556666"
+	term := startTerminal(t, baseEnv("FLEET_AGENT_ID="+agent, "FLEET_HOST=h1", "FLEET_NATS_URL="+srv.ClientURL(),
+		"FLEET_SPOOL_DIR="+t.TempDir(), "HERDR_AGENT=claude"),
+		"--think", "10ms", "--transcript-dir", t.TempDir(), "--resume", sid)
+	evs := waitEvents(t, log, 2)
+	if s, ok := evs[0].Data.(events.AgentSession); !ok || s.SessionID != sid || s.Source != "resume" {
+		t.Fatalf("first event = %#v, want session %s resumed", evs[0].Data, sid)
+	}
+	term.prompt(t, "where were we")
+	evs = waitEvents(t, log, 6)
+	if r, ok := evs[4].Data.(events.AgentReplied); !ok || r.SessionID != sid {
+		t.Errorf("reply = %#v, want session %s", evs[4].Data, sid)
+	}
+}
+
+// "[orchestrate: ARGS]" runs `fleetd orchestrate ARGS` in the agent's
+// environment and replies with what it printed; a failing run is reported
+// in the reply.
+func TestSimAgentOrchestrateMarkerRunsFleetd(t *testing.T) {
+	dir := t.TempDir()
+	script := dir + "/fleetd"
+	body := "#!/bin/sh\n[ \"$2\" = fail ] && { echo 'no such plan' >&2; exit 3; }\necho \"rollup of $* by $FLEET_AGENT_ID\"\necho progress >&2\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	term := startTerminal(t, baseEnv("FLEET_AGENT_ID=main-a-1"),
+		"--no-hooks", "--fleetd", script, "--think", "10ms", "--transcript-dir", t.TempDir())
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(term.output(), "❯ ") {
+			return errors.New("no prompt yet")
+		}
+		return nil
+	})
+	term.prompt(t, "do part A [orchestrate: /p/sub.json --job j1 --spawn]")
+	term.prompt(t, "again [orchestrate: fail]")
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		out := term.output()
+		if !strings.Contains(out, "● rollup of orchestrate /p/sub.json --job j1 --spawn by main-a-1") {
+			return errors.New("no rollup reply on screen yet")
+		}
+		if !strings.Contains(out, "● orchestrate failed: exit status 3: no such plan") {
+			return errors.New("no failure reply on screen yet")
+		}
+		return nil
+	})
+	if strings.Contains(term.output(), "progress") {
+		t.Error("the command's stderr reached the screen")
+	}
+}

@@ -32,6 +32,20 @@
 // Config.ReplyPrefix + the prompt. "[fail]" ends the turn with StopFailure
 // instead; "[block]" fires Notification (permission_prompt), shows a
 // permission box and waits for Enter. "/exit" fires SessionEnd and exits.
+//
+// "[orchestrate: ARGS]" in a prompt makes the agent do a main's part the
+// way Claude Code would through Bash: instead of thinking it runs
+// `<Fleetd> orchestrate ARGS` (ARGS split on white space) in the pane's
+// environment — FLEET_NATS_URL, FLEET_AGENT_ID (the sender), the herdr
+// socket — and replies with the rollup the command printed, or with
+// "orchestrate failed: …". So the recursion in tests is real: the same
+// command runs at every tier.
+//
+// # Resume
+//
+// Config.Resume (`fleetd sim-agent --resume <id>`) continues a session as
+// `claude --resume <id>` does: the session id is <id>, SessionStart
+// carries source "resume", and the transcript <id>.jsonl grows.
 // Token counts are deterministic (TokensFor) so tests can assert them.
 //
 // simagent imports no other fleetd package: it talks to fleetd only by

@@ -12,7 +12,9 @@ import (
 // SimAgentCmd runs a simulated Claude Code in the current terminal (a herdr
 // pane): it fires the real `fleetd hook` commands, so tests and the demo
 // exercise the whole fabric without a model. Launch it with
-// HERDR_AGENT=claude in its environment so herdr detects it as claude.
+// HERDR_AGENT=claude in its environment so herdr detects it as claude. A
+// prompt holding "[orchestrate: ARGS]" makes it act as a main: it runs
+// `fleetd orchestrate ARGS` and replies with the rollup printed.
 type SimAgentCmd struct {
 	Think         time.Duration `help:"How long each turn works (a prompt's [delay=500ms] overrides it)." default:"2s"`
 	Model         string        `help:"Model name reported in hooks and the transcript." default:"claude-sim-1"`
@@ -20,6 +22,7 @@ type SimAgentCmd struct {
 	Fleetd        string        `help:"fleetd executable to fire hooks with (default: this binary)." placeholder:"PATH"`
 	NoHooks       bool          `help:"Fire no hooks."`
 	TranscriptDir string        `help:"Directory for the session transcript (default: a temp dir)." type:"path" placeholder:"DIR"`
+	Resume        string        `help:"Continue this Claude session id, as 'claude --resume' does: the hooks report it as the session id." placeholder:"ID"`
 }
 
 // Run serves prompts on stdin/stdout until /exit or the terminal closes.
@@ -37,7 +40,7 @@ func (c *SimAgentCmd) Run(ctx context.Context) error {
 	}
 	agent, err := simagent.New(simagent.Config{
 		Think: c.Think, Model: c.Model, ReplyPrefix: c.ReplyPrefix, Fleetd: bin, NoHooks: c.NoHooks,
-		TranscriptDir: c.TranscriptDir, In: os.Stdin, Out: os.Stdout,
+		TranscriptDir: c.TranscriptDir, Resume: c.Resume, In: os.Stdin, Out: os.Stdout,
 	})
 	if err != nil {
 		return err
