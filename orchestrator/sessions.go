@@ -80,6 +80,9 @@ type SessionConfig struct {
 	// instead of only this manager's tier and parent: for the one
 	// fleet-wide reaper a gateway runs.
 	AllTiers bool
+	// Host, when set, limits the reapers to agents on that host: a
+	// gateway's Spawner can close only its own host's panes.
+	Host string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// OnError hears about Run's reaping errors (default: ignored).
@@ -360,6 +363,9 @@ func (s *Sessions) Close(ctx context.Context, name string) error {
 }
 
 func (s *Sessions) inScope(a projections.Agent) bool {
+	if s.cfg.Host != "" && a.Host != s.cfg.Host {
+		return false
+	}
 	return s.cfg.AllTiers || (a.Tier == s.cfg.Tier && a.Parent == s.cfg.Parent)
 }
 

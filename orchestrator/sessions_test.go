@@ -242,7 +242,12 @@ func TestOrphansAreClosedOwnedAgentsAreNot(t *testing.T) {
 		t.Errorf("reaped %v, want only main-b-1 (w-9 is another manager's scope)", closed)
 	}
 	waitAgent(t, f, "main-b-1", func(a projections.Agent) bool { return a.Exited })
-	all := f.sessions(orchestrator.SessionConfig{AllTiers: true})
+	// A gateway's reaper closes only its own host's panes.
+	other := f.sessions(orchestrator.SessionConfig{AllTiers: true, Host: "elsewhere"})
+	if closed, err := other.ReapOrphans(f.ctx); err != nil || len(closed) != 0 {
+		t.Errorf("another host's reaper closed %v, %v; want nothing", closed, err)
+	}
+	all := f.sessions(orchestrator.SessionConfig{AllTiers: true, Host: "test"})
 	if closed, err := all.ReapOrphans(f.ctx); err != nil || !slices.Equal(closed, []string{"w-9"}) {
 		t.Errorf("fleet-wide reaper closed %v, %v; want w-9", closed, err)
 	}
