@@ -12,6 +12,9 @@ import (
 	"github.com/fleetd/fleetd/projections/projectionstest"
 )
 
+// workloadScale divides the randomized workloads (the race build sets it).
+var workloadScale = 1
+
 // tokenOracle sums each agent's reply tokens over distinct event ids: what
 // the roster must show whatever duplicates the stream holds.
 func tokenOracle(ops []projectionstest.Op) map[string]events.Tokens {
@@ -60,7 +63,7 @@ func checkTurns(t testing.TB, name string, v view) {
 // from an empty store, and the KV contents of both are the same.
 func TestRebuildEqualsLiveAndKV(t *testing.T) {
 	e := newEnv(t)
-	w := projectionstest.Generate(projectionstest.Config{Seed: 7, Events: 10_000})
+	w := projectionstest.Generate(projectionstest.Config{Seed: 7, Events: 10_000 / workloadScale})
 	now := func() time.Time { return w.End }
 	live := start(t, projections.New(e.log, e.js, projections.Options{Now: now, TurnCacheSize: 300, FlushInterval: 20 * time.Millisecond}))
 
@@ -80,7 +83,7 @@ func TestRebuildEqualsLiveAndKV(t *testing.T) {
 	if err := diff("live memory vs its KV", liveMem, liveKV); err != nil {
 		t.Fatal(err)
 	}
-	if len(liveKV.Roster) != 20 || len(liveKV.Turns) < 500 {
+	if len(liveKV.Roster) != 20 || len(liveKV.Turns) < 500/workloadScale {
 		t.Fatalf("workload too thin: %d agents, %d turns", len(liveKV.Roster), len(liveKV.Turns))
 	}
 
@@ -116,7 +119,7 @@ func TestRebuildEqualsLiveAndKV(t *testing.T) {
 // and no reply is counted twice.
 func TestRestartResumesFromCheckpoint(t *testing.T) {
 	e := newEnv(t)
-	w := projectionstest.Generate(projectionstest.Config{Seed: 11, Events: 4000})
+	w := projectionstest.Generate(projectionstest.Config{Seed: 11, Events: 4000 / workloadScale})
 	now := func() time.Time { return w.End }
 	half := len(w.Ops) / 2
 
@@ -129,7 +132,7 @@ func TestRestartResumesFromCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := start(t, projections.New(events.New(js2, events.Options{}), js2, projections.Options{
-		Now: now, CheckpointEvery: 700, CheckpointInterval: time.Hour, FlushInterval: 5 * time.Millisecond}))
+		Now: now, CheckpointEvery: 700 / workloadScale, CheckpointInterval: time.Hour, FlushInterval: 5 * time.Millisecond}))
 	last, err := projectionstest.Play(context.Background(), e.log, e.js, w.Ops[:half])
 	if err != nil {
 		t.Fatal(err)
@@ -210,4 +213,3 @@ func TestRestartResumesFromCheckpoint(t *testing.T) {
 func kvEqual(a, b projections.Agent) bool {
 	return fmt.Sprint(normalize(a)) == fmt.Sprint(normalize(b))
 }
-
