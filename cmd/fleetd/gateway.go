@@ -21,6 +21,7 @@ import (
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/natsauth"
+	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
 	"github.com/fleetd/fleetd/router"
@@ -48,6 +49,9 @@ type GatewayConfig struct {
 	SubmitTimeout time.Duration
 	// HostTTL: a host silent this long has its agents marked stale.
 	HostTTL time.Duration
+	// IdleTTL closes a named session's pane on this host once it has been
+	// idle this long (0: never); the session stays resumable.
+	IdleTTL time.Duration
 	Logger  *slog.Logger
 }
 
@@ -67,6 +71,9 @@ type Gateway struct {
 	Views  projections.Projector
 	Bridge *herdrbridge.Bridge
 	Roles  roles.Config
+	// Sessions reaps this host's idle session panes and orphaned
+	// incarnations (nil with NoHerdr).
+	Sessions *orchestrator.Sessions
 
 	shim     *leadshim.Server
 	httpAddr string
@@ -224,6 +231,17 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 	}
 	g.Bridge = br
 	g.goRun("herdr bridge", br.Run, runCtx)
+
+	// One fleet-wide reaper per host, for this host's panes only.
+	g.Sessions, err = orchestrator.NewSessions(orchestrator.SessionConfig{
+		Log: g.Log, Views: g.Views, AllTiers: true, Host: g.cfg.Host, IdleTTL: g.cfg.IdleTTL,
+		Spawner: &herdrSpawner{bridge: br, herdr: herdrbridge.New(socket), agents: g.Views, host: g.cfg.Host},
+		OnError: func(err error) { g.log.Warn("session reaper", "err", err) },
+	})
+	if err != nil {
+		return err
+	}
+	g.goRun("sessions", g.Sessions.Run, runCtx)
 	return nil
 }
 

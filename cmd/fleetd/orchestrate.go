@@ -29,7 +29,7 @@ type OrchestrateCmd struct {
 	Resume      string `help:"Resume this job from the log, with the plan it was created with." placeholder:"ID"`
 	From        string `help:"Who the turns are from (default: this pane's agent, else 'orchestrator')." env:"FLEET_AGENT_ID"`
 	ParentJob   string `name:"parent-job" help:"The job this one is a sub-job of." env:"FLEET_JOB" placeholder:"ID"`
-	Tier        int    `help:"This orchestrator's tier; its sessions are one below." default:"0"`
+	Tier        int    `help:"This orchestrator's tier; its sessions are one below (default: the sending agent's tier in the roster, else 0)." default:"-1"`
 	SessionRole string `name:"session-role" help:"Role of sessions the plan does not configure." default:"main"`
 	Budget      int    `help:"Default slice budget in bytes." default:"16384"`
 	ContextCap  int64  `name:"context-cap" help:"Default session context cap in tokens (0: none)."`
@@ -87,6 +87,10 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 		}
 	}()
 
+	tier, err := c.tier(ctx, log, views, from)
+	if err != nil {
+		return err
+	}
 	var spawner orchestrator.Spawner = orchestrator.NoSpawner{}
 	if c.Spawn {
 		b, done, err := c.bridge(g)
@@ -94,11 +98,11 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 			return err
 		}
 		defer done()
-		spawner = &bridgeSpawner{bridge: b, herdr: herdrbridge.New(c.socket()), views: views}
+		spawner = &herdrSpawner{bridge: b, herdr: herdrbridge.New(c.socket()), agents: views, host: events.HostToken(host)}
 	}
 	sessions, err := orchestrator.NewSessions(orchestrator.SessionConfig{
 		Log: log, Views: views, Spawner: spawner, Role: c.SessionRole,
-		Tier: c.Tier + 1, Parent: from, ContextCap: c.ContextCap,
+		Tier: tier + 1, Parent: from, ContextCap: c.ContextCap,
 	})
 	if err != nil {
 		return err
@@ -127,6 +131,25 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	fmt.Println(res.Rollup)
 	return nil
+}
+
+// tier is --tier, or the sender's tier in the roster (a main running a
+// sub-plan from its pane is at its own tier), or 0.
+func (c *OrchestrateCmd) tier(ctx context.Context, log events.Log, views *orchestrator.LogViews, from string) (int, error) {
+	if c.Tier >= 0 {
+		return c.Tier, nil
+	}
+	seq, err := log.LastSeq(ctx, events.SubjectAll)
+	if err != nil {
+		return 0, err
+	}
+	if err := views.WaitSeq(ctx, seq); err != nil {
+		return 0, fmt.Errorf("read the roster: %w", err)
+	}
+	if a, ok := views.Agent(from); ok {
+		return a.Tier, nil
+	}
+	return 0, nil
 }
 
 // socket is the herdr socket path the spawner closes panes through.
@@ -162,34 +185,4 @@ func progressPrinter(w io.Writer) func(orchestrator.Progress) {
 			fmt.Fprintf(w, "%s job %s done: %s\n", ts, p.Job, status)
 		}
 	}
-}
-
-// bridgeSpawner adapts herdrbridge's spawn to orchestrator.Spawner: it
-// starts session panes in this host's herdr and closes them by pane id.
-type bridgeSpawner struct {
-	bridge *herdrbridge.Bridge
-	herdr  *herdrbridge.Client
-	views  *orchestrator.LogViews
-}
-
-var _ orchestrator.Spawner = (*bridgeSpawner)(nil)
-
-// errNoResume: herdrbridge.SpawnRequest cannot pass --resume yet.
-var errNoResume = errors.New("herdrbridge spawn cannot resume a Claude session yet")
-
-func (s *bridgeSpawner) Spawn(ctx context.Context, spec orchestrator.SpawnSpec) error {
-	if spec.Resume != "" {
-		return fmt.Errorf("spawn %s resuming %s: %w", spec.Agent, spec.Resume, errNoResume)
-	}
-	_, err := s.bridge.Spawn(ctx, herdrbridge.SpawnRequest{Role: spec.Role, Name: spec.Agent, Model: spec.Model, Cwd: spec.Cwd,
-		Parent: spec.Parent, Tier: spec.Tier, Session: spec.Session})
-	return err
-}
-
-func (s *bridgeSpawner) Close(ctx context.Context, agent string) error {
-	a, ok := s.views.Agent(agent)
-	if !ok || a.Pane == "" {
-		return fmt.Errorf("close %s: no pane known", agent)
-	}
-	return s.herdr.ClosePane(ctx, a.Pane)
 }

@@ -27,6 +27,7 @@ type UpCmd struct {
 	Roles         string        `help:"Roles file (JSON): launch command, model, env class, cap and tier per role." env:"FLEET_ROLES" type:"path"`
 	Heartbeat     time.Duration `help:"How often the host announces it is alive." default:"5s" env:"FLEET_HEARTBEAT"`
 	HostTTL       time.Duration `name:"host-ttl" help:"A host silent this long (no heartbeat) has its agents marked stale in the roster; keep it a few heartbeats long." default:"15s" env:"FLEET_HOST_TTL"`
+	IdleTTL       time.Duration `name:"idle-ttl" help:"Close a named session's pane once it has been idle this long (0: never); the session stays resumable by name." default:"30m" env:"FLEET_IDLE_TTL"`
 }
 
 // Run starts the gateway and blocks until SIGINT or SIGTERM.
@@ -82,6 +83,7 @@ func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
 		RolesFile:   c.Roles,
 		Heartbeat:   c.Heartbeat,
 		HostTTL:     c.HostTTL,
+		IdleTTL:     c.IdleTTL,
 		Logger:      g.Logger(),
 	}, nil
 }

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/orchestrator"
+	"github.com/fleetd/fleetd/projections"
+)
+
+// agentLookup is the roster read a herdrSpawner finds panes through.
+type agentLookup interface {
+	Agent(id string) (projections.Agent, bool)
+}
+
+// herdrSpawner adapts herdrbridge's spawn to orchestrator.Spawner: it
+// starts session panes in this host's herdr — resuming the recorded
+// Claude session when asked — and closes this host's agents' panes by
+// pane id. `fleetd orchestrate --spawn` and the gateway's session reaper
+// share it.
+type herdrSpawner struct {
+	bridge *herdrbridge.Bridge
+	herdr  *herdrbridge.Client
+	agents agentLookup
+	// host is this host's token: panes of agents elsewhere are not ours
+	// to close.
+	host string
+}
+
+var _ orchestrator.Spawner = (*herdrSpawner)(nil)
+
+// errForeignPane: the agent's pane is on another host's herdr.
+var errForeignPane = errors.New("agent's pane is on another host")
+
+// Spawn starts the session's agent; it returns once the agent is
+// registered (herdrbridge.Bridge.Spawn appends the event before it
+// returns).
+func (s *herdrSpawner) Spawn(ctx context.Context, spec orchestrator.SpawnSpec) error {
+	_, err := s.bridge.Spawn(ctx, herdrbridge.SpawnRequest{Role: spec.Role, Name: spec.Agent, Model: spec.Model, Cwd: spec.Cwd,
+		Parent: spec.Parent, Tier: spec.Tier, Session: spec.Session, Resume: spec.Resume})
+	return err
+}
+
+// Close closes the agent's pane; the running bridge records the exit. A
+// pane already gone is not an error: the exit is on its way.
+func (s *herdrSpawner) Close(ctx context.Context, agent string) error {
+	a, ok := s.agents.Agent(agent)
+	switch {
+	case !ok || a.Pane == "":
+		return fmt.Errorf("close %s: no pane known", agent)
+	case s.host != "" && a.Host != s.host:
+		return fmt.Errorf("close %s: %w (%s, this is %s)", agent, errForeignPane, a.Host, s.host)
+	}
+	if err := s.herdr.ClosePane(ctx, a.Pane); err != nil && !errors.Is(err, herdrbridge.ErrPaneNotFound) {
+		return fmt.Errorf("close %s (pane %s): %w", agent, a.Pane, err)
+	}
+	return nil
+}
