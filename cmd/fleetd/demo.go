@@ -15,10 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
-	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/roles"
@@ -44,6 +42,7 @@ type demoRun struct {
 	out    io.Writer
 	dir    string
 	real   bool
+	fab    *fabric
 	gw     *Gateway
 	herdr  *herdrtest.Server
 	api    *fakeapi.Server
@@ -112,45 +111,17 @@ func (d *demoRun) setup(ctx context.Context, g *Globals) error {
 		}
 		d.dir = dir
 	}
-	// Unix socket paths are short-limited: keep herdr's under /tmp.
-	sockDir, err := os.MkdirTemp("", "fleetd-herdr-")
+	fab, err := startFabric(ctx, fabricConfig{Dir: d.dir, Host: "demo", SyncAlways: true, Logger: d.logger(g), Roles: d.roles})
 	if err != nil {
 		return err
 	}
-	d.herdr, err = herdrtest.New(herdrtest.Config{SocketPath: filepath.Join(sockDir, "herdr.sock")})
-	if err != nil {
-		return err
-	}
-	if err := d.herdr.Start(ctx); err != nil {
-		return fmt.Errorf("built-in herdr: %w", err)
-	}
-	d.api = fakeapi.New(fakeapi.Config{})
-	if err := d.api.Start(ctx); err != nil {
-		return fmt.Errorf("fake Anthropic API: %w", err)
-	}
-	rc, err := d.roles()
-	if err != nil {
-		return err
-	}
+	d.fab, d.herdr, d.api, d.gw, d.client = fab, fab.herdr, fab.api, fab.gw, fab.client
 	kind := "simulated Claude Code agents (fleetd sim-agent, firing the real hooks)"
 	if d.real {
 		kind = "real Claude Code agents against a built-in fake Anthropic API"
 	}
 	d.step("fleetd demo: %d %s, %d tasks", d.cmd.Agents, kind, d.cmd.Tasks)
 	d.step("data in %s; built-in herdr on %s; fake API at %s", d.dir, d.herdr.Path(), d.api.URL())
-
-	natsCfg := embeddednats.Config{
-		DataDir: filepath.Join(d.dir, "data"), ServerName: "demo", Listen: "127.0.0.1:0",
-		SyncAlways: true,
-	}
-	d.gw = NewGateway(GatewayConfig{
-		Host: "demo", NATS: natsCfg, HTTP: "127.0.0.1:0", HerdrPath: d.herdr.Path(), Roles: &rc,
-		Heartbeat: 5 * time.Second, Logger: d.logger(g),
-	})
-	if err := d.gw.Start(ctx); err != nil {
-		return err
-	}
-	d.client = shimClient{base: "http://" + d.gw.HTTPAddr(), hc: &http.Client{}}
 	d.step("fleetd up: NATS %s, lead shim http://%s", d.gw.NATSURL(), d.gw.HTTPAddr())
 	return nil
 }
@@ -167,7 +138,7 @@ func (d *demoRun) logger(g *Globals) *slog.Logger {
 // roles are the demo's two roles: w-claude (clean, on the subscription)
 // and w-local (a gateway role pointed at the fake API). With real Claude
 // Code both must reach the fake API, so both are gateway roles.
-func (d *demoRun) roles() (roles.Config, error) {
+func (d *demoRun) roles(api *fakeapi.Server) (roles.Config, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return roles.Config{}, err
@@ -185,14 +156,14 @@ func (d *demoRun) roles() (roles.Config, error) {
 		env := map[string]string{"HOME": home, "ANTHROPIC_AUTH_TOKEN": "test", "DISABLE_TELEMETRY": "1",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
 		for _, name := range []string{"w-claude", "w-local"} {
-			cfg.Roles[name] = roles.Role{EnvClass: roles.EnvGateway, BaseURL: d.api.URL(), Env: env, Tier: 2,
+			cfg.Roles[name] = roles.Role{EnvClass: roles.EnvGateway, BaseURL: api.URL(), Env: env, Tier: 2,
 				Command: []string{"claude", "--settings", "{settings}"}}
 		}
 	} else {
 		think := d.cmd.Think.String()
 		cfg.Roles["w-claude"] = roles.Role{EnvClass: roles.EnvClean, Tier: 2, Env: map[string]string{"HERDR_AGENT": "claude"},
 			Command: []string{exe, "sim-agent", "--think", think, "--model", "claude-sim-sonnet"}}
-		cfg.Roles["w-local"] = roles.Role{EnvClass: roles.EnvGateway, BaseURL: d.api.URL(), Tier: 2,
+		cfg.Roles["w-local"] = roles.Role{EnvClass: roles.EnvGateway, BaseURL: api.URL(), Tier: 2,
 			Env: map[string]string{"HERDR_AGENT": "claude"}, Cap: max(1, d.cmd.Agents/2),
 			Command: []string{exe, "sim-agent", "--think", think, "--model", "local-sim"}}
 	}
@@ -204,33 +175,23 @@ func (d *demoRun) spawn(ctx context.Context) error {
 	if d.real {
 		cwd = filepath.Join(d.dir, "work")
 	}
+	var specs []agentSpec
 	for i := range d.cmd.Agents {
 		role := []string{"w-claude", "w-local"}[i%2]
 		name := fmt.Sprintf("%s-%d", role, i/2+1)
-		if _, err := d.gw.Bridge.Spawn(ctx, herdrbridge.SpawnRequest{Role: role, Name: name, Cwd: cwd, Parent: "lead"}); err != nil {
-			return fmt.Errorf("spawn %s: %w", name, err)
-		}
+		specs = append(specs, agentSpec{Role: role, Name: name, Cwd: cwd})
 		d.agents = append(d.agents, name)
+	}
+	if err := d.fab.spawn(ctx, specs); err != nil {
+		return err
 	}
 	d.step("spawned %s", strings.Join(d.agents, ", "))
 	// Ready = each agent's session started (its hook said so) and idle.
-	for {
-		ready := 0
-		for _, a := range d.agents {
-			if r, ok := d.gw.Views.Agent(a); ok && r.SessionID != "" && r.Status.Ready() {
-				ready++
-			}
-		}
-		if ready == len(d.agents) {
-			d.step("all %d agents ready", ready)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("demo: only %d of %d agents became ready: %w", ready, len(d.agents), ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := d.fab.waitReady(ctx, d.agents); err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
+	d.step("all %d agents ready", len(d.agents))
+	return nil
 }
 
 // fanOut is the lead: every task at once through the blocking POST
@@ -386,15 +347,8 @@ func (d *demoRun) explore(ctx context.Context) {
 }
 
 func (d *demoRun) close() {
-	if d.gw != nil {
-		d.gw.Close()
-	}
-	if d.herdr != nil {
-		d.herdr.Close()
-		os.RemoveAll(filepath.Dir(d.herdr.Path()))
-	}
-	if d.api != nil {
-		d.api.Close()
+	if d.fab != nil {
+		d.fab.close()
 	}
 	if d.cmd.Dir == "" && !d.cmd.Keep && d.dir != "" {
 		os.RemoveAll(d.dir)
