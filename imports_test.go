@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"internal/fleettest":    {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "internal/viewstest"},
 	"natsauth":              {"events"},
 	"fakeapi":               {},
+	"bench":                 {"embeddednats", "events", "lifecycle", "projections"},
 	"cmd/fleetd":            nil, // cmd wires everything
 }
 

@@ -30,6 +30,7 @@ type CLI struct {
 	Hooks    HooksCmd    `cmd:"" help:"Claude Code hook setup: 'fleetd hooks settings' prints the --settings JSON."`
 	SimAgent SimAgentCmd `cmd:"" name:"sim-agent" hidden:"" help:"Run a simulated Claude Code (tests and the demo; launch it with HERDR_AGENT=claude)."`
 	Version  VersionCmd  `cmd:"" help:"Print fleetd's version."`
+	Bench    BenchCmd    `cmd:"" help:"Measure fleetd: turns, completion, overhead, fan-out, appends, rebuild, scale and memory, as one table."`
 	Spawn    SpawnCmd    `cmd:"" help:"Start an agent of a role in a new pane of this host's herdr."`
 	Adopt    AdoptCmd    `cmd:"" help:"Register an existing herdr pane of this host as an agent."`
 	Auth     AuthCmd     `cmd:"" help:"Generate NATS users and subject permissions for gateways and agents."`

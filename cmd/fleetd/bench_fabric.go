@@ -1,0 +1,442 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetd/fleetd/bench"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/fakeapi"
+	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/roles"
+)
+
+// turnHops is how many log hops are on a turn's critical path outside the
+// agent's own span: queued (shim → projections → bridge), typed (bridge →
+// stored) and replied (stored → projections → shim).
+const turnHops = 3
+
+// fabricRun is the fabric stage's moving parts.
+type fabricRun struct {
+	benchStage
+	fab    *fabric
+	herdr  *herdrbridge.Client
+	stream jetstream.Stream
+	reg    *events.Registry
+}
+
+// fabric: whole turns through the real fleetd (herdr panes, hooks, shim)
+// beside the agent's own floor, completion latency, fabric overhead beside
+// the raw log hop, events per turn, the hook's cost, and a fan-out.
+func (s benchStage) fabric(ctx context.Context) ([]bench.Row, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	claude := s.claude == "on"
+	if s.claude == "auto" {
+		_, err := exec.LookPath("claude")
+		claude = err == nil
+	}
+	work := filepath.Join(s.dir, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	rolesFn := func(api *fakeapi.Server) (roles.Config, error) {
+		sim := map[string]string{"HERDR_AGENT": "claude"}
+		cfg := roles.Config{Roles: map[string]roles.Role{
+			// --think 1ns: the simulated model answers at once.
+			"w-sim": {EnvClass: roles.EnvClean, Tier: 2, Env: sim,
+				Command: []string{exe, "sim-agent", "--think", "1ns", "--model", "claude-sim"}},
+			"w-fan": {EnvClass: roles.EnvClean, Tier: 2, Env: sim,
+				Command: []string{exe, "sim-agent", "--think", s.size.think.String(), "--model", "claude-sim"}},
+		}}
+		if claude {
+			home := filepath.Join(s.dir, "claude-home")
+			if err := fakeapi.WriteClaudeHome(home, work); err != nil {
+				return cfg, err
+			}
+			cfg.Roles["w-claude"] = roles.Role{EnvClass: roles.EnvGateway, BaseURL: api.URL(), Tier: 2,
+				Env: map[string]string{"HOME": home, "ANTHROPIC_AUTH_TOKEN": "test", "DISABLE_TELEMETRY": "1",
+					"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"},
+				Command: []string{"claude", "--settings", "{settings}"}}
+		}
+		return cfg, cfg.Validate()
+	}
+	fab, err := startFabric(ctx, fabricConfig{Dir: s.dir, Host: "bench", SyncAlways: s.sync, Logger: s.logger, Roles: rolesFn})
+	if err != nil {
+		return nil, err
+	}
+	defer fab.close()
+	st, err := fab.gw.js.Stream(ctx, events.Stream)
+	if err != nil {
+		return nil, err
+	}
+	r := &fabricRun{benchStage: s, fab: fab, herdr: herdrbridge.New(fab.herdr.Path()), stream: st, reg: events.NewRegistry()}
+
+	specs := []agentSpec{{Role: "w-sim", Name: "w-sim-1", Cwd: work}}
+	if claude {
+		specs = append(specs, agentSpec{Role: "w-claude", Name: "w-claude-1", Cwd: work})
+	}
+	if err := r.start(ctx, specs); err != nil {
+		return nil, err
+	}
+	var rows []bench.Row
+	hook, err := r.hookRuns(ctx, exe)
+	if err != nil {
+		return nil, err
+	}
+	sim, err := r.turns(ctx, "w-sim-1", s.size.turns)
+	if err != nil {
+		return nil, err
+	}
+	hop, err := bench.RoundTrip(ctx, fab.gw.js, s.size.roundTrips)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, sim.rows("sim-agent, think 0", hook)...)
+	rows = append(rows, r.overheadRows(sim, hop)...)
+	if claude {
+		cl, err := r.turns(ctx, "w-claude-1", s.size.claudeTurns)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, cl.rows("real Claude Code + fake API", hook)...)
+	} else {
+		rows = append(rows, bench.Row{Name: "whole turn: real Claude Code + fake API", Unit: bench.UnitMs, Status: bench.StatusSkip,
+			Note: "claude is not on PATH (export PATH=\"$(.ci/install-claude.sh):$PATH\")"})
+	}
+	fan, err := r.fanOut(ctx, work)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, fan)
+	hookRow := bench.Row{Name: "hook: fleetd hook stop, exec'd", N: len(hook), Unit: bench.UnitMs, P50: bench.Ms(hook.P50()),
+		P99: bench.Ms(hook.P99()), Status: bench.StatusNone,
+		Note: "process start to exit against the gateway's NATS; every turn runs two (UserPromptSubmit, Stop), inside the agent floor"}
+	return append(rows, hookRow), nil
+}
+
+// start spawns the agents and waits until they are ready.
+func (r *fabricRun) start(ctx context.Context, specs []agentSpec) error {
+	if err := r.fab.spawn(ctx, specs); err != nil {
+		return err
+	}
+	var names []string
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := r.fab.waitReady(wctx, names); err != nil {
+		return err
+	}
+	r.progress("%d agent(s) ready in %s", len(names), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// waitIdle waits until herdr and the roster both show the agent ready
+// with nothing in flight, so a measured turn never waits for the last
+// one's tail.
+func (r *fabricRun) waitIdle(ctx context.Context, agent string) (pane string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		a, ok := r.fab.gw.Views.Agent(agent)
+		if ok && a.Ready() && a.Pane != "" {
+			if info, err := r.herdr.Agent(ctx, a.Pane); err == nil && info.AgentStatus.Ready() && !info.LaunchPending {
+				return a.Pane, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("%s never became idle: %w", agent, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// last is the newest stored message on subject (nil when there is none).
+func (r *fabricRun) last(ctx context.Context, subject string) (*jetstream.RawStreamMsg, events.Event, error) {
+	m, err := r.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, events.Event{}, nil
+	}
+	if err != nil {
+		return nil, events.Event{}, err
+	}
+	ev, err := r.reg.Decode(m.Subject, m.Data)
+	return m, ev, err
+}
+
+// agentEvents counts the agent's events in the log.
+func (r *fabricRun) agentEvents(ctx context.Context, agent string) (uint64, error) {
+	info, err := r.stream.Info(ctx, jetstream.WithSubjectFilter("fleet.agent."+agent+".>"))
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n, nil
+}
+
+// turnSet is what n alternating fleetd and floor turns measured.
+type turnSet struct {
+	agent string
+	// whole: POST /message → reply in hand. floor: a direct herdr
+	// agent.prompt → the Stop hook's replied event stored.
+	whole, floor Sample
+	// completion: replied stored → reply in hand; fabric: whole minus the
+	// agent's span (typed stored → replied stored).
+	completion, fabric Sample
+	events             uint64
+}
+
+// Sample is bench.Sample, short.
+type Sample = bench.Sample
+
+// turns alternates n turns through fleetd with n direct herdr prompts to
+// the same agent, so both see the same machine.
+func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, error) {
+	ts := turnSet{agent: agent}
+	subj := "fleet.agent." + agent + "."
+	for i := range n {
+		// Through fleetd.
+		if _, err := r.waitIdle(ctx, agent); err != nil {
+			return ts, err
+		}
+		before, err := r.agentEvents(ctx, agent)
+		if err != nil {
+			return ts, err
+		}
+		text := fmt.Sprintf("bench turn %d: say hello", i+1)
+		var env leadshim.Envelope
+		t0 := time.Now()
+		_, err = r.fab.client.do(ctx, http.MethodPost, "/message", leadshim.Message{To: agent, Text: text, Timeout: "2m"}, &env)
+		t1 := time.Now()
+		if err != nil {
+			return ts, fmt.Errorf("turn %d: %w", i+1, err)
+		}
+		if env.Status != "replied" {
+			return ts, fmt.Errorf("turn %d ended %s: %s %s", i+1, env.Status, env.Reason, env.Message)
+		}
+		typed, tev, err := r.last(ctx, subj+"typed")
+		if err != nil || typed == nil || tev.CorrelationID != env.ID {
+			return ts, fmt.Errorf("turn %d: no typed event for %s (%v)", i+1, env.ID, err)
+		}
+		replied, _, err := r.last(ctx, subj+"replied")
+		if err != nil || replied == nil || replied.Sequence < typed.Sequence {
+			return ts, fmt.Errorf("turn %d: no replied event after typed (%v)", i+1, err)
+		}
+		ts.whole = append(ts.whole, t1.Sub(t0))
+		ts.completion = append(ts.completion, t1.Sub(replied.Time))
+		ts.fabric = append(ts.fabric, t1.Sub(t0)-replied.Time.Sub(typed.Time))
+		if err := r.settle(ctx, agent); err != nil {
+			return ts, err
+		}
+		after, err := r.agentEvents(ctx, agent)
+		if err != nil {
+			return ts, err
+		}
+		ts.events += after - before
+
+		// The floor: the same agent prompted directly through herdr.
+		d, err := r.floorTurn(ctx, agent, i+1)
+		if err != nil {
+			return ts, err
+		}
+		ts.floor = append(ts.floor, d)
+	}
+	r.progress("%s: whole turn p50 %s, floor p50 %s, completion p99 %s, fabric p50 %s", agent, ts.whole.P50(), ts.floor.P50(),
+		ts.completion.P99(), ts.fabric.P50())
+	return ts, nil
+}
+
+// settle waits for the turn's trailing events (the idle status from herdr
+// and the hook) so they are counted with it.
+func (r *fabricRun) settle(ctx context.Context, agent string) error {
+	_, err := r.waitIdle(ctx, agent)
+	return err
+}
+
+// floorTurn prompts the agent through herdr with no fleetd in between and
+// times it to the Stop hook's replied event as stored.
+func (r *fabricRun) floorTurn(ctx context.Context, agent string, i int) (time.Duration, error) {
+	pane, err := r.waitIdle(ctx, agent)
+	if err != nil {
+		return 0, err
+	}
+	subj := "fleet.agent." + agent + ".replied"
+	prev, _, err := r.last(ctx, subj)
+	if err != nil {
+		return 0, err
+	}
+	var prevSeq uint64
+	if prev != nil {
+		prevSeq = prev.Sequence
+	}
+	text := fmt.Sprintf("floor turn %d: say hello", i)
+	t0 := time.Now()
+	if _, err := r.herdr.Prompt(ctx, herdrbridge.PromptRequest{Target: pane, Text: text}); err != nil {
+		return 0, fmt.Errorf("floor turn %d: %w", i, err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		m, ev, err := r.last(ctx, subj)
+		if err != nil {
+			return 0, err
+		}
+		if m != nil && m.Sequence > prevSeq {
+			if rep, ok := ev.Data.(events.AgentReplied); !ok || (strings.HasPrefix(agent, "w-sim") && !strings.Contains(rep.Reply, text)) {
+				return 0, fmt.Errorf("floor turn %d: the reply does not answer it: %+v", i, ev.Data)
+			}
+			return m.Time.Sub(t0), nil
+		}
+		time.Sleep(time.Millisecond) // polling the store; the time measured is the event's own
+	}
+	return 0, fmt.Errorf("floor turn %d: no reply in 2m", i)
+}
+
+// rows renders a turn set.
+func (ts turnSet) rows(label string, hook Sample) []bench.Row {
+	n := len(ts.whole)
+	whole := bench.Row{Name: "whole turn: " + label, N: n, Unit: bench.UnitMs, P50: bench.Ms(ts.whole.P50()), P99: bench.Ms(ts.whole.P99()),
+		Base: bench.Ms(ts.floor.P50()), BaseName: "agent floor", Target: "≤ floor + 100ms",
+		Note: fmt.Sprintf("POST /message → reply; of the floor, 2 hook execs ≈ %s (hook row) and herdr's 300 ms Enter delay", 2*hook.P50())}
+	whole.Check(whole.Delta() <= 100)
+	floor := bench.Row{Name: "agent floor: " + label, N: len(ts.floor), Unit: bench.UnitMs, P50: bench.Ms(ts.floor.P50()),
+		P99: bench.Ms(ts.floor.P99()), Status: bench.StatusNone,
+		Note: "herdr agent.prompt straight to the pane → the Stop hook's replied event stored; no fleetd in between"}
+	ev := bench.Row{Name: "events per turn: " + label, N: n, Unit: bench.UnitCount, P50: float64(ts.events) / float64(max(n, 1)),
+		Status: bench.StatusNone, Note: "the agent's events in the log per turn, statuses from herdr and hooks included"}
+	return []bench.Row{whole, floor, ev}
+}
+
+// overheadRows are completion latency and fabric overhead.
+func (r *fabricRun) overheadRows(ts turnSet, hop Sample) []bench.Row {
+	n := len(ts.whole)
+	comp := bench.Row{Name: "completion: Stop hook → caller has reply", N: n, Unit: bench.UnitMs, P50: bench.Ms(ts.completion.P50()),
+		P99: bench.Ms(ts.completion.P99()), Target: "≤ 5ms p99",
+		Note: "from the replied event's stream timestamp (stored) to the HTTP response read by the caller"}
+	comp.Check(comp.P99 <= 5)
+	floor := bench.Ms(hop.P50()) * turnHops
+	fab := bench.Row{Name: "fabric overhead per turn (think 0)", N: n, Unit: bench.UnitMs, P50: bench.Ms(ts.fabric.P50()),
+		P99: bench.Ms(ts.fabric.P99()), Base: floor, BaseName: fmt.Sprintf("raw: %d hops", turnHops), Target: "≤ 1ms p50, ≤ 5ms p99",
+		Note: "POST → reply minus the agent's span (typed stored → replied stored: herdr's keystrokes, the agent, its hooks)"}
+	fab.Check(fab.P50 <= 1 && fab.P99 <= 5)
+	fab.Ratio()
+	rt := bench.Row{Name: "log hop: raw JetStream publish → consume", N: len(hop), Unit: bench.UnitMs, P50: bench.Ms(hop.P50()),
+		P99: bench.Ms(hop.P99()), Status: bench.StatusNone, Note: "in-process, on the gateway's server: publish with ack → an ordered consumer has it"}
+	return []bench.Row{comp, fab, rt}
+}
+
+// fanOut sends one turn to each of K agents at once, each working T.
+func (r *fabricRun) fanOut(ctx context.Context, work string) (bench.Row, error) {
+	k, T := r.size.fanOut, r.size.think
+	var specs []agentSpec
+	var names []string
+	for i := range k {
+		name := fmt.Sprintf("w-fan-%d", i+1)
+		specs = append(specs, agentSpec{Role: "w-fan", Name: name, Cwd: work})
+		names = append(names, name)
+	}
+	if err := r.start(ctx, specs); err != nil {
+		return bench.Row{}, err
+	}
+	for _, a := range names {
+		if _, err := r.waitIdle(ctx, a); err != nil {
+			return bench.Row{}, err
+		}
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		per  Sample
+		errs []error
+	)
+	start := time.Now()
+	for i, a := range names {
+		wg.Go(func() {
+			var env leadshim.Envelope
+			t0 := time.Now()
+			_, err := r.fab.client.do(ctx, http.MethodPost, "/message",
+				leadshim.Message{To: a, Text: fmt.Sprintf("fan-out task %d", i+1), Timeout: "5m"}, &env)
+			d := time.Since(t0)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case env.Status != "replied":
+				errs = append(errs, fmt.Errorf("%s: turn ended %s", a, env.Status))
+			default:
+				per = append(per, d)
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	if len(errs) > 0 {
+		return bench.Row{}, fmt.Errorf("fan-out: %w", errors.Join(errs...))
+	}
+	r.progress("fan-out: %d turns in %s (T %s)", k, wall.Round(time.Millisecond), T)
+	row := bench.Row{Name: fmt.Sprintf("fan-out: %d turns on %d agents, T each", k, k), N: k, Unit: bench.UnitMs,
+		P50: bench.Ms(wall), Base: bench.Ms(T), BaseName: "T", Target: "≤ T + 100ms",
+		Note: fmt.Sprintf("wall time, first POST → last reply; per turn p50 %s, max %s", per.P50().Round(time.Millisecond), per.P99().Round(time.Millisecond))}
+	row.Check(row.Delta() <= 100)
+	return row, nil
+}
+
+// hookRuns execs `fleetd hook stop` as Claude Code runs it, with a
+// finished transcript, against the gateway's NATS.
+func (r *fabricRun) hookRuns(ctx context.Context, exe string) (Sample, error) {
+	dir := filepath.Join(r.dir, "hookbench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	tp := filepath.Join(dir, "session.jsonl")
+	lines := []map[string]any{
+		{"type": "user", "promptId": "p1", "sessionId": "s1", "message": map[string]any{"role": "user", "content": "hello"}},
+		{"type": "assistant", "sessionId": "s1", "message": map[string]any{"id": "msg_1", "model": "claude-sim", "role": "assistant",
+			"content": []any{map[string]any{"type": "text", "text": "SIM: hello"}}, "stop_reason": "end_turn",
+			"usage": map[string]any{"input_tokens": 15, "output_tokens": 10}}},
+	}
+	var buf bytes.Buffer
+	for _, l := range lines {
+		b, _ := json.Marshal(l)
+		buf.Write(append(b, '\n'))
+	}
+	if err := os.WriteFile(tp, buf.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	env := append(os.Environ(), "FLEET_AGENT_ID=w-hookbench", "FLEET_ROLE=w-sim", "FLEET_HOST=bench",
+		"FLEET_NATS_URL="+r.fab.gw.NATSURL(), "FLEET_SPOOL_DIR="+filepath.Join(dir, "spool"))
+	return bench.Time(r.size.hookRuns, func() error {
+		payload, _ := json.Marshal(map[string]any{"session_id": "s1", "transcript_path": tp, "cwd": dir, "hook_event_name": "Stop",
+			"prompt_id": "p1", "stop_hook_active": false, "last_assistant_message": "SIM: hello"})
+		cmd := exec.CommandContext(ctx, exe, "hook", "stop")
+		cmd.Env = env
+		cmd.Stdin = bytes.NewReader(payload)
+		out, err := cmd.CombinedOutput()
+		if err != nil || len(out) > 0 {
+			return fmt.Errorf("fleetd hook stop: %v %s", err, out)
+		}
+		return nil
+	})
+}

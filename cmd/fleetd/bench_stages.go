@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/bench"
+	"github.com/fleetd/fleetd/embeddednats"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/projections"
+)
+
+// quietLogger keeps a bench's screen for the bench: warnings and errors.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// micro: events.Log appends against raw JetStream publishes, one at a
+// time and batched, through testing.Benchmark (the same bodies as the
+// events package's Go benchmarks).
+func (s benchStage) micro(ctx context.Context) ([]bench.Row, error) {
+	if err := setBenchTime(s.size.benchTime); err != nil {
+		return nil, err
+	}
+	n, err := bench.StartNATS(ctx, filepath.Join(s.dir, "nats"), s.sync)
+	if err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	run := func(name string, f func(*testing.B), perOp int) (float64, int, error) {
+		r := testing.Benchmark(f)
+		if r.N == 0 {
+			return 0, 0, fmt.Errorf("benchmark %s failed", name)
+		}
+		s.progress("%s: %d ops, %.0f ev/s", name, r.N, bench.PerSecond(r, perOp))
+		return bench.PerSecond(r, perOp), r.N * perOp, nil
+	}
+	logOne, nOne, err := run("Log.Append", bench.LogAppend(n.Log), 1)
+	if err != nil {
+		return nil, err
+	}
+	rawOne, _, err := run("js.PublishMsg", bench.RawPublish(n.JS), 1)
+	if err != nil {
+		return nil, err
+	}
+	logBatch, nBatch, err := run("Log.AppendBatch", bench.LogAppendBatch(n.Log), bench.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	rawAsync, _, err := run("js.PublishMsgAsync", bench.RawPublishAsync(n.JS), bench.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	rawAtomic, nAtomic, err := run("raw atomic batch", bench.RawAtomicBatch(n.JS), bench.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	one := bench.Row{Name: "append: Log.Append, one at a time", N: nOne, Unit: bench.UnitPerSec, P50: logOne,
+		Base: rawOne, BaseName: "js.PublishMsg", Target: "≥ 0.80×"}
+	one.Check(one.Ratio() >= 0.8)
+	batch := bench.Row{Name: fmt.Sprintf("append: Log.AppendBatch, %d per batch", bench.BatchSize), N: nBatch, Unit: bench.UnitPerSec,
+		P50: logBatch, Base: rawAsync, BaseName: "js.PublishMsgAsync", Target: "≥ 0.80×"}
+	batch.Check(batch.Ratio() >= 0.8)
+	atomic := bench.Row{Name: "append: Log.AppendBatch vs raw atomic batch", N: nAtomic, Unit: bench.UnitPerSec,
+		P50: logBatch, Base: rawAtomic, BaseName: "raw atomic batch", Status: bench.StatusNone,
+		Note: "what AppendBatch asks of JetStream without fleetd's code: shows how much of the batched row is the server's atomic-batch staging"}
+	atomic.Ratio()
+	return []bench.Row{one, batch, atomic}, nil
+}
+
+// rebuild: fold a log of rebuild events from scratch with the real
+// projection, against a raw ordered-consumer read of the same stream and a
+// decoding read (events.Log.Read). The log is written with SyncAlways off
+// (how it is written is not measured), then the server restarts with the
+// stage's setting.
+func (s benchStage) rebuild(ctx context.Context) ([]bench.Row, error) {
+	size := s.size.rebuild
+	if s.sync {
+		size = s.size.rebuildSync
+	}
+	dir := filepath.Join(s.dir, "nats")
+	n, err := bench.StartNATS(ctx, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	last, err := bench.Fill(ctx, n.JS, bench.NewFleet(s.size.hosts, s.size.agents), size)
+	n.Close()
+	if err != nil {
+		return nil, err
+	}
+	s.progress("filled %d events in %s", last, time.Since(start).Round(time.Millisecond))
+	if n, err = bench.StartNATS(ctx, dir, s.sync); err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	if _, _, err := bench.RawRead(ctx, n.JS); err != nil { // warm the server's block cache for both readers alike
+		return nil, err
+	}
+	rawD, count, err := bench.RawRead(ctx, n.JS)
+	if err != nil {
+		return nil, err
+	}
+	s.progress("raw read %d in %s", count, rawD.Round(time.Millisecond))
+	start = time.Now()
+	decoded := 0
+	for _, err := range n.Log.Read(ctx, events.Query{}) {
+		if err != nil {
+			return nil, err
+		}
+		decoded++
+	}
+	decD := time.Since(start)
+	s.progress("decoded %d in %s", decoded, decD.Round(time.Millisecond))
+	rebD, applied, err := bench.Rebuild(ctx, n.Log, n.JS)
+	if err != nil {
+		return nil, err
+	}
+	s.progress("rebuilt to %d in %s", applied, rebD.Round(time.Millisecond))
+	if applied != last || count != int(last) || decoded != count {
+		return nil, fmt.Errorf("rebuild: log has %d events; raw read %d, decoded %d, folded to %d", last, count, decoded, applied)
+	}
+	perSec := func(d time.Duration) float64 { return float64(count) / d.Seconds() }
+	reb := bench.Row{Name: "rebuild: projection fold of the whole log", N: count, Unit: bench.UnitPerSec, P50: perSec(rebD),
+		Base: perSec(rawD), BaseName: "raw ordered read", Target: "≥ 0.50×",
+		Note: fmt.Sprintf("rebuild %s, raw read %s, decode-only read %s", rebD.Round(time.Millisecond), rawD.Round(time.Millisecond), decD.Round(time.Millisecond))}
+	reb.Check(reb.Ratio() >= 0.5)
+	dec := bench.Row{Name: "rebuild: events.Log.Read (decode, no fold)", N: count, Unit: bench.UnitPerSec, P50: perSec(decD),
+		Base: perSec(rawD), BaseName: "raw ordered read", Status: bench.StatusNone}
+	dec.Ratio()
+	return []bench.Row{reb, dec}, nil
+}
+
+// benchGateway starts a gateway with no herdr on a fresh store: the log,
+// the projections and the lead shim, as `fleetd up --no-herdr` runs them.
+func (s benchStage) benchGateway(ctx context.Context) (*Gateway, error) {
+	gw := NewGateway(GatewayConfig{
+		Host: "bench", NATS: embeddednats.Config{DataDir: filepath.Join(s.dir, "gw"), ServerName: "bench", SyncAlways: s.sync},
+		HTTP: "127.0.0.1:0", NoHerdr: true, Heartbeat: 5 * time.Second, Logger: s.logger,
+	})
+	if err := gw.Start(ctx); err != nil {
+		return nil, err
+	}
+	return gw, nil
+}
+
+// scale: a fleet of agents over simulated hosts (registered and status
+// events, no panes) in a running gateway; roster queries in-process and
+// over HTTP; the gateway process's resident memory.
+func (s benchStage) scale(ctx context.Context) ([]bench.Row, error) {
+	gw, err := s.benchGateway(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer gw.Close()
+	f := bench.NewFleet(s.size.hosts, s.size.agents)
+	last, err := bench.Publish(ctx, gw.js, f.Announce())
+	if err != nil {
+		return nil, err
+	}
+	if err := waitSeq(ctx, gw.Views, last); err != nil {
+		return nil, err
+	}
+	if got := len(gw.Views.Roster()); got < len(f.Agents) {
+		return nil, fmt.Errorf("scale: roster has %d agents, want %d", got, len(f.Agents))
+	}
+	views, err := bench.Time(s.size.queries, func() error {
+		if r := gw.Views.Roster(); len(r) < len(f.Agents) {
+			return fmt.Errorf("scale: roster has %d agents", len(r))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{}
+	url := "http://" + gw.HTTPAddr() + "/roster"
+	get := func() error {
+		resp, err := hc.Get(url)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET /roster: %s", resp.Status)
+		}
+		return nil
+	}
+	if err := get(); err != nil { // open the keep-alive connection
+		return nil, err
+	}
+	httpS, err := bench.Time(s.size.queries, get)
+	if err != nil {
+		return nil, err
+	}
+	rss := bench.RSS(os.Getpid())
+	label := fmt.Sprintf("%d agents / %d hosts", len(f.Agents), len(f.Hosts))
+	rows := []bench.Row{
+		{Name: "roster: GET /roster, " + label, N: len(httpS), Unit: bench.UnitMs, P50: bench.Ms(httpS.P50()), P99: bench.Ms(httpS.P99()),
+			Target: "≤ 2ms p99", Note: "over HTTP on loopback, keep-alive, the whole roster as JSON"},
+		{Name: "roster: Views.Roster, " + label, N: len(views), Unit: bench.UnitMs, P50: bench.Ms(views.P50()), P99: bench.Ms(views.P99()),
+			Target: "≤ 2ms p99"},
+		{Name: "memory: gateway RSS, " + label, N: 1, Unit: bench.UnitMB, P50: rss, Target: "≤ 150 MB",
+			Note: "VmRSS of the gateway process (embedded NATS, projections, shim) after the roster queries"},
+	}
+	rows[0].Check(rows[0].P99 <= 2)
+	rows[1].Check(rows[1].P99 <= 2)
+	rows[2].Check(rss <= 150)
+	return rows, nil
+}
+
+// turns: finished turns driven through the log (queued, typed, submitted,
+// replied appended by a driver) into a running gateway whose projections
+// fold them; memory after turnsLow and after turnsHigh turns.
+func (s benchStage) turns(ctx context.Context) ([]bench.Row, error) {
+	name := fmt.Sprintf("memory: heap after %dk turns vs %dk", s.size.turnsHigh/1000, s.size.turnsLow/1000)
+	if s.size.turnsLow < 1000 {
+		name = fmt.Sprintf("memory: heap after %d turns vs %d", s.size.turnsHigh, s.size.turnsLow)
+	}
+	if s.sync && s.size.name != "tiny" {
+		return []bench.Row{{Name: name, N: s.size.turnsHigh, Unit: bench.UnitMB, Status: bench.StatusSkip,
+			Note: fmt.Sprintf("%d fsync'd appends take ~10 min on this disk (SyncAlways fsyncs each; see the append rows); the fold's memory does not depend on it", s.size.turnsHigh*bench.EventsPerSyntheticTurn)}}, nil
+	}
+	gw, err := s.benchGateway(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer gw.Close()
+	f := bench.NewFleet(s.size.hosts, 100)
+	if _, err := bench.Publish(ctx, gw.js, f.Announce()); err != nil {
+		return nil, err
+	}
+	newID := events.NewULIDSource(time.Now)
+	drive := func(from, to int) (bench.Memory, error) {
+		start := time.Now()
+		seq, err := bench.DriveTurns(ctx, gw.js, f, from, to-from, newID)
+		if err != nil {
+			return bench.Memory{}, err
+		}
+		if err := waitSeq(ctx, gw.Views, seq); err != nil {
+			return bench.Memory{}, err
+		}
+		m := bench.MemoryNow()
+		s.progress("%d turns folded (to seq %d) in %s: heap %.1f MB, RSS %.1f MB", to, seq, time.Since(start).Round(time.Millisecond), m.HeapMB, m.RSSMB)
+		return m, nil
+	}
+	low, err := drive(0, s.size.turnsLow)
+	if err != nil {
+		return nil, err
+	}
+	high, err := drive(s.size.turnsLow, s.size.turnsHigh)
+	if err != nil {
+		return nil, err
+	}
+	// The fold must have ended every turn it was given.
+	replied := 0
+	for _, a := range gw.Views.Roster() {
+		if a.CurrentTurn == "" && a.QueueDepth == 0 {
+			replied++
+		}
+	}
+	if replied < len(f.Agents) {
+		return nil, fmt.Errorf("turns: %d of %d agents still have a turn open", len(f.Agents)-replied, len(f.Agents))
+	}
+	heap := bench.Row{Name: name, N: s.size.turnsHigh, Unit: bench.UnitMB, P50: high.HeapMB, Base: low.HeapMB,
+		BaseName: fmt.Sprintf("after %d", s.size.turnsLow), Target: "≤ 1.20×",
+		Note: fmt.Sprintf("Go heap in use after GC of the gateway process (embedded NATS + projections, 100 agents); RSS %.0f → %.0f MB", low.RSSMB, high.RSSMB)}
+	heap.Check(heap.Ratio() <= 1.2)
+	return []bench.Row{heap}, nil
+}
+
+// waitSeq waits (bounded) for the projections to fold up to seq.
+func waitSeq(ctx context.Context, v projections.Views, seq uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := v.WaitSeq(ctx, seq); err != nil {
+		return fmt.Errorf("projections did not reach seq %d (at %d): %w", seq, v.Applied(), err)
+	}
+	return nil
+}
