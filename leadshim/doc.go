@@ -19,6 +19,12 @@
 // "queue": false, 503 NATS unavailable or shutting down, 504 the turn did
 // not finish within its timeout (the error carries the id to re-attach).
 //
-// leadshim imports events, lifecycle, projections and roles; never
-// herdrbridge or cmd.
+// A send may name a job ("job" in POST /message, beside DESIGN.md's
+// "context" selectors): the selectors are then resolved against that
+// job's context store, the slice is recorded as a JobSliced event and
+// appended to the text as <context> blocks, and the turn carries the job
+// and the slice reference (orchestrator.SliceFor, RecordSlice, Prompt).
+//
+// leadshim imports events, lifecycle, projections, roles and
+// orchestrator; never herdrbridge or cmd.
 package leadshim

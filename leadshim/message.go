@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/orchestrator"
 )
 
 // Message is the body of POST /message and of the micro endpoint send.
@@ -23,8 +24,17 @@ type Message struct {
 	To   string `json:"to"`
 	Text string `json:"text"`
 	// From names the sender; default "lead".
-	From    string   `json:"from,omitempty"`
+	From string `json:"from,omitempty"`
+	// Context are context selectors: item keys and tag:T. Without Job
+	// they are recorded on the turn as they are.
 	Context []string `json:"context,omitempty"`
+	// Job, when set, names the job whose context store Context is resolved
+	// against (orchestrator.SliceFor): the slice is recorded as a
+	// JobSliced event, rendered after the text as <context> blocks, and
+	// the turn carries the job and the slice reference — how a main
+	// delegates a scoped slice to a worker. An unknown job is 404, a
+	// selected key the store lacks 400.
+	Job string `json:"job,omitempty"`
 	// Timeout bounds the whole turn (a Go duration, "10m"); it becomes the
 	// turn's deadline and how long a blocking call waits.
 	Timeout string `json:"timeout,omitempty"`
@@ -219,15 +229,19 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 	if s.cfg.NC != nil && !s.cfg.NC.IsConnected() {
 		return answer{}, fail(http.StatusServiceUnavailable, "nats_unavailable", "not connected to NATS")
 	}
+	text, ref, aerr := s.slice(ctx, m, to)
+	if aerr != nil {
+		return answer{}, aerr
+	}
 	id := s.cfg.NewID()
 	deadline := s.cfg.Now().Add(timeout)
 	ev := events.Event{ID: id, CorrelationID: id, Source: s.source}
 	if to.agent != "" {
 		ev.Subject = to.agent
-		ev.Data = events.AgentQueued{From: m.From, Text: m.Text, Context: m.Context, Deadline: deadline}
+		ev.Data = events.AgentQueued{From: m.From, Text: text, Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: deadline}
 	} else {
 		ev.Subject = to.role
-		ev.Data = events.RoleQueued{From: m.From, Text: m.Text, Context: m.Context, Deadline: deadline}
+		ev.Data = events.RoleQueued{From: m.From, Text: text, Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: deadline}
 	}
 	ack, err := s.cfg.Log.Append(ctx, ev)
 	if err != nil {
@@ -245,6 +259,45 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 		return answer{status: http.StatusAccepted, body: Accepted{ID: id, Status: string(lifecycle.StateQueued)}}, nil
 	}
 	return s.await(ctx, id, timeout)
+}
+
+// slice resolves a send's context selectors against its job's context
+// store and records the slice, returning the prompt (the text followed by
+// the slice's <context> blocks) and the slice reference. Without a job, or
+// without selectors, the text goes as it is.
+func (s *Server) slice(ctx context.Context, m Message, to target) (text, ref string, _ *apiError) {
+	if m.Job == "" {
+		return m.Text, "", nil
+	}
+	if err := events.ValidToken(m.Job); err != nil {
+		return "", "", fail(http.StatusBadRequest, "bad_job", "job: %v", err)
+	}
+	subj, err := events.JobSubject(m.Job, "created")
+	if err != nil {
+		return "", "", fail(http.StatusBadRequest, "bad_job", "job: %v", err)
+	}
+	seq, err := s.cfg.Log.LastSeq(ctx, subj)
+	if err != nil {
+		return "", "", fail(http.StatusServiceUnavailable, "nats_unavailable", "look the job up: %v", err)
+	}
+	if seq == 0 {
+		return "", "", fail(http.StatusNotFound, "unknown_job", "no job %q in the log", m.Job)
+	}
+	if len(m.Context) == 0 {
+		return m.Text, "", nil
+	}
+	sl, err := orchestrator.SliceFor(ctx, s.cfg.Log, m.Job, m.Context, 0)
+	if err != nil {
+		return "", "", fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
+	}
+	if len(sl.Missing) > 0 {
+		return "", "", fail(http.StatusBadRequest, "missing_context", "job %s has no context item %s", m.Job, strings.Join(sl.Missing, ", "))
+	}
+	sl.Agent = to.agent
+	if ref, err = orchestrator.RecordSlice(ctx, s.cfg.Log, sl); err != nil {
+		return "", "", fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
+	}
+	return orchestrator.Prompt(m.Text, sl), ref, nil
 }
 
 func kindOf(t target) string {

@@ -20,7 +20,8 @@ type SendCmd struct {
 	Text    []string      `arg:"" optional:"" help:"The prompt (words are joined); '-' reads it from stdin."`
 	Async   bool          `help:"Do not wait: print the turn id and return."`
 	Timeout time.Duration `help:"How long the turn may take; the call waits as long." default:"10m"`
-	Context []string      `help:"Context keys or tags for the turn, comma-separated (k1,tag:api)." sep:","`
+	Context []string      `help:"Context keys or tags for the turn, comma-separated (k1,tag:api); with --job they pick the slice of the job's context the prompt carries." sep:","`
+	Job     string        `help:"Job whose context store --context is resolved against (default: this pane's FLEET_JOB): the recorded slice is appended to the prompt." env:"FLEET_JOB" placeholder:"ID"`
 	From    string        `help:"Sender recorded on the turn." default:"lead"`
 	JSON    bool          `name:"json" help:"Print the reply envelope as JSON instead of the reply text."`
 	Wait    string        `help:"Re-attach to turn ID (after a timeout or a restart) instead of sending." placeholder:"ID"`
@@ -55,7 +56,7 @@ func (c *SendCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	wait := !c.Async
-	msg := leadshim.Message{To: c.To, Text: text, From: c.From, Context: c.Context, Timeout: c.Timeout.String(), Wait: &wait}
+	msg := leadshim.Message{To: c.To, Text: text, From: c.From, Context: c.Context, Job: c.Job, Timeout: c.Timeout.String(), Wait: &wait}
 	if c.Async {
 		var acc leadshim.Accepted
 		if _, err := cl.do(ctx, "POST", "/message", msg, &acc); err != nil {
