@@ -28,6 +28,7 @@ type UpCmd struct {
 	Heartbeat     time.Duration `help:"How often the host announces it is alive." default:"5s" env:"FLEET_HEARTBEAT"`
 	HostTTL       time.Duration `name:"host-ttl" help:"A host silent this long (no heartbeat) has its agents marked stale in the roster; keep it a few heartbeats long." default:"15s" env:"FLEET_HOST_TTL"`
 	IdleTTL       time.Duration `name:"idle-ttl" help:"Close a named session's pane once it has been idle this long (0: never); the session stays resumable by name." default:"30m" env:"FLEET_IDLE_TTL"`
+	SubmitTimeout time.Duration `help:"How long a typed prompt may go without proof of submission before Enter is pressed once more, and as long again before its turn fails as indeterminate; raise it on a slow or loaded host." default:"5s" env:"FLEET_SUBMIT_TIMEOUT"`
 }
 
 // Run starts the gateway and blocks until SIGINT or SIGTERM.
@@ -71,19 +72,20 @@ func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
 		ncfg.ClusterName, ncfg.ClusterListen, ncfg.Routes = c.Cluster, c.ClusterListen, c.Routes
 	}
 	return GatewayConfig{
-		Host:        host,
-		NATS:        ncfg,
-		ExternalURL: g.NATS,
-		Creds:       g.Creds,
-		Replicas:    c.Replicas,
-		HTTP:        c.HTTP,
-		Token:       g.Token,
-		HerdrPath:   c.Herdr,
-		NoHerdr:     c.NoHerdr,
-		RolesFile:   c.Roles,
-		Heartbeat:   c.Heartbeat,
-		HostTTL:     c.HostTTL,
-		IdleTTL:     c.IdleTTL,
-		Logger:      g.Logger(),
+		Host:          host,
+		NATS:          ncfg,
+		ExternalURL:   g.NATS,
+		Creds:         g.Creds,
+		Replicas:      c.Replicas,
+		HTTP:          c.HTTP,
+		Token:         g.Token,
+		HerdrPath:     c.Herdr,
+		NoHerdr:       c.NoHerdr,
+		RolesFile:     c.Roles,
+		Heartbeat:     c.Heartbeat,
+		HostTTL:       c.HostTTL,
+		IdleTTL:       c.IdleTTL,
+		SubmitTimeout: c.SubmitTimeout,
+		Logger:        g.Logger(),
 	}, nil
 }

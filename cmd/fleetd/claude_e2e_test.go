@@ -1,0 +1,604 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/fakeapi"
+	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/projections"
+)
+
+// The whole fabric with the real Claude Code: `fleetd up` (a child
+// process) drives two real `claude` workers that `fleetd spawn` started in
+// panes of a herdr-protocol server, against the fake Messages API. A lead's
+// POST /message to each worker by name and one to role:w-local come back
+// through the workers' real Stop hooks; the log, the roster, the turns and
+// the stock nats CLI all agree on what happened.
+func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
+	claudeBin := fakeapi.RequireClaude(t)
+	natsBin := requireTool(t, "nats", "go install github.com/nats-io/natscli/nats@v0.5.0")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	started := time.Now()
+
+	// The temp dir first: cleanups run last-in first-out, so it is
+	// removed only after the panes' claude processes are gone.
+	dir := t.TempDir()
+	api := fakeapi.Start(t)
+	h := herdrtest.Start(t, herdrtest.Config{Env: claudePaneEnv(), Cols: 120, Rows: 40})
+	home := filepath.Join(dir, "home")
+	work := map[string]string{"w-1": filepath.Join(dir, "work-1"), "w-2": filepath.Join(dir, "work-2")}
+	for _, wd := range work {
+		if err := os.MkdirAll(wd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fakeapi.WriteClaudeHome(home, work["w-1"], work["w-2"]); err != nil {
+		t.Fatal(err)
+	}
+	rolesFile := filepath.Join(dir, "roles.json")
+	writeJSONFile(t, rolesFile, map[string]any{"roles": map[string]any{"w-local": map[string]any{
+		"description": "real Claude Code workers against the fake API",
+		"command":     []string{claudeBin, "--settings", "{settings}"},
+		"env_class":   "gateway",
+		"base_url":    api.URL(),
+		"env": map[string]string{
+			"ANTHROPIC_AUTH_TOKEN": "test", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": home,
+		},
+		"cap": 2,
+	}}})
+	dataDir := filepath.Join(dir, "data")
+	// Claude Code on a loaded 2-core machine was seen taking over 10 s to
+	// run its UserPromptSubmit hook: give submission proof time.
+	up := startUp(t, dataDir, "--herdr", h.Path(), "--roles", rolesFile, "--heartbeat", "1s", "--submit-timeout", "30s")
+	fleet := &claudeFleet{t: t, up: up, herdr: h, api: api, dataDir: dataDir, home: home}
+	t.Cleanup(fleet.dumpOnFailure)
+
+	for _, name := range []string{"w-1", "w-2"} {
+		out, err := fleet.cli(ctx, "spawn", "--role", "w-local", "--name", name, "--cwd", work[name],
+			"--roles", rolesFile, "--herdr", h.Path(), "--data-dir", dataDir)
+		if err != nil {
+			t.Fatalf("fleetd spawn %s: %v\n%s", name, err, out)
+		}
+	}
+	// Ready = the SessionStart hook ran (a session id) and the agent is idle.
+	var roster []projections.Agent
+	e2eWaitFor(t, 60*time.Second, 100*time.Millisecond, func() error {
+		var err error
+		if roster, err = fleet.roster(ctx); err != nil {
+			return err
+		}
+		for _, name := range []string{"w-1", "w-2"} {
+			a, ok := findAgent(roster, name)
+			if !ok || a.SessionID == "" || !a.Ready() {
+				return fmt.Errorf("%s not ready yet: %+v", name, a)
+			}
+		}
+		return nil
+	})
+	sessions := map[string]string{}
+	for _, a := range roster {
+		sessions[a.Agent] = a.SessionID
+	}
+	t.Logf("both workers ready after %v", time.Since(started).Round(time.Millisecond))
+
+	// The stock nats CLI taps the replies live, from before the sends.
+	tap := startNatsSub(t, ctx, natsBin, up.url, "fleet.agent.*.replied")
+
+	sends := []leadshim.Message{
+		{To: "w-1", Text: "alpha: a task for w-1 by name"},
+		{To: "w-2", Text: "bravo: a task for w-2 by name,\nover two lines"},
+		{To: "role:w-local", Text: "charlie: a task for any w-local worker"},
+	}
+	replies := make([]sendResult, len(sends))
+	var wg sync.WaitGroup
+	for i, m := range sends {
+		m.Timeout = "2m"
+		wg.Go(func() { replies[i] = fleet.send(ctx, m) })
+	}
+	wg.Wait()
+	t.Logf("three replies after %v", time.Since(started).Round(time.Millisecond))
+
+	// The envelopes: the echo, through the real Stop hook, fully filled in.
+	for i, m := range sends {
+		r := replies[i]
+		if r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("POST /message to %s: HTTP %d, %v\n%s", m.To, r.status, r.err, r.body)
+		}
+		e := r.env
+		want := "ECHO: " + m.Text
+		if e.Status != string(lifecycle.StateReplied) || e.Reply != want {
+			t.Errorf("%s: status %q reply %q, want replied %q", m.To, e.Status, e.Reply, want)
+		}
+		if m.To == "role:w-local" {
+			if e.Agent != "w-1" && e.Agent != "w-2" {
+				t.Errorf("role turn went to %q, want a w-local worker", e.Agent)
+			}
+		} else if e.Agent != m.To {
+			t.Errorf("turn to %s answered by %q", m.To, e.Agent)
+		}
+		if e.ID == "" || e.Role != "w-local" || e.Model == "" {
+			t.Errorf("%s: envelope id %q role %q model %q, want all set", m.To, e.ID, e.Role, e.Model)
+		}
+		if e.SessionID == "" || e.SessionID != sessions[e.Agent] {
+			t.Errorf("%s: session_id %q, want %s's session %q", m.To, e.SessionID, e.Agent, sessions[e.Agent])
+		}
+		if e.Tokens.In <= 0 || e.Tokens.Out <= 0 {
+			t.Errorf("%s: tokens %+v, want both > 0", m.To, e.Tokens)
+		}
+		if e.QueuedAt == nil || e.SubmittedAt == nil || e.RepliedAt == nil ||
+			e.SubmittedAt.Before(*e.QueuedAt) || e.RepliedAt.Before(*e.SubmittedAt) {
+			t.Errorf("%s: times queued %v submitted %v replied %v, want all set and in order", m.To, e.QueuedAt, e.SubmittedAt, e.RepliedAt)
+		} else if want := e.RepliedAt.Sub(*e.QueuedAt).Milliseconds(); e.DurationMS <= 0 || e.DurationMS > want+1 {
+			t.Errorf("%s: duration_ms %d, want > 0 and about replied-queued = %d", m.To, e.DurationMS, want)
+		}
+		if e.Reason != "" || e.Message != "" {
+			t.Errorf("%s: a replied turn carries reason %q message %q", m.To, e.Reason, e.Message)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	log, nc := connectLog(t, up.url)
+	all := readEvents(t, ctx, log, "fleet.agent.>")
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turnsKV, err := js.KeyValue(ctx, "fleet_turns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range sends {
+		e := replies[i].env
+		fleet.checkTurnEvents(ctx, all, turnsKV, m.Text, e)
+	}
+
+	// The roster: both idle (or done), nothing in flight, tokens counted.
+	e2eWaitFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		roster, err := fleet.roster(ctx)
+		if err != nil {
+			return err
+		}
+		for _, name := range []string{"w-1", "w-2"} {
+			a, ok := findAgent(roster, name)
+			if !ok {
+				return fmt.Errorf("%s is not on the roster", name)
+			}
+			if (a.Status != events.StatusIdle && a.Status != events.StatusDone) || a.CurrentTurn != "" || a.QueueDepth != 0 {
+				return fmt.Errorf("%s: status %q turn %q queue %d, want idle/done with nothing in flight", name, a.Status, a.CurrentTurn, a.QueueDepth)
+			}
+			if a.Tokens.In <= 0 || a.Tokens.Out <= 0 {
+				return fmt.Errorf("%s: tokens %+v, want both > 0", name, a.Tokens)
+			}
+		}
+		return nil
+	})
+
+	// The nats CLI saw every reply as it was appended.
+	e2eWaitFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		out := tap.output()
+		seen := map[string]string{} // turn id → reply, from the printed events
+		for line := range strings.Lines(out) {
+			var ev struct {
+				Type          string `json:"type"`
+				CorrelationID string `json:"correlationid"`
+				Data          struct {
+					Reply string `json:"reply"`
+				} `json:"data"`
+			}
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "fleet.agent.replied" {
+				seen[ev.CorrelationID] = ev.Data.Reply
+			}
+		}
+		for i, m := range sends {
+			if id := replies[i].env.ID; seen[id] != "ECHO: "+m.Text {
+				return fmt.Errorf("nats sub has not shown the reply to %s (turn %s):\n%s", m.To, id, out)
+			}
+		}
+		return nil
+	})
+	t.Logf("done in %v", time.Since(started).Round(time.Millisecond))
+}
+
+// checkTurnEvents checks one finished turn against the log, the turn
+// projection, the fake's requests and Claude Code's transcript: typed
+// exactly once, submitted with the real prompt_id, replied with the same
+// prompt_id, and the model saw the prompt exactly once.
+func (f *claudeFleet) checkTurnEvents(ctx context.Context, all []events.Event, turnsKV jetstream.KeyValue, text string, e leadshim.Envelope) {
+	t := f.t
+	t.Helper()
+	var typed, enters int
+	var submitted []events.AgentSubmitted
+	var replied []events.AgentReplied
+	for _, ev := range all {
+		if lifecycle.TurnID(ev) != e.ID {
+			continue
+		}
+		if ev.Subject != e.Agent {
+			if _, ok := ev.Data.(events.AgentQueued); ok {
+				t.Errorf("turn %s: queued on %s too, answered by %s", e.ID, ev.Subject, e.Agent)
+			}
+			continue
+		}
+		switch d := ev.Data.(type) {
+		case events.AgentTyped:
+			if d.Method == herdrbridge.MethodEnter {
+				enters++
+			} else {
+				typed++
+			}
+		case events.AgentSubmitted:
+			submitted = append(submitted, d)
+		case events.AgentReplied:
+			replied = append(replied, d)
+		}
+	}
+	if typed != 1 {
+		t.Errorf("turn %s (%q): typed %d times, want exactly 1", e.ID, text, typed)
+	}
+	if enters > 0 {
+		t.Logf("turn %s: %d extra Enter (no submission seen in time)", e.ID, enters)
+	}
+	if len(replied) != 1 {
+		t.Fatalf("turn %s: %d replied events, want 1", e.ID, len(replied))
+	}
+	rep := replied[0]
+	if rep.PromptID == "" || rep.Reply != e.Reply || rep.SessionID != e.SessionID {
+		t.Errorf("turn %s: replied event %+v, want the envelope's reply and session with a prompt_id", e.ID, rep)
+	}
+	var byHook int
+	for _, s := range submitted {
+		if s.Via != "hook" {
+			continue
+		}
+		byHook++
+		if s.PromptID != rep.PromptID || s.SessionID != e.SessionID || s.Prompt != text {
+			t.Errorf("turn %s: hook submitted %+v, want prompt_id %q (the replied one), session %q, prompt %q",
+				e.ID, s, rep.PromptID, e.SessionID, text)
+		}
+	}
+	if byHook != 1 {
+		t.Errorf("turn %s: %d submitted events from the UserPromptSubmit hook, want 1 (all: %+v)", e.ID, byHook, submitted)
+	}
+
+	// The turn projection (KV fleet_turns, written behind the fold).
+	e2eWaitFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		entry, err := turnsKV.Get(ctx, e.ID)
+		if err != nil {
+			return fmt.Errorf("turn %s in fleet_turns: %w", e.ID, err)
+		}
+		var turn lifecycle.Turn
+		if err := json.Unmarshal(entry.Value(), &turn); err != nil {
+			return err
+		}
+		if turn.PromptID != rep.PromptID || turn.State != lifecycle.StateReplied || turn.Text != text {
+			return fmt.Errorf("turn %s projected as %+v, want replied with prompt_id %q", e.ID, turn, rep.PromptID)
+		}
+		return nil
+	})
+
+	// The model saw the prompt exactly once: nothing was typed twice.
+	var seen int
+	for _, r := range f.api.Requests() {
+		if r.Prompt == text && r.Rule == "echo" {
+			seen++
+		}
+	}
+	if seen != 1 {
+		t.Errorf("turn %s: the API got the prompt %q %d times, want 1", e.ID, text, seen)
+	}
+
+	// Claude Code's own transcript records the same prompt id for the prompt.
+	if ids := f.transcriptPromptIDs(e.Agent, e.SessionID, text); !slices.Equal(ids, []string{rep.PromptID}) {
+		t.Errorf("turn %s: transcript promptIds for %q = %v, want [%s]", e.ID, text, ids, rep.PromptID)
+	}
+}
+
+// claudeFleet is the running fabric of the real-Claude test.
+type claudeFleet struct {
+	t       *testing.T
+	up      *upProcess
+	herdr   *herdrtest.Server
+	api     *fakeapi.Server
+	dataDir string
+	home    string
+}
+
+// cli runs a fleetd client command against the fleet and returns its
+// combined output.
+func (f *claudeFleet) cli(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, fleetdBin, args...)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+f.t.TempDir(),
+		"FLEET_NATS_URL="+f.up.url, "FLEET_URL="+f.up.http, "FLEET_HOST=testhost", "FLEET_LOG_LEVEL=warn")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (f *claudeFleet) roster(ctx context.Context) ([]projections.Agent, error) {
+	var roster []projections.Agent
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.up.http+"/roster", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("GET /roster: HTTP %d: %s", resp.StatusCode, b)
+	}
+	return roster, json.NewDecoder(resp.Body).Decode(&roster)
+}
+
+// sendResult is one blocking POST /message and its answer.
+type sendResult struct {
+	status int
+	body   []byte
+	env    leadshim.Envelope
+	err    error
+}
+
+func (f *claudeFleet) send(ctx context.Context, m leadshim.Message) sendResult {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return sendResult{err: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.up.http+"/message", bytes.NewReader(b))
+	if err != nil {
+		return sendResult{err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return sendResult{err: err}
+	}
+	defer resp.Body.Close()
+	r := sendResult{status: resp.StatusCode}
+	if r.body, r.err = io.ReadAll(resp.Body); r.err == nil && r.status == http.StatusOK {
+		r.err = json.Unmarshal(r.body, &r.env)
+	}
+	return r
+}
+
+// transcriptPromptIDs returns the promptId of every user line of the
+// agent's session transcript whose content is text.
+func (f *claudeFleet) transcriptPromptIDs(agent, session, text string) []string {
+	paths, _ := filepath.Glob(filepath.Join(f.home, ".claude", "projects", "*", session+".jsonl"))
+	if len(paths) != 1 {
+		f.t.Errorf("%s: transcript of session %s: found %v", agent, session, paths)
+		return nil
+	}
+	b, err := os.ReadFile(paths[0])
+	if err != nil {
+		f.t.Error(err)
+		return nil
+	}
+	var ids []string
+	for line := range bytes.Lines(b) {
+		var l struct {
+			Type     string `json:"type"`
+			PromptID string `json:"promptId"`
+			Message  struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(line, &l) != nil || l.Type != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(l.Message.Content, &s) == nil && s == text {
+			ids = append(ids, l.PromptID)
+			continue
+		}
+		var blocks []struct{ Type, Text string }
+		if json.Unmarshal(l.Message.Content, &blocks) == nil &&
+			slices.ContainsFunc(blocks, func(b struct{ Type, Text string }) bool { return b.Type == "text" && b.Text == text }) {
+			ids = append(ids, l.PromptID)
+		}
+	}
+	return ids
+}
+
+// dumpOnFailure logs what a failed run needs to be diagnosed: fleetd up's
+// output, the whole event log, every pane's text and the API requests.
+func (f *claudeFleet) dumpOnFailure() {
+	t := f.t
+	if !t.Failed() {
+		return
+	}
+	t.Logf("---- fleetd up output ----\n%s", f.up.Output())
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	out, err := f.cli(ctx, "tail", "--since", "all", "--no-follow")
+	t.Logf("---- fleetd tail --since all --no-follow (%v) ----\n%s", err, out)
+	if c, err := herdrbridge.New(f.herdr.Path()).Snapshot(ctx); err == nil {
+		for _, p := range c.Panes {
+			t.Logf("---- pane %s ----\n%s", p.PaneID, herdrbridge.StripControl(string(f.herdr.Output(p.PaneID))))
+		}
+	} else {
+		t.Logf("herdr snapshot: %v", err)
+	}
+	paths, _ := filepath.Glob(filepath.Join(f.home, ".claude", "projects", "*", "*.jsonl"))
+	for _, p := range paths {
+		t.Logf("---- transcript %s ----\n%s", p, transcriptSummary(p))
+	}
+	for _, r := range f.api.Requests() {
+		t.Logf("api: %s %s %s rule=%s status=%d prompt=%q", r.Time.Format("15:04:05.000"), r.Method, r.Path, r.Rule, r.Status, r.Prompt)
+	}
+}
+
+// transcriptSummary is one line per transcript line: its type, time,
+// prompt id and usage, enough to tell when Claude Code wrote what.
+func transcriptSummary(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	var out strings.Builder
+	for line := range bytes.Lines(b) {
+		var l struct {
+			Type      string          `json:"type"`
+			Timestamp string          `json:"timestamp"`
+			PromptID  string          `json:"promptId"`
+			Message   json.RawMessage `json:"message"`
+		}
+		if json.Unmarshal(line, &l) != nil {
+			fmt.Fprintf(&out, "(unparsed) %.200s\n", line)
+			continue
+		}
+		var m struct {
+			Usage json.RawMessage `json:"usage"`
+		}
+		_ = json.Unmarshal(l.Message, &m)
+		fmt.Fprintf(&out, "%s %s prompt=%s usage=%s\n", l.Timestamp, l.Type, l.PromptID, m.Usage)
+	}
+	return out.String()
+}
+
+// natsSub is a running `nats sub` child process.
+type natsSub struct {
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func (s *natsSub) output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
+// startNatsSub runs `nats sub subject` and returns once it has subscribed.
+func startNatsSub(t *testing.T, ctx context.Context, natsBin, url, subject string) *natsSub {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	cmd := exec.CommandContext(ctx, natsBin, "--server", url, "sub", subject)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	s := &natsSub{}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	subscribed := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		var once sync.Once
+		for sc.Scan() {
+			s.mu.Lock()
+			s.out.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+			if strings.Contains(sc.Text(), "Subscribing on") {
+				once.Do(func() { close(subscribed) })
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	waited := make(chan struct{})
+	go func() { cmd.Wait(); pw.Close(); close(waited) }()
+	t.Cleanup(func() { cancel(); <-waited; <-done })
+	select {
+	case <-subscribed:
+	case <-waited:
+		t.Fatalf("nats sub exited:\n%s", s.output())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("nats sub did not subscribe:\n%s", s.output())
+	}
+	return s
+}
+
+// claudePaneEnv is the base environment of the herdr panes: this
+// process's, without what could steer Claude Code to another account,
+// config or provider, or make it think it runs inside herdr or Claude.
+func claudePaneEnv() []string {
+	env := []string{"TERM=xterm-256color"}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "TERM", k == "CLAUDE_CONFIG_DIR", k == "CLAUDECODE", k == "CODEX_THREAD_ID",
+			strings.HasPrefix(k, "ANTHROPIC_"), strings.HasPrefix(k, "CLAUDE_CODE_"),
+			strings.HasPrefix(k, "HERDR_"), strings.HasPrefix(k, "FLEET_"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func readEvents(t *testing.T, ctx context.Context, log events.Log, subject string) []events.Event {
+	t.Helper()
+	var out []events.Event
+	for ev, err := range log.Read(ctx, events.Query{Subjects: []string{subject}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func findAgent(roster []projections.Agent, id string) (projections.Agent, bool) {
+	i := slices.IndexFunc(roster, func(a projections.Agent) bool { return a.Agent == id })
+	if i < 0 {
+		return projections.Agent{}, false
+	}
+	return roster[i], true
+}
+
+func writeJSONFile(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// e2eWaitFor polls fn every step until it returns nil, and fails the test
+// with fn's last error once total has passed.
+func e2eWaitFor(t *testing.T, total, step time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", total, err)
+		}
+		time.Sleep(step)
+	}
+}
