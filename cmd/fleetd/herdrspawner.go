@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/orchestrator"
@@ -27,6 +28,9 @@ type herdrSpawner struct {
 	// host is this host's token: panes of agents elsewhere are not ours
 	// to close.
 	host string
+	// startTimeout bounds the wait for a spawned agent's session to start
+	// (default 2m).
+	startTimeout time.Duration
 }
 
 var _ orchestrator.Spawner = (*herdrSpawner)(nil)
@@ -34,13 +38,49 @@ var _ orchestrator.Spawner = (*herdrSpawner)(nil)
 // errForeignPane: the agent's pane is on another host's herdr.
 var errForeignPane = errors.New("agent's pane is on another host")
 
-// Spawn starts the session's agent; it returns once the agent is
-// registered (herdrbridge.Bridge.Spawn appends the event before it
-// returns).
+// Spawn starts the session's agent and returns once the agent is
+// registered and its Claude Code session has started (its SessionStart
+// hook reported a session id). Until then the pane may look idle to herdr
+// — an empty screen — while the agent cannot take a paste yet: a turn
+// typed then loses its line breaks or its Enter.
 func (s *herdrSpawner) Spawn(ctx context.Context, spec orchestrator.SpawnSpec) error {
 	_, err := s.bridge.Spawn(ctx, herdrbridge.SpawnRequest{Role: spec.Role, Name: spec.Agent, Model: spec.Model, Cwd: spec.Cwd,
 		Parent: spec.Parent, Tier: spec.Tier, Session: spec.Session, Resume: spec.Resume})
-	return err
+	if err != nil {
+		return err
+	}
+	return s.waitStarted(ctx, spec.Agent)
+}
+
+// errNotStarted: a spawned agent's session did not start in time.
+var errNotStarted = errors.New("agent's session did not start")
+
+// waitStarted polls the roster until the agent reports a session id.
+func (s *herdrSpawner) waitStarted(ctx context.Context, agent string) error {
+	timeout := s.startTimeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		a, ok := s.agents.Agent(agent)
+		switch {
+		case ok && a.Exited:
+			return fmt.Errorf("spawn %s: %w: its pane exited", agent, errNotStarted)
+		case ok && a.SessionID != "":
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("spawn %s: %w within %s", agent, errNotStarted, timeout)
+		case <-tick.C:
+		}
+	}
 }
 
 // Close closes the agent's pane; the running bridge records the exit. A
