@@ -13,27 +13,28 @@ const module = "github.com/fleetd/fleetd"
 // allowed lists, for every package, the fleetd packages it may import
 // (directly or not). A new package must be added here on purpose.
 var allowed = map[string][]string{
-	"":                      {}, // the root: this test only
-	"events":                {},
-	"events/eventstest":     {"events"},
-	"embeddednats":          {},
-	"embeddednats/natstest": {"embeddednats"},
-	"lifecycle":             {"events"},
-	"roles":                 {},
-	"projections":           {"events", "lifecycle"},
-	"herdrbridge":           {"events", "lifecycle", "roles"},
-	"herdrbridge/herdrtest": {},
-	"claudehook":            {"events"},
-	"simagent":              {"events", "claudehook"},
-	"router":                {"events", "lifecycle", "projections", "roles"},
-	"leadshim":              {"events", "lifecycle", "projections", "roles", "orchestrator"},
-	"orchestrator":          {"events", "lifecycle", "projections"},
-	"internal/viewstest":    {"events", "lifecycle", "projections"},
-	"internal/fleettest":    {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "internal/viewstest"},
-	"natsauth":              {"events"},
-	"fakeapi":               {},
-	"bench":                 {"embeddednats", "events", "lifecycle", "projections"},
-	"cmd/fleetd":            nil, // cmd wires everything
+	"":                            {}, // the root: this test only
+	"events":                      {},
+	"events/eventstest":           {"events"},
+	"embeddednats":                {},
+	"embeddednats/natstest":       {"embeddednats"},
+	"lifecycle":                   {"events"},
+	"roles":                       {},
+	"projections/projectionstest": {"events"},
+	"projections":                 {"events", "lifecycle"},
+	"herdrbridge":                 {"events", "lifecycle", "roles"},
+	"herdrbridge/herdrtest":       {},
+	"claudehook":                  {"events"},
+	"simagent":                    {"events", "claudehook"},
+	"router":                      {"events", "lifecycle", "projections", "roles"},
+	"leadshim":                    {"events", "lifecycle", "projections", "roles", "orchestrator"},
+	"orchestrator":                {"events", "lifecycle", "projections"},
+	"internal/viewstest":          {"events", "lifecycle", "projections"},
+	"internal/fleettest":          {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "internal/viewstest"},
+	"natsauth":                    {"events"},
+	"fakeapi":                     {},
+	"bench":                       {"embeddednats", "events", "lifecycle", "projections"},
+	"cmd/fleetd":                  nil, // cmd wires everything
 }
 
 func TestImportDirection(t *testing.T) {

@@ -17,11 +17,12 @@ func TestJetStreamLogClusteredR3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test: skipped in -short")
 	}
-	nodes := natstest.StartCluster(t, 3)
-	js := nodes[0].JS
 	eventstest.TestLog(t, func(t *testing.T) eventstest.Harness {
+		// A fresh cluster per case: deleting and re-creating an R3 stream
+		// of the same name races with the old incarnation's consumers.
+		nodes := natstest.StartCluster(t, 3)
+		js := nodes[0].JS
 		ctx := context.Background()
-		_ = js.DeleteStream(ctx, events.Stream)
 		if _, err := events.EnsureStream(ctx, js, events.StreamOptions{Replicas: 3}); err != nil {
 			t.Fatal(err)
 		}

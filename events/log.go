@@ -280,18 +280,46 @@ func (l *jsLog) streamHandle(ctx context.Context) (jetstream.Stream, error) {
 func (l *jsLog) LastSeq(ctx context.Context, subject string) (uint64, error) {
 	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
 	defer cancel()
-	s, err := l.streamHandle(ctx)
+	return l.lastSeq(ctx, subject)
+}
+
+// lastSeq asks the stream leader (the plain message-get API, not direct
+// get, which a lagging replica may answer) for the last sequence on
+// subject; 0 when there is none.
+func (l *jsLog) lastSeq(ctx context.Context, subject string) (uint64, error) {
+	return l.leaderGet(ctx, map[string]any{"last_by_subj": subject})
+}
+
+// firstSince asks the stream leader for the first sequence on subject
+// stored at or after t; 0 when there is none.
+func (l *jsLog) firstSince(ctx context.Context, subject string, t time.Time) (uint64, error) {
+	return l.leaderGet(ctx, map[string]any{"next_by_subj": subject, "start_time": t.UTC()})
+}
+
+func (l *jsLog) leaderGet(ctx context.Context, q map[string]any) (uint64, error) {
+	req, _ := json.Marshal(q)
+	resp, err := l.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+Stream, req)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("get %v: %w", q, err)
 	}
-	m, err := s.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	var r struct {
+		Message *struct {
+			Seq uint64 `json:"seq"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return 0, fmt.Errorf("get %v: %w", q, err)
+	}
+	switch {
+	case r.Error != nil && r.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return 0, nil
+	case r.Error != nil:
+		return 0, fmt.Errorf("get %v: %w", q, r.Error)
+	case r.Message == nil:
 		return 0, nil
 	}
-	if err != nil {
-		return 0, fmt.Errorf("last of %s: %w", subject, err)
-	}
-	return m.Sequence, nil
+	return r.Message.Seq, nil
 }
 
 // release deletes an ordered consumer's current server-side consumer.
@@ -319,7 +347,15 @@ func (l *jsLog) consumer(ctx context.Context, q Query) (jetstream.Consumer, erro
 	}
 	switch {
 	case q.New:
-		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+		// "New" is pinned to a sequence now: an ordered consumer that
+		// resets before its first message would otherwise re-apply
+		// "deliver new" at the reset and skip what came in between.
+		info, err := s.Info(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("follow from now: %w", err)
+		}
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = info.State.LastSeq + 1
 	case q.FromSeq > 0:
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = q.FromSeq
@@ -352,6 +388,7 @@ func (l *jsLog) consumer(ctx context.Context, q Query) (jetstream.Consumer, erro
 }
 
 // decode turns a stream message into an event, or counts and reports it.
+// It returns the message's stream sequence either way.
 func (l *jsLog) decode(msg jetstream.Msg) (Event, uint64, bool) {
 	md, err := msg.Metadata()
 	if err != nil {
@@ -361,10 +398,10 @@ func (l *jsLog) decode(msg jetstream.Msg) (Event, uint64, bool) {
 	ev, err := l.o.Registry.Decode(msg.Subject(), msg.Data())
 	if err != nil {
 		l.skip(msg.Subject(), md.Sequence.Stream, err)
-		return Event{}, md.NumPending, false
+		return Event{}, md.Sequence.Stream, false
 	}
 	ev.Seq = md.Sequence.Stream
-	return ev, md.NumPending, true
+	return ev, md.Sequence.Stream, true
 }
 
 func (l *jsLog) skip(subject string, seq uint64, err error) {
@@ -377,7 +414,47 @@ func (l *jsLog) skip(subject string, seq uint64, err error) {
 func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		q.New = false
+		if len(q.Subjects) == 0 {
+			q.Subjects = []string{SubjectAll}
+		}
+		// The end is fixed up front, by the stream leader: a consumer may
+		// sit on a replica that has not applied the newest messages yet,
+		// and its pending count would end the read too early.
 		setup, cancel := withDefaultTimeout(ctx, l.o.Timeout)
+		var end, start uint64
+		for _, subj := range q.Subjects {
+			last, err := l.lastSeq(setup, subj)
+			if err != nil {
+				cancel()
+				yield(Event{}, fmt.Errorf("read: %w", err))
+				return
+			}
+			end = max(end, last)
+			if !q.Since.IsZero() && q.FromSeq == 0 {
+				// A time becomes a sequence, so "is there anything to
+				// read" has an exact answer.
+				first, err := l.firstSince(setup, subj, q.Since)
+				if err != nil {
+					cancel()
+					yield(Event{}, fmt.Errorf("read: %w", err))
+					return
+				}
+				if first > 0 && (start == 0 || first < start) {
+					start = first
+				}
+			}
+		}
+		if !q.Since.IsZero() && q.FromSeq == 0 {
+			if start == 0 {
+				cancel()
+				return
+			}
+			q.FromSeq, q.Since = start, time.Time{}
+		}
+		if end == 0 || end < q.FromSeq {
+			cancel()
+			return
+		}
 		c, err := l.consumer(setup, q)
 		cancel()
 		if err != nil {
@@ -385,10 +462,6 @@ func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 			return
 		}
 		defer l.release(c)
-		info := c.CachedInfo()
-		if info == nil || info.NumPending == 0 {
-			return
-		}
 		it, err := c.Messages(jetstream.PullMaxMessages(512))
 		if err != nil {
 			yield(Event{}, fmt.Errorf("read: %w", err))
@@ -401,11 +474,11 @@ func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 				yield(Event{}, fmt.Errorf("read: %w", err))
 				return
 			}
-			ev, pending, ok := l.decode(msg)
+			ev, seq, ok := l.decode(msg)
 			if ok && !yield(ev, nil) {
 				return
 			}
-			if pending == 0 {
+			if seq >= end {
 				return
 			}
 		}
