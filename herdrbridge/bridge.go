@@ -41,6 +41,12 @@ type BridgeConfig struct {
 	// herdr does not recognise as an agent. Default and minimum 300 ms:
 	// closer together, agents swallow the Enter as part of a paste.
 	EnterDelay time.Duration
+	// StartupGrace: an agent fleetd spawned gets its first prompt only once
+	// its hooks reported the session started (an empty screen looks idle
+	// to herdr before the agent has drawn its prompt or turned on
+	// bracketed paste), or after this long without hearing from them.
+	// Default 60s.
+	StartupGrace time.Duration
 	// BlockedTimeout fails a turn in flight whose agent has shown blocked
 	// (a permission or select form) for this long. Default 10 min.
 	BlockedTimeout time.Duration
@@ -88,6 +94,9 @@ func (c *BridgeConfig) setDefaults() {
 	}
 	if c.EnterDelay < 300*time.Millisecond {
 		c.EnterDelay = 300 * time.Millisecond
+	}
+	if c.StartupGrace <= 0 {
+		c.StartupGrace = time.Minute
 	}
 	if c.BlockedTimeout <= 0 {
 		c.BlockedTimeout = 10 * time.Minute
@@ -183,6 +192,12 @@ type agentState struct {
 	logStatusSeq uint64
 	hookStatus   events.Status
 	violation    string
+
+	// origin and registeredAt come from the registration; sessionSeen is
+	// set when the agent's hooks reported its session started.
+	origin       string
+	registeredAt time.Time
+	sessionSeen  bool
 
 	exitSent bool // AgentExited is appended or being appended
 	worker   bool // a delivery worker runs for it
@@ -338,9 +353,14 @@ func (b *Bridge) apply(ev events.Event) {
 		}
 		a.registered, a.exited, a.exitSent = true, false, false
 		a.host, a.pane, a.role = d.Host, d.Pane, d.Role
+		a.origin, a.registeredAt, a.sessionSeen = d.Origin, ev.Time, false
 		b.startWorkerLocked(a)
 	case events.AgentExited:
 		a.exited = true
+	case events.AgentSession:
+		if d.State == "started" {
+			a.sessionSeen = true
+		}
 	case events.AgentStatusChanged:
 		switch d.Source {
 		case "herdr":

@@ -105,8 +105,9 @@ func (b *Bridge) typeTurn(ctx context.Context, agent string, t lifecycle.Turn) {
 	b.mu.Lock()
 	a := b.agents[agent]
 	pane, hook, lastSeq, up := a.pane, a.hookStatus, a.lastSeq, b.herdr == linkUp
+	starting := a.origin == "spawned" && !a.sessionSeen && b.cfg.Now().Sub(a.registeredAt) < b.cfg.StartupGrace
 	b.mu.Unlock()
-	if !up {
+	if !up || starting {
 		return
 	}
 	method, seq0, ready := b.readiness(ctx, pane, hook)
