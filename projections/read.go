@@ -11,13 +11,20 @@ import (
 func (m *materializer) Roster() []Agent {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]Agent, 0, len(m.st.agents))
-	for _, a := range m.st.agents {
+	// Sort the ids, then copy the rows in order: sorting the rows
+	// themselves moved every ~400-byte row about log n times and was most
+	// of a call's cost at 1,000 agents.
+	ids := make([]string, 0, len(m.st.agents))
+	for id, a := range m.st.agents {
 		if a.Registered {
-			out = append(out, a.Agent)
+			ids = append(ids, id)
 		}
 	}
-	slices.SortFunc(out, func(x, y Agent) int { return cmp.Compare(x.Agent, y.Agent) })
+	slices.Sort(ids)
+	out := make([]Agent, len(ids))
+	for i, id := range ids {
+		out[i] = m.st.agents[id].Agent
+	}
 	return out
 }
 
