@@ -24,6 +24,7 @@ var allowed = map[string][]string{
 	"projections":                 {"events", "lifecycle"},
 	"herdrbridge":                 {"events", "lifecycle", "roles"},
 	"herdrbridge/herdrtest":       {},
+	"herdrbridge/herdrschema":     {},
 	"claudehook":                  {"events"},
 	"simagent":                    {"events", "claudehook"},
 	"router":                      {"events", "lifecycle", "projections", "roles"},

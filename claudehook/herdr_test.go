@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 )
 
@@ -18,7 +19,7 @@ import (
 // agent status there, overriding the screen.
 func TestRunReportsThePaneStateToHerdr(t *testing.T) {
 	f := startFleet(t)
-	h := herdrtest.Start(t, herdrtest.Config{})
+	h := herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t)})
 	ctx := context.Background()
 	pane, err := h.SpawnPane(ctx, herdrtest.PaneSpec{Argv: []string{"sleep", "60"}, Env: map[string]string{"HERDR_AGENT": "claude"}})
 	if err != nil {

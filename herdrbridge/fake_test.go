@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 )
 
@@ -266,6 +267,7 @@ func TestReportAgentRejectsDone(t *testing.T) {
 	var violations []error
 	cfg := fast
 	cfg.OnInvalid = func(err error) { violations = append(violations, err) }
+	cfg.Validator = herdrschema.Schema(t)
 	srv := herdrtest.Start(t, cfg)
 	c := herdrbridge.New(srv.Path())
 	p := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 )
 
@@ -21,15 +22,16 @@ var fast = herdrtest.Config{PollInterval: 20 * time.Millisecond, DetectInterval:
 // them again on the way in, and its own answers too).
 func startHerdr(t *testing.T, cfg herdrtest.Config) (*herdrtest.Server, *herdrbridge.Client) {
 	t.Helper()
+	v := herdrschema.Schema(t)
+	cfg.Validator = v
 	srv := herdrtest.Start(t, cfg)
-	v := herdrtest.Schema(t)
 	return srv, herdrbridge.New(srv.Path(), herdrbridge.WithDialer(validatingDialer(v, func(err error) {
 		t.Errorf("client sent an invalid request: %v", err)
 	})))
 }
 
 // validatingDialer checks each request line the client writes.
-func validatingDialer(v *herdrtest.Validator, report func(error)) herdrbridge.Dialer {
+func validatingDialer(v *herdrschema.Validator, report func(error)) herdrbridge.Dialer {
 	return func(ctx context.Context, path string) (net.Conn, error) {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "unix", path)
@@ -42,7 +44,7 @@ func validatingDialer(v *herdrtest.Validator, report func(error)) herdrbridge.Di
 
 type validatingConn struct {
 	net.Conn
-	v      *herdrtest.Validator
+	v      *herdrschema.Validator
 	report func(error)
 	buf    []byte
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 	"github.com/fleetd/fleetd/simagent"
 )
@@ -273,7 +274,7 @@ func TestSimAgentWithNATSDownKeepsWorking(t *testing.T) {
 // simulated agent as claude: idle at its ❯ prompt, working under the
 // spinner title while a prompt typed by agent.prompt runs, idle again.
 func TestSimAgentLooksLikeClaudeToHerdr(t *testing.T) {
-	h := herdrtest.Start(t, herdrtest.Config{IdleConfirmations: 1})
+	h := herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t), IdleConfirmations: 1})
 	ctx := context.Background()
 	pane, err := h.SpawnPane(ctx, herdrtest.PaneSpec{
 		Argv: []string{fleetd, "sim-agent", "--no-hooks", "--think", "1500ms", "--transcript-dir", t.TempDir()},

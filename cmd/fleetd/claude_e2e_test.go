@@ -22,6 +22,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
 	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -45,7 +46,7 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 	// removed only after the panes' claude processes are gone.
 	dir := t.TempDir()
 	api := fakeapi.Start(t)
-	h := herdrtest.Start(t, herdrtest.Config{Env: claudePaneEnv(), Cols: 120, Rows: 40})
+	h := herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t), Env: claudePaneEnv(), Cols: 120, Rows: 40})
 	home := filepath.Join(dir, "home")
 	work := map[string]string{"w-1": filepath.Join(dir, "work-1"), "w-2": filepath.Join(dir, "work-2")}
 	for _, wd := range work {

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
@@ -45,7 +46,7 @@ func startF5(t *testing.T, idleTTL time.Duration) *f5Fleet {
 	ctx := context.Background()
 	dir := t.TempDir()
 	fx := &f5Fleet{t: t, dir: dir, dataDir: filepath.Join(dir, "data"), rolesFile: filepath.Join(dir, "roles.json")}
-	fx.herdr = herdrtest.Start(t, herdrtest.Config{})
+	fx.herdr = herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t)})
 
 	// Roles: mains and workers are simulated Claude Codes that can resume
 	// ({resume}); their panes carry what `fleetd orchestrate --spawn` needs

@@ -12,13 +12,14 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 	"github.com/fleetd/fleetd/roles"
 )
 
 func TestSpawnAndAdoptCommandsRegisterAgents(t *testing.T) {
 	ctx := context.Background()
-	h := herdrtest.Start(t, herdrtest.Config{})
+	h := herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t)})
 	ns := natstest.Start(t, natstest.WithTCP())
 	if _, err := events.EnsureStream(ctx, ns.JS, events.StreamOptions{}); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,16 @@ import (
 	"time"
 )
 
+// Validator checks herdr wire lines against herdr's schema.
+// herdrschema.Validator is the implementation tests use; it lives in its
+// own package so programs embedding this server do not link a schema
+// engine.
+type Validator interface {
+	ValidateRequest(raw []byte) error
+	ValidateResponse(raw []byte) error
+	ValidateEvent(raw []byte) error
+}
+
 // Config configures a fake herdr Server. The zero value plus a SocketPath is
 // a faithful herdr 0.8.0; the durations exist so tests can speed up
 // herdr's fixed pacing where the pacing itself is not under test.
@@ -59,7 +69,7 @@ type Config struct {
 	KillGrace time.Duration
 	// Validator, when set, checks every request read and every line
 	// written against herdr's schema; problems go to OnInvalid.
-	Validator *Validator
+	Validator Validator
 	// OnInvalid receives schema violations (default: ignored).
 	OnInvalid func(error)
 }

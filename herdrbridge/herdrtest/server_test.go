@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"io"
 	"net"
 	"os"
@@ -55,7 +56,7 @@ func (c *collected) count() int {
 
 func TestEnvelopeErrors(t *testing.T) {
 	var bad collected
-	s := Start(t, Config{OnInvalid: bad.add})
+	s := Start(t, Config{Validator: herdrschema.Schema(t), OnInvalid: bad.add})
 	tests := []struct {
 		name, req, want string
 		schemaInvalid   bool
@@ -84,7 +85,7 @@ func TestEnvelopeErrors(t *testing.T) {
 }
 
 func TestConnectionLimits(t *testing.T) {
-	s := Start(t, Config{FirstLineTimeout: 200 * time.Millisecond})
+	s := Start(t, Config{Validator: herdrschema.Schema(t), FirstLineTimeout: 200 * time.Millisecond})
 	t.Run("a blank line closes without an answer", func(t *testing.T) {
 		if got := roundTrip(t, s.Path(), "\n"); got != "" {
 			t.Errorf("answer %q, want none", got)
@@ -135,7 +136,7 @@ func subscribeRaw(t *testing.T, path string, subs string) (*bufio.Reader, net.Co
 }
 
 func TestSubscriptionEntryEmitsOncePerPoll(t *testing.T) {
-	s := Start(t, Config{PollInterval: 50 * time.Millisecond})
+	s := Start(t, Config{Validator: herdrschema.Schema(t), PollInterval: 50 * time.Millisecond})
 	for range 6 {
 		if _, err := s.SpawnPane(context.Background(), PaneSpec{Argv: []string{"sleep", "30"}}); err != nil {
 			t.Fatal(err)
@@ -157,7 +158,7 @@ func TestSubscriptionEntryEmitsOncePerPoll(t *testing.T) {
 }
 
 func TestStatusSubscriptionGoesSilentWhenThePaneDies(t *testing.T) {
-	s := Start(t, Config{PollInterval: 20 * time.Millisecond, DetectInterval: 20 * time.Millisecond})
+	s := Start(t, Config{Validator: herdrschema.Schema(t), PollInterval: 20 * time.Millisecond, DetectInterval: 20 * time.Millisecond})
 	p, err := s.SpawnPane(context.Background(), PaneSpec{Argv: []string{"env", "HERDR_AGENT=claude", "sh", "-c", "read x"}})
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +258,7 @@ func TestTerminalTracksModesAcrossChunks(t *testing.T) {
 }
 
 func TestValidator(t *testing.T) {
-	v := Schema(t)
+	v := herdrschema.Schema(t)
 	if err := v.ValidateRequest([]byte(`{"id":"1","method":"pane.send_keys","params":{"pane_id":"w1:p1","keys":["enter"]}}`)); err != nil {
 		t.Errorf("valid request rejected: %v", err)
 	}
@@ -277,7 +278,7 @@ func TestValidator(t *testing.T) {
 
 func TestCloseStopsEverything(t *testing.T) {
 	before := runtime.NumGoroutine()
-	s := Start(t, Config{})
+	s := Start(t, Config{Validator: herdrschema.Schema(t)})
 	ctx := context.Background()
 	p, err := s.SpawnPane(ctx, PaneSpec{Argv: []string{"sh", "-c", "trap '' HUP; sleep 30"}}) // ignores SIGHUP
 	if err != nil {

@@ -24,7 +24,7 @@ func Start(tb testing.TB, cfg Config) *Server {
 		cfg.SocketPath = filepath.Join(dir, "herdr.sock")
 	}
 	if cfg.Validator == nil {
-		cfg.Validator = Schema(tb)
+		tb.Fatal("herdrtest.Start: set Config.Validator to herdrschema.Schema(tb): tests check every herdr request and line against herdr's schema")
 	}
 	if cfg.OnInvalid == nil {
 		cfg.OnInvalid = func(err error) { tb.Errorf("herdr protocol violation: %v", err) }
