@@ -65,7 +65,7 @@ var benchSizes = map[string]benchSize{
 		turnsLow: 10_000, turnsHigh: 100_000},
 	"quick": {name: "quick", turns: 10, claudeTurns: 3, hookRuns: 10, fanOut: 20, think: time.Second, roundTrips: 500,
 		benchTime: 200 * time.Millisecond, rebuild: 50_000, rebuildSync: 5_000, hosts: 10, agents: 1000, queries: 500,
-		turnsLow: 2_000, turnsHigh: 20_000},
+		turnsLow: 10_000, turnsHigh: 20_000},
 	"tiny": {name: "tiny", turns: 3, claudeTurns: 2, hookRuns: 3, fanOut: 3, think: 300 * time.Millisecond, roundTrips: 50,
 		benchTime: 20 * time.Millisecond, rebuild: 3_000, rebuildSync: 1_000, hosts: 2, agents: 50, queries: 50,
 		turnsLow: 200, turnsHigh: 1_000},

@@ -205,7 +205,9 @@ type turnSet struct {
 	// completion: replied stored → reply in hand; fabric: whole minus the
 	// agent's span (typed stored → replied stored).
 	completion, fabric Sample
-	events             uint64
+	// span: typed stored → replied stored, the agent's part of a turn.
+	span   Sample
+	events uint64
 }
 
 // Sample is bench.Sample, short.
@@ -247,6 +249,7 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		ts.whole = append(ts.whole, t1.Sub(t0))
 		ts.completion = append(ts.completion, t1.Sub(replied.Time))
 		ts.fabric = append(ts.fabric, t1.Sub(t0)-replied.Time.Sub(typed.Time))
+		ts.span = append(ts.span, replied.Time.Sub(typed.Time))
 		if err := r.settle(ctx, agent); err != nil {
 			return ts, err
 		}
@@ -263,8 +266,8 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		}
 		ts.floor = append(ts.floor, d)
 	}
-	r.progress("%s: whole turn p50 %s, floor p50 %s, completion p99 %s, fabric p50 %s", agent, ts.whole.P50(), ts.floor.P50(),
-		ts.completion.P99(), ts.fabric.P50())
+	r.progress("%s: whole turn p50 %s, floor p50 %s, agent span p50 %s, completion p99 %s, fabric p50 %s", agent, ts.whole.P50(),
+		ts.floor.P50(), ts.span.P50(), ts.completion.P99(), ts.fabric.P50())
 	return ts, nil
 }
 

