@@ -172,9 +172,10 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	promptIDs := map[string]string{} // turn id → Claude's prompt id
 	for i, m := range sends {
 		e := replies[i].env
-		fleet.checkTurnEvents(ctx, all, turnsKV, m.Text, e)
+		promptIDs[e.ID] = fleet.checkTurnEvents(ctx, all, turnsKV, m.Text, e)
 	}
 
 	// The roster: both idle (or done), nothing in flight, tokens counted.
@@ -201,22 +202,26 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 	// The nats CLI saw every reply as it was appended.
 	e2eWaitFor(t, 20*time.Second, 100*time.Millisecond, func() error {
 		out := tap.output()
-		seen := map[string]string{} // turn id → reply, from the printed events
+		// The printed events, by reply text. A hook's correlation id is
+		// best effort, so the turn is told by the reply's prompt id.
+		seen := map[string]string{}
 		for line := range strings.Lines(out) {
 			var ev struct {
-				Type          string `json:"type"`
-				CorrelationID string `json:"correlationid"`
-				Data          struct {
-					Reply string `json:"reply"`
+				Type    string `json:"type"`
+				Subject string `json:"subject"`
+				Data    struct {
+					Reply    string `json:"reply"`
+					PromptID string `json:"prompt_id"`
 				} `json:"data"`
 			}
 			if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "fleet.agent.replied" {
-				seen[ev.CorrelationID] = ev.Data.Reply
+				seen[ev.Data.Reply] = ev.Subject + "/" + ev.Data.PromptID
 			}
 		}
 		for i, m := range sends {
-			if id := replies[i].env.ID; seen[id] != "ECHO: "+m.Text {
-				return fmt.Errorf("nats sub has not shown the reply to %s (turn %s):\n%s", m.To, id, out)
+			e := replies[i].env
+			if want := e.Agent + "/" + promptIDs[e.ID]; seen["ECHO: "+m.Text] != want {
+				return fmt.Errorf("nats sub has not shown the reply to %s (turn %s, %s):\n%s", m.To, e.ID, want, out)
 			}
 		}
 		return nil
@@ -227,34 +232,28 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 // checkTurnEvents checks one finished turn against the log, the turn
 // projection, the fake's requests and Claude Code's transcript: typed
 // exactly once, submitted with the real prompt_id, replied with the same
-// prompt_id, and the model saw the prompt exactly once.
-func (f *claudeFleet) checkTurnEvents(ctx context.Context, all []events.Event, turnsKV jetstream.KeyValue, text string, e leadshim.Envelope) {
+// prompt_id, and the model saw the prompt exactly once. It returns the
+// turn's prompt id.
+func (f *claudeFleet) checkTurnEvents(ctx context.Context, all []events.Event, turnsKV jetstream.KeyValue, text string, e leadshim.Envelope) (promptID string) {
 	t := f.t
 	t.Helper()
+	// Typed events are the gateway's own, correlated with the turn id.
 	var typed, enters int
-	var submitted []events.AgentSubmitted
-	var replied []events.AgentReplied
 	for _, ev := range all {
 		if lifecycle.TurnID(ev) != e.ID {
 			continue
 		}
-		if ev.Subject != e.Agent {
-			if _, ok := ev.Data.(events.AgentQueued); ok {
-				t.Errorf("turn %s: queued on %s too, answered by %s", e.ID, ev.Subject, e.Agent)
-			}
-			continue
+		if _, ok := ev.Data.(events.AgentQueued); ok && ev.Subject != e.Agent {
+			t.Errorf("turn %s: queued on %s too, answered by %s", e.ID, ev.Subject, e.Agent)
 		}
-		switch d := ev.Data.(type) {
-		case events.AgentTyped:
-			if d.Method == herdrbridge.MethodEnter {
+		if d, ok := ev.Data.(events.AgentTyped); ok {
+			if ev.Subject != e.Agent {
+				t.Errorf("turn %s: typed into %s, answered by %s", e.ID, ev.Subject, e.Agent)
+			} else if d.Method == herdrbridge.MethodEnter {
 				enters++
 			} else {
 				typed++
 			}
-		case events.AgentSubmitted:
-			submitted = append(submitted, d)
-		case events.AgentReplied:
-			replied = append(replied, d)
 		}
 	}
 	if typed != 1 {
@@ -263,26 +262,38 @@ func (f *claudeFleet) checkTurnEvents(ctx context.Context, all []events.Event, t
 	if enters > 0 {
 		t.Logf("turn %s: %d extra Enter (no submission seen in time)", e.ID, enters)
 	}
+
+	// The hooks' events: their correlation id is best effort (the roster's
+	// current_turn), so find them as the Book joins them: the
+	// UserPromptSubmit by its prompt, the Stop by that prompt's id.
+	var submitted []events.Event
+	for _, ev := range all {
+		if d, ok := ev.Data.(events.AgentSubmitted); ok && ev.Subject == e.Agent && d.Via == "hook" && d.Prompt == text {
+			submitted = append(submitted, ev)
+		}
+	}
+	if len(submitted) != 1 {
+		t.Fatalf("turn %s: %d UserPromptSubmit events for its prompt, want 1: %+v", e.ID, len(submitted), submitted)
+	}
+	sub := submitted[0].Data.(events.AgentSubmitted)
+	if sub.PromptID == "" || sub.SessionID != e.SessionID {
+		t.Errorf("turn %s: submitted %+v, want a prompt_id and session %q", e.ID, sub, e.SessionID)
+	}
+	if c := submitted[0].CorrelationID; c != e.ID {
+		t.Logf("turn %s: its UserPromptSubmit was correlated with %q", e.ID, c)
+	}
+	var replied []events.AgentReplied
+	for _, ev := range all {
+		if d, ok := ev.Data.(events.AgentReplied); ok && ev.Subject == e.Agent && d.PromptID == sub.PromptID {
+			replied = append(replied, d)
+		}
+	}
 	if len(replied) != 1 {
-		t.Fatalf("turn %s: %d replied events, want 1", e.ID, len(replied))
+		t.Fatalf("turn %s: %d replied events with prompt_id %s, want 1", e.ID, len(replied), sub.PromptID)
 	}
 	rep := replied[0]
-	if rep.PromptID == "" || rep.Reply != e.Reply || rep.SessionID != e.SessionID {
-		t.Errorf("turn %s: replied event %+v, want the envelope's reply and session with a prompt_id", e.ID, rep)
-	}
-	var byHook int
-	for _, s := range submitted {
-		if s.Via != "hook" {
-			continue
-		}
-		byHook++
-		if s.PromptID != rep.PromptID || s.SessionID != e.SessionID || s.Prompt != text {
-			t.Errorf("turn %s: hook submitted %+v, want prompt_id %q (the replied one), session %q, prompt %q",
-				e.ID, s, rep.PromptID, e.SessionID, text)
-		}
-	}
-	if byHook != 1 {
-		t.Errorf("turn %s: %d submitted events from the UserPromptSubmit hook, want 1 (all: %+v)", e.ID, byHook, submitted)
+	if rep.Reply != e.Reply || rep.SessionID != e.SessionID || rep.Model != e.Model || rep.Tokens.In != e.Tokens.In || rep.Tokens.Out != e.Tokens.Out {
+		t.Errorf("turn %s: replied event %+v, want the envelope's reply, session, model and tokens", e.ID, rep)
 	}
 
 	// The turn projection (KV fleet_turns, written behind the fold).
@@ -301,11 +312,16 @@ func (f *claudeFleet) checkTurnEvents(ctx context.Context, all []events.Event, t
 		return nil
 	})
 
-	// The model saw the prompt exactly once: nothing was typed twice.
+	// The model saw the prompt exactly once (nothing was typed twice), from
+	// the session the turn reports. Requests carry no prompt id; the
+	// transcript below does.
 	var seen int
 	for _, r := range f.api.Requests() {
 		if r.Prompt == text && r.Rule == "echo" {
 			seen++
+			if got := r.Header.Get("X-Claude-Code-Session-Id"); got != e.SessionID {
+				t.Errorf("turn %s: the API request came from session %q, the turn says %q", e.ID, got, e.SessionID)
+			}
 		}
 	}
 	if seen != 1 {
@@ -316,6 +332,7 @@ func (f *claudeFleet) checkTurnEvents(ctx context.Context, all []events.Event, t
 	if ids := f.transcriptPromptIDs(e.Agent, e.SessionID, text); !slices.Equal(ids, []string{rep.PromptID}) {
 		t.Errorf("turn %s: transcript promptIds for %q = %v, want [%s]", e.ID, text, ids, rep.PromptID)
 	}
+	return rep.PromptID
 }
 
 // claudeFleet is the running fabric of the real-Claude test.
@@ -475,10 +492,25 @@ func transcriptSummary(path string) string {
 			continue
 		}
 		var m struct {
-			Usage json.RawMessage `json:"usage"`
+			StopReason *string         `json:"stop_reason"`
+			Usage      json.RawMessage `json:"usage"`
 		}
 		_ = json.Unmarshal(l.Message, &m)
-		fmt.Fprintf(&out, "%s %s prompt=%s usage=%s\n", l.Timestamp, l.Type, l.PromptID, m.Usage)
+		fmt.Fprintf(&out, "%s %s", l.Timestamp, l.Type)
+		if l.PromptID != "" {
+			fmt.Fprintf(&out, " prompt=%s", l.PromptID)
+		}
+		if l.Type == "system" {
+			fmt.Fprintf(&out, " %.600s", bytes.TrimSpace(line))
+		}
+		if l.Type == "assistant" {
+			stop := "null"
+			if m.StopReason != nil {
+				stop = *m.StopReason
+			}
+			fmt.Fprintf(&out, " stop_reason=%s usage=%s", stop, m.Usage)
+		}
+		out.WriteString("\n")
 	}
 	return out.String()
 }
