@@ -155,6 +155,8 @@ func waitUsage(ctx context.Context, path, promptID string, o Options) (Usage, er
 		select {
 		case <-time.After(20 * time.Millisecond):
 		case <-timeout.C:
+			fmt.Fprintf(o.Stderr, "fleetd hook: the transcript did not show the turn's end within %v (prompt found: %v); usage may be short\n",
+				o.TranscriptWait, u.Found)
 			return u, nil
 		case <-ctx.Done():
 			return u, nil
