@@ -439,8 +439,12 @@ func (b *Bridge) waitApplied(ctx context.Context, seq uint64) {
 
 // catchUp is what to do after ErrConcurrency: someone else wrote to the
 // agent first, so wait until the fold holds the aggregate's real last
-// event before deciding again. If the follower cannot get there (the last
-// message was one readers skip), the real sequence is taken as known.
+// event before deciding again. If the follower cannot get there because
+// every message past the fold's position is one readers skip, the real
+// sequence is taken as known. It is never taken while a real event is
+// still unfolded: a follower lagging behind (a cluster electing a new
+// leader, say) would then pass the guard of a decision taken on stale
+// state, and a turn could be typed twice.
 func (b *Bridge) catchUp(ctx context.Context, agent string) {
 	subject, err := events.AgentAll(agent)
 	if err != nil {
@@ -468,11 +472,28 @@ func (b *Bridge) catchUp(ctx context.Context, agent string) {
 			return
 		case <-deadline.C:
 			b.mu.Lock()
-			a.lastSeq = max(a.lastSeq, last)
+			known := a.lastSeq
 			b.mu.Unlock()
+			if b.onlySkipped(ctx, subject, known+1, last) {
+				b.mu.Lock()
+				a.lastSeq = max(a.lastSeq, last)
+				b.mu.Unlock()
+			}
 			return
 		}
 	}
+}
+
+// onlySkipped reports whether subject holds no valid event in [from, to]:
+// whatever is there is what readers skip, so the fold will never apply it.
+func (b *Bridge) onlySkipped(ctx context.Context, subject string, from, to uint64) bool {
+	for ev, err := range b.cfg.Log.Read(ctx, events.Query{Subjects: []string{subject}, FromSeq: from}) {
+		if err != nil {
+			return false
+		}
+		return ev.Seq > to
+	}
+	return true
 }
 
 // append writes one event about an agent (or the host) as this bridge.
