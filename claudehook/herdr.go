@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -27,6 +28,25 @@ func herdrState(h Hook, p Payload) string {
 		}
 	}
 	return ""
+}
+
+// reportHerdrRetry reports state until herdr answers or ctx ends, each
+// attempt with twice the time of the one before. A lost report is costly:
+// herdr keeps a hook authority's state over the screen until the next
+// report, so a lost "idle" after a turn pins the pane as working and
+// nothing is typed into it again. On a loaded host herdr can take longer
+// than one short timeout to answer; a herdr that is not there at all
+// fails at once and is not retried.
+func reportHerdrRetry(ctx context.Context, socket, pane, state string, timeout time.Duration, now func() time.Time) error {
+	for {
+		err := reportHerdr(ctx, socket, pane, state, timeout, now)
+		var ne net.Error
+		slow := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+		if !slow || ctx.Err() != nil {
+			return err // done, or herdr is not there at all
+		}
+		timeout *= 2
+	}
 }
 
 // reportHerdr sends one pane.report_agent request over herdr's socket and

@@ -33,7 +33,9 @@ type Options struct {
 	Timeout time.Duration
 	// ConnectTimeout bounds the NATS dial. Default 300 ms.
 	ConnectTimeout time.Duration
-	// HerdrTimeout bounds the herdr report. Default 300 ms.
+	// HerdrTimeout bounds the first attempt of the herdr report; a failed
+	// attempt is retried with twice the bound, within Timeout. Default
+	// 300 ms.
 	HerdrTimeout time.Duration
 	// NoHerdr skips the pane.report_agent request.
 	NoHerdr bool
@@ -118,7 +120,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	if state := herdrState(hook, p); state != "" && !o.NoHerdr {
 		if sock, pane := env("HERDR_SOCKET_PATH"), env("HERDR_PANE_ID"); sock != "" && pane != "" {
 			wg.Go(func() {
-				if err := reportHerdr(ctx, sock, pane, state, o.HerdrTimeout, o.Now); err != nil {
+				if err := reportHerdrRetry(ctx, sock, pane, state, o.HerdrTimeout, o.Now); err != nil {
 					fmt.Fprintf(o.Stderr, "fleetd hook: herdr report (ignored): %v\n", err)
 				}
 			})
