@@ -72,8 +72,12 @@ type BridgeConfig struct {
 type Launch struct {
 	NATSURL   string
 	NATSCreds string
-	FleetURL  string
-	SpoolDir  string
+	// AgentCreds, when set, names each agent's own credentials file (""
+	// for none), given to its pane instead of NATSCreds: a pane must not
+	// hold its gateway's identity, which may write every agent's events.
+	AgentCreds func(agent string) string
+	FleetURL   string
+	SpoolDir   string
 	// Settings is the Claude Code settings file with fleetd's hooks,
 	// substituted for {settings} in the role's command.
 	Settings string

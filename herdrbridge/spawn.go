@@ -125,7 +125,11 @@ func (b *Bridge) launchEnv(agent string, role roles.Role, extra map[string]strin
 		"FLEET_HOST":     b.cfg.Host,
 	}
 	l := b.cfg.Launch
-	for k, v := range map[string]string{"FLEET_NATS_URL": l.NATSURL, "FLEET_NATS_CREDS": l.NATSCreds, "FLEET_URL": l.FleetURL, "FLEET_SPOOL_DIR": l.SpoolDir} {
+	creds := l.NATSCreds
+	if l.AgentCreds != nil {
+		creds = l.AgentCreds(agent)
+	}
+	for k, v := range map[string]string{"FLEET_NATS_URL": l.NATSURL, "FLEET_NATS_CREDS": creds, "FLEET_URL": l.FleetURL, "FLEET_SPOOL_DIR": l.SpoolDir} {
 		if v != "" {
 			env[k] = v
 		}

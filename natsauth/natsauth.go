@@ -165,6 +165,22 @@ func Write(dir string, ids []Identity) error {
 	return nil
 }
 
+// AgentCreds is the credentials file of agent written beside a gateway's
+// (…/gateway-<host>.nk → …/agent-<agent>.nk), or "" when gatewayCreds is
+// not a gateway's file from Write or the agent has none there. A gateway
+// gives its panes this, never its own file.
+func AgentCreds(gatewayCreds, agent string) string {
+	base := filepath.Base(gatewayCreds)
+	if !strings.HasPrefix(base, "gateway-") || !strings.HasSuffix(base, ".nk") || events.ValidAgentID(agent) != nil {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(gatewayCreds), "agent-"+agent+".nk")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
 // ConnectOption returns the nats.Option for a credentials file: an nkey
 // seed file (from Write) or a JWT .creds file.
 func ConnectOption(path string) (nats.Option, error) {

@@ -132,3 +132,30 @@ func waitFor(t *testing.T, fn func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A pane gets its agent's own file from beside its gateway's, never the
+// gateway's, and nothing for an agent without one.
+func TestAgentCredsAreTheAgentsOwnFileBesideTheGateways(t *testing.T) {
+	dir := t.TempDir()
+	ids, err := natsauth.Generate(natsauth.Fleet{Hosts: map[string][]string{"h1": {"w-1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := natsauth.Write(dir, ids); err != nil {
+		t.Fatal(err)
+	}
+	gw := filepath.Join(dir, "gateway-h1.nk")
+	if got, want := natsauth.AgentCreds(gw, "w-1"), filepath.Join(dir, "agent-w-1.nk"); got != want {
+		t.Errorf("AgentCreds(gateway, w-1) = %q, want %q", got, want)
+	}
+	for _, c := range []struct{ creds, agent string }{
+		{gw, "w-2"},                             // no file for it
+		{gw, "../admin"},                        // not an agent id
+		{filepath.Join(dir, "admin.nk"), "w-1"}, // not a gateway's file
+		{filepath.Join(dir, "agent-w-1.nk"), "w-1"},
+	} {
+		if got := natsauth.AgentCreds(c.creds, c.agent); got != "" {
+			t.Errorf("AgentCreds(%s, %s) = %q, want none", filepath.Base(c.creds), c.agent, got)
+		}
+	}
+}

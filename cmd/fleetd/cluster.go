@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/projections"
 )
 
@@ -107,4 +110,15 @@ func clusterForming(err error) bool {
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
+}
+
+// paneCreds is what a pane of an agent gets for credentials when this
+// process runs with creds: with a gateway's file from 'fleetd auth', the
+// agent's own file beside it (none if it has none); any other file (a
+// .creds of an external deployment) is passed on as it is.
+func paneCreds(creds string) func(agent string) string {
+	if creds == "" || !strings.HasPrefix(filepath.Base(creds), "gateway-") {
+		return nil
+	}
+	return func(agent string) string { return natsauth.AgentCreds(creds, agent) }
 }

@@ -222,7 +222,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 		Host: g.cfg.Host, SocketPath: socket, Log: g.Log, Roles: g.Roles, Logger: g.log,
 		SubmitTimeout: g.cfg.SubmitTimeout,
 		Launch: herdrbridge.Launch{
-			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, FleetURL: "http://" + g.httpAddr,
+			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, AgentCreds: paneCreds(g.cfg.Creds), FleetURL: "http://" + g.httpAddr,
 			SpoolDir: spool, Settings: settings,
 		},
 	})
