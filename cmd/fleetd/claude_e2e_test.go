@@ -73,6 +73,13 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 	// Claude Code on a loaded 2-core machine was seen taking over 10 s to
 	// run its UserPromptSubmit hook: give submission proof time.
 	up := startUp(t, dataDir, "--herdr", h.Path(), "--roles", rolesFile, "--heartbeat", "1s", "--submit-timeout", "30s")
+	// Tear down so nothing is left behind: the panes first (claude runs
+	// its SessionEnd hook when hung up, which needs fleetd up), and every
+	// process working in the temp dir gone before the dir is removed.
+	t.Cleanup(func() {
+		h.Close()
+		waitGone(t, dir, 20*time.Second)
+	})
 	fleet := &claudeFleet{t: t, up: up, herdr: h, api: api, dataDir: dataDir, home: home}
 	t.Cleanup(fleet.dumpOnFailure)
 
@@ -586,6 +593,45 @@ func claudePaneEnv() []string {
 		env = append(env, kv)
 	}
 	return env
+}
+
+// waitGone waits until no process has its working directory under dir
+// (the claude workers and their hooks) and kills, by pid, any still there
+// after total.
+func waitGone(t *testing.T, dir string, total time.Duration) {
+	t.Helper()
+	inDir := func() []int {
+		var pids []int
+		links, _ := filepath.Glob("/proc/[0-9]*/cwd")
+		for _, l := range links {
+			cwd, err := os.Readlink(l)
+			if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) {
+				continue
+			}
+			var pid int
+			if _, err := fmt.Sscanf(l, "/proc/%d/cwd", &pid); err == nil && pid != os.Getpid() {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	deadline := time.Now().Add(total)
+	for {
+		pids := inDir()
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Logf("processes still in %s after %v, killing them: %v", dir, total, pids)
+			for _, pid := range pids {
+				if p, err := os.FindProcess(pid); err == nil {
+					_ = p.Kill()
+				}
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func readEvents(t *testing.T, ctx context.Context, log events.Log, subject string) []events.Event {
