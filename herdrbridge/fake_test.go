@@ -449,6 +449,9 @@ func TestPromptSendsEnterSeparatelyAfter300ms(t *testing.T) {
 	if !before.InteractiveReady {
 		t.Errorf("idle detected agent not interactive_ready: %+v", before)
 	}
+	// An agent with nothing on screen yet is idle too (herdr's fallback):
+	// wait for the composer, which comes with bracketed paste on.
+	readContains(t, c, p.ID, "❯")
 	info, err := c.Prompt(ctx, herdrbridge.PromptRequest{Target: p.ID, Text: "fix the\nbug"})
 	if err != nil {
 		t.Fatal(err)
