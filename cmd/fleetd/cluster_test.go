@@ -1,0 +1,943 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/fleetd/fleetd/embeddednats/natstest"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/natsauth"
+	"github.com/fleetd/fleetd/projections"
+)
+
+// These tests run whole fleets as processes on loopback: per host one
+// `fleetd dev-herdr` (real PTY panes) and one `fleetd up`, clustered with
+// the others, and simulated agents that fire the real hooks.
+
+// fleetHost is one host of a test fleet.
+type fleetHost struct {
+	name    string
+	data    string // fleetd up's data dir
+	sock    string // its herdr socket
+	natsURL string
+	httpURL string
+	args    []string // fleetd up's argv, to restart it as it was
+	up      *upProcess
+	herdr   *upProcess
+}
+
+// testFleet is a cluster of hosts sharing one roles file.
+type testFleet struct {
+	t     *testing.T
+	hosts []*fleetHost
+	roles string
+}
+
+// clusterRoles writes a roles file whose roles run the simulated agent
+// (thinking think per turn), with the given caps.
+func clusterRoles(t *testing.T, think time.Duration, caps map[string]int) string {
+	t.Helper()
+	rs := map[string]any{}
+	for role, limit := range caps {
+		rs[role] = map[string]any{
+			"command": []string{fleetdBin, "sim-agent", "--think", think.String()},
+			"env":     map[string]string{"HERDR_AGENT": "claude"},
+			"cap":     limit,
+		}
+	}
+	b, err := json.Marshal(map[string]any{"roles": rs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "roles.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startFleet starts n clustered hosts h1…hn and waits until every one
+// serves. Their logs are printed if the test fails.
+func startFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFleet {
+	t.Helper()
+	// Unix socket paths must stay short: not under t.TempDir().
+	sockDir, err := os.MkdirTemp("", "f6-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	f := &testFleet{t: t, roles: rolesFile}
+	clusterPorts := make([]int, n)
+	routes := make([]string, n)
+	for i := range n {
+		clusterPorts[i] = freePort(t)
+		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", clusterPorts[i])
+	}
+	for i := range n {
+		natsPort, httpPort := freePort(t), freePort(t)
+		h := &fleetHost{
+			name:    fmt.Sprintf("h%d", i+1),
+			data:    filepath.Join(t.TempDir(), "data"),
+			sock:    filepath.Join(sockDir, fmt.Sprintf("h%d.sock", i+1)),
+			natsURL: fmt.Sprintf("nats://127.0.0.1:%d", natsPort),
+			httpURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
+		}
+		h.args = []string{"up", "--host", h.name, "--data-dir", h.data,
+			"--listen", fmt.Sprintf("127.0.0.1:%d", natsPort), "--http", fmt.Sprintf("127.0.0.1:%d", httpPort),
+			"--herdr", h.sock, "--roles", rolesFile,
+			"--cluster", "f6", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", clusterPorts[i]),
+			"--routes", strings.Join(routes, ","),
+			"--heartbeat", "500ms", "--host-ttl", "2s"}
+		h.args = append(h.args, extra...)
+		f.hosts = append(f.hosts, h)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, h := range f.hosts {
+				t.Logf("---- fleetd up %s ----\n%s", h.name, h.up.Output())
+			}
+		}
+	})
+	for _, h := range f.hosts {
+		h.herdr = launch(t, "herdr-protocol server", "dev-herdr", "--socket", h.sock)
+	}
+	for _, h := range f.hosts {
+		waitLaunched(t, h.herdr, 10*time.Second)
+	}
+	// Members wait for each other (a meta leader needs a quorum): start
+	// them all, then wait.
+	for _, h := range f.hosts {
+		h.up = launch(t, "up on host", h.args...)
+	}
+	for _, h := range f.hosts {
+		waitLaunched(t, h.up, 90*time.Second)
+	}
+	return f
+}
+
+// restart starts h's fleetd up again with the same flags and data dir.
+func (f *testFleet) restart(h *fleetHost) {
+	f.t.Helper()
+	old := h.up
+	h.up = launch(f.t, "up on host", h.args...)
+	h.up.mu.Lock()
+	h.up.output.WriteString("---- (earlier run) ----\n" + old.Output() + "---- (restarted) ----\n")
+	h.up.mu.Unlock()
+	waitLaunched(f.t, h.up, 90*time.Second)
+}
+
+var readyChans sync.Map // *upProcess → chan struct{}
+
+// launch runs fleetd with args, its output captured; ready is the text
+// its output shows once it serves.
+func launch(t *testing.T, ready string, args ...string) *upProcess {
+	t.Helper()
+	p := &upProcess{}
+	p.cmd = exec.Command(fleetdBin, args...)
+	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "FLEET_LOG_LEVEL=info")
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = &lockedWriter{mu: &p.mu, b: &p.output}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan struct{})
+	readyChans.Store(p, ch)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		once := sync.Once{}
+		for sc.Scan() {
+			p.mu.Lock()
+			p.output.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if strings.Contains(sc.Text(), ready) {
+				once.Do(func() { close(ch) })
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+	})
+	return p
+}
+
+func waitLaunched(t *testing.T, p *upProcess, limit time.Duration) {
+	t.Helper()
+	ch, _ := readyChans.Load(p)
+	select {
+	case <-ch.(chan struct{}):
+	case <-time.After(limit):
+		t.Fatalf("%v did not come up within %v:\n%s", p.cmd.Args[1:], limit, p.Output())
+	}
+}
+
+// spawn starts agent of role in a pane of h's herdr, as `fleetd spawn`
+// run on h does.
+func (f *testFleet) spawn(h *fleetHost, role, agent string) {
+	f.t.Helper()
+	g := &Globals{Host: h.name, NATS: h.natsURL, URL: h.httpURL, LogLevel: "error"}
+	cmd := &SpawnCmd{Role: role, Name: agent, herdrFlags: herdrFlags{Roles: f.roles, Herdr: h.sock, DataDir: h.data}}
+	if err := cmd.Run(context.Background(), g); err != nil {
+		f.t.Fatalf("spawn %s on %s: %v", agent, h.name, err)
+	}
+}
+
+// roster reads h's roster over its lead shim.
+func roster(ctx context.Context, h *fleetHost) (map[string]projections.Agent, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.httpURL+"/roster", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var rows []projections.Agent
+	if err := json.NewDecoder(resp.Body).Decode(&rows); err != nil {
+		return nil, err
+	}
+	out := map[string]projections.Agent{}
+	for _, a := range rows {
+		out[a.Agent] = a
+	}
+	return out, nil
+}
+
+// waitRoster polls h's roster until ok holds for it.
+func waitRoster(t *testing.T, h *fleetHost, limit time.Duration, what string, ok func(map[string]projections.Agent) bool) {
+	t.Helper()
+	var last map[string]projections.Agent
+	checkFor(t, limit, 100*time.Millisecond, what, func() bool {
+		r, err := roster(context.Background(), h)
+		if err != nil {
+			return false
+		}
+		last = r
+		return ok(r)
+	}, func() string { return fmt.Sprintf("roster at %s: %+v", h.name, last) })
+}
+
+// allIdle: every one of agents is listed, idle and not stale.
+func allIdle(agents ...string) func(map[string]projections.Agent) bool {
+	return func(r map[string]projections.Agent) bool {
+		for _, a := range agents {
+			if row, ok := r[a]; !ok || !row.Ready() {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// checkFor polls fn every step until it holds or total passes.
+func checkFor(t *testing.T, total, step time.Duration, what string, fn func() bool, explain func() string) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for !fn() {
+		if time.Now().After(deadline) {
+			msg := ""
+			if explain != nil {
+				msg = explain()
+			}
+			t.Fatalf("%s: not within %v\n%s", what, total, msg)
+		}
+		time.Sleep(step)
+	}
+}
+
+// send posts a blocking turn to h's lead shim.
+func send(ctx context.Context, h *fleetHost, to, text string) (leadshim.Envelope, error) {
+	body, _ := json.Marshal(map[string]any{"to": to, "text": text, "from": "test", "timeout": "90s"})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.httpURL+"/message", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return leadshim.Envelope{}, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return leadshim.Envelope{}, fmt.Errorf("POST /message to %s at %s: %s: %s", to, h.name, resp.Status, b)
+	}
+	var env leadshim.Envelope
+	return env, json.Unmarshal(b, &env)
+}
+
+// sendAsync posts a turn to h's lead shim without waiting: its id.
+func sendAsync(ctx context.Context, h *fleetHost, to, text string) (string, error) {
+	body, _ := json.Marshal(map[string]any{"to": to, "text": text, "from": "test", "timeout": "90s", "wait": false})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.httpURL+"/message", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var acc leadshim.Accepted
+	if err := json.NewDecoder(resp.Body).Decode(&acc); err != nil || resp.StatusCode != http.StatusAccepted {
+		return "", fmt.Errorf("POST /message (no wait) at %s: %s %v", h.name, resp.Status, err)
+	}
+	return acc.ID, nil
+}
+
+// turnAt reads turn id from h's lead shim, long-polling up to wait.
+func turnAt(ctx context.Context, h *fleetHost, id, wait string) (leadshim.Envelope, error) {
+	url := h.httpURL + "/message/" + id
+	if wait != "" {
+		url += "?wait=" + wait
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return leadshim.Envelope{}, err
+	}
+	defer resp.Body.Close()
+	var env leadshim.Envelope
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != http.StatusOK {
+		return env, fmt.Errorf("GET /message/%s at %s: %s %v", id, h.name, resp.Status, err)
+	}
+	return env, nil
+}
+
+// readLog reads the whole log from url.
+func readLog(t *testing.T, url string) []events.Event {
+	t.Helper()
+	log, _ := connectLog(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []events.Event
+	for ev, err := range log.Read(ctx, events.Query{}) {
+		if err != nil {
+			t.Fatalf("read the log at %s: %v", url, err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// sourceHost is the host token of an event's source, fleetd/<host>/<part>.
+func sourceHost(ev events.Event) string {
+	parts := strings.Split(ev.Source, "/")
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[1]
+}
+
+// checkOwnership fails the test if any turn was typed by a gateway other
+// than its agent's host's, or typed twice.
+func checkOwnership(t *testing.T, evs []events.Event) (typedBy map[string]string) {
+	t.Helper()
+	hostOf := map[string]string{}
+	typedBy = map[string]string{}
+	for _, ev := range evs {
+		switch d := ev.Data.(type) {
+		case events.AgentRegistered:
+			hostOf[d.Agent] = d.Host
+		case events.AgentTyped:
+			id := lifecycle.TurnID(ev)
+			if got, want := sourceHost(ev), hostOf[ev.Subject]; got != want {
+				t.Errorf("turn %s for %s (host %s) was typed (enter %d) by %s", id, ev.Subject, want, d.Enter, ev.Source)
+			}
+			if d.Enter > 0 {
+				continue // the one extra Enter of an unconfirmed turn
+			}
+			if prev, twice := typedBy[id]; twice {
+				t.Errorf("turn %s typed twice (by %s, then %s)", id, prev, ev.Source)
+			}
+			typedBy[id] = sourceHost(ev)
+		}
+	}
+	return typedBy
+}
+
+// A role turn sent at h1 is carried by the log to an idle agent of the
+// role on h3 and typed by h3's gateway alone; a direct turn for an agent
+// on h2 is typed by h2. The stream and the buckets are R3. A host that
+// goes silent (SIGSTOP) has its agents marked stale, not deleted, and they
+// come back with it.
+func TestClusterCarriesTurnsToTheOwningHostAndMarksASilentHostStale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-host fleet")
+	}
+	roles := clusterRoles(t, 50*time.Millisecond, map[string]int{"w": 2, "v": 0})
+	f := startFleet(t, 3, roles)
+	h1, h2, h3 := f.hosts[0], f.hosts[1], f.hosts[2]
+	f.spawn(h1, "v", "v-1")
+	f.spawn(h2, "v", "v-2")
+	f.spawn(h3, "w", "w-3")
+	waitRoster(t, h1, 30*time.Second, "agents of three hosts idle in h1's roster", allIdle("v-1", "v-2", "w-3"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	t.Run("the stream and the projection buckets are replicated on three nodes", func(t *testing.T) {
+		nc, err := nats.Connect(h2.natsURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		for _, name := range []string{events.Stream, "KV_" + projections.BucketRoster, "KV_" + projections.BucketTurns} {
+			s, err := js.Stream(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := s.CachedInfo()
+			if info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+				t.Errorf("%s: replicas %d, cluster %+v", name, info.Config.Replicas, info.Cluster)
+			}
+		}
+	})
+
+	t.Run("a role turn sent at h1 is served by the idle agent on h3", func(t *testing.T) {
+		env, err := send(ctx, h1, "role:w", "across hosts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Agent != "w-3" || env.Reply != "SIM: across hosts" || env.Status != "replied" {
+			t.Errorf("reply %+v", env)
+		}
+		env, err = send(ctx, h1, "v-2", "to h2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Agent != "v-2" || env.Reply != "SIM: to h2" {
+			t.Errorf("direct reply %+v", env)
+		}
+		evs := readLog(t, h2.natsURL)
+		typedBy := checkOwnership(t, evs)
+		for _, ev := range evs {
+			if rq, ok := ev.Data.(events.RoleQueued); ok && rq.Text == "across hosts" {
+				if sourceHost(ev) != "h1" {
+					t.Errorf("role turn queued by %s, want h1's shim", ev.Source)
+				}
+				if typedBy[ev.ID] != "h3" {
+					t.Errorf("role turn typed by %q, want h3", typedBy[ev.ID])
+				}
+			}
+		}
+	})
+
+	t.Run("a silent host's agents turn stale and come back", func(t *testing.T) {
+		began := time.Now()
+		phase := func(what string) { t.Logf("%6.1fs %s", time.Since(began).Seconds(), what) }
+		if err := h3.up.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		stopped := true
+		defer func() {
+			if stopped {
+				h3.up.cmd.Process.Signal(syscall.SIGCONT)
+			}
+		}()
+		waitRoster(t, h1, 20*time.Second, "h3's agent stale at h1", func(r map[string]projections.Agent) bool {
+			return r["w-3"].Stale && !r["v-1"].Stale && !r["v-2"].Stale
+		})
+		waitRoster(t, h2, 10*time.Second, "h3's agent stale at h2", func(r map[string]projections.Agent) bool { return r["w-3"].Stale })
+		phase("h3 stopped; its agent is stale at h1 and h2")
+		// Stale agents get no role turns: one sent now waits for h3.
+		id, err := sendAsync(ctx, h1, "role:w", "after the pause")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFor(t, 10*time.Second, 100*time.Millisecond, "h1 knows the role turn", func() bool {
+			env, err := turnAt(ctx, h1, id, "")
+			return err == nil && env.Status == "queued"
+		}, nil)
+		if env, err := turnAt(ctx, h1, id, "1s"); err != nil || env.Status != "queued" || env.Agent != "" {
+			t.Fatalf("a role turn with only a stale agent of the role: %+v, %v", env, err)
+		}
+		if err := h3.up.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		stopped = false
+		waitRoster(t, h1, 30*time.Second, "h3's agent back at h1", func(r map[string]projections.Agent) bool { return !r["w-3"].Stale })
+		phase("h3 continued; its agent is back at h1")
+		env, err := turnAt(ctx, h1, id, "60s")
+		if err != nil || env.Status != "replied" || env.Agent != "w-3" || env.Reply != "SIM: after the pause" {
+			t.Errorf("the role turn sent while h3 was silent: %+v, %v", env, err)
+		}
+		phase("the role turn sent while h3 was silent is served")
+	})
+}
+
+// With cap 2 for the role and six agents on three hosts, twelve role
+// turns sent at once at all three shims never have more than two turns
+// of the role assigned-and-not-final at any point of the log.
+func TestClusterRoleCapHoldsAcrossHosts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-host fleet")
+	}
+	f := startFleet(t, 3, clusterRoles(t, 100*time.Millisecond, map[string]int{"w": 2}))
+	var agents []string
+	for _, h := range f.hosts {
+		for j := range 2 {
+			a := fmt.Sprintf("w-%s-%d", h.name, j)
+			f.spawn(h, "w", a)
+			agents = append(agents, a)
+		}
+	}
+	waitRoster(t, f.hosts[0], 30*time.Second, "six agents idle", allIdle(agents...))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 12)
+	for i := range 12 {
+		h := f.hosts[i%3]
+		wg.Go(func() {
+			env, err := send(ctx, h, "role:w", fmt.Sprint("job ", i))
+			if err == nil && env.Reply != fmt.Sprint("SIM: job ", i) {
+				err = fmt.Errorf("job %d: reply %+v", i, env)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+
+	evs := readLog(t, f.hosts[1].natsURL)
+	typedBy := checkOwnership(t, evs)
+	book := lifecycle.NewBook()
+	open, inFlight := map[string]bool{}, map[string]bool{}
+	maxOpen, maxInFlight := 0, 0
+	servedOn := map[string]int{}
+	for _, ev := range evs {
+		tr, ok := book.Apply(ev)
+		if !ok || tr.Role != "w" {
+			continue
+		}
+		open[tr.ID] = tr.Agent != "" && !tr.State.Final()
+		inFlight[tr.ID] = tr.State.InFlight()
+		if tr.State == lifecycle.StateReplied {
+			servedOn[typedBy[tr.ID]]++
+		}
+		maxOpen = max(maxOpen, count(open))
+		maxInFlight = max(maxInFlight, count(inFlight))
+	}
+	if maxInFlight != 2 || maxOpen != 2 {
+		t.Errorf("at most %d role turns typed-not-final and %d assigned-not-final at once; want exactly the cap, 2", maxInFlight, maxOpen)
+	}
+	if n := servedOn["h1"] + servedOn["h2"] + servedOn["h3"]; n != 12 || len(servedOn) < 2 {
+		t.Errorf("replied turns per host %v: want 12 spread over more than one host", servedOn)
+	}
+	t.Logf("role turns served per host: %v", servedOn)
+}
+
+func count(m map[string]bool) int {
+	n := 0
+	for _, v := range m {
+		if v {
+			n++
+		}
+	}
+	return n
+}
+
+// turnWatch folds the log, as one node serves it, into a lifecycle.Book.
+type turnWatch struct {
+	mu   sync.Mutex
+	book *lifecycle.Book
+	err  error
+}
+
+// watchTurns follows the log at url until the test ends.
+func watchTurns(t *testing.T, url string) *turnWatch {
+	t.Helper()
+	log, _ := connectLog(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	fw, err := log.Follow(ctx, events.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &turnWatch{book: lifecycle.NewBook()}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range fw.Events() {
+			w.mu.Lock()
+			w.book.Apply(ev)
+			w.mu.Unlock()
+		}
+		w.mu.Lock()
+		w.err = fw.Err()
+		w.mu.Unlock()
+	}()
+	t.Cleanup(func() { cancel(); fw.Stop(); <-done })
+	return w
+}
+
+// final counts the turns among ids that are final, and lists the others.
+func (w *turnWatch) final(ids []string) (done int, open []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		if tr, ok := w.book.Turn(id); ok && tr.State.Final() {
+			done++
+		} else {
+			open = append(open, fmt.Sprintf("%s(%s %s)", id, tr.Agent, tr.State))
+		}
+	}
+	return done, open
+}
+
+func (w *turnWatch) turn(id string) lifecycle.Turn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	tr, _ := w.book.Turn(id)
+	return tr
+}
+
+// SIGKILL of one of three nodes while 200 turns are in flight: every
+// append the fabric acknowledged — before and after the kill — is in the
+// log read back from a surviving node, the other hosts keep serving, and
+// once the killed host restarts every turn resolves: replied, or failed
+// with a reason. None is typed twice or by a foreign gateway.
+func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-host fleet and runs 200 turns")
+	}
+	began := time.Now()
+	phase := func(what string) { t.Logf("%6.1fs %s", time.Since(began).Seconds(), what) }
+	// Without fsync per write: a SIGKILL leaves the page cache alone, and
+	// what this test proves is that the replicas carry every ack
+	// (TestUpSurvivesSIGKILLWithEveryAcknowledgedEvent covers SyncAlways).
+	// It makes the 200 turns affordable on a small machine.
+	f := startFleet(t, 3, clusterRoles(t, 10*time.Millisecond, map[string]int{"w": 0}), "--no-sync-always")
+	phase("fleet up")
+	var agents []string
+	hostOf := map[string]string{}
+	for _, h := range f.hosts {
+		for j := range 3 {
+			a := fmt.Sprintf("w-%s-%d", h.name, j)
+			f.spawn(h, "w", a)
+			agents = append(agents, a)
+			hostOf[a] = h.name
+		}
+	}
+	h1, h2, h3 := f.hosts[0], f.hosts[1], f.hosts[2]
+	waitRoster(t, h1, 30*time.Second, "nine agents idle", allIdle(agents...))
+	phase("agents idle")
+	watch := watchTurns(t, h2.natsURL)
+
+	log, _ := connectLog(t, h1.natsURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	acked := map[string]bool{}
+	var turns, survivors []string // survivors: direct turns for h1's and h2's agents
+	appendTurn := func(i int) {
+		id := ulid.Make().String()
+		text := fmt.Sprintf("turn %03d", i)
+		ev := events.Event{ID: id, CorrelationID: id, Subject: "w", Data: events.RoleQueued{From: "test", Text: text}}
+		if i%4 != 3 {
+			ev.Subject = agents[i%len(agents)]
+			ev.Data = events.AgentQueued{From: "test", Text: text}
+		}
+		// A retry of the same event id is a no-op, so retry until the
+		// cluster (perhaps electing a new stream leader) acknowledges.
+		for {
+			actx, acancel := context.WithTimeout(ctx, 3*time.Second)
+			ack, err := log.Append(actx, ev)
+			acancel()
+			if err == nil {
+				acked[ack.ID] = true
+				turns = append(turns, id)
+				if _, direct := ev.Data.(events.AgentQueued); direct && hostOf[ev.Subject] != "h3" {
+					survivors = append(survivors, id)
+				}
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("append turn %d: %v", i, err)
+			}
+		}
+	}
+	for i := range 100 {
+		appendTurn(i)
+	}
+	checkFor(t, 2*time.Minute, 100*time.Millisecond, "turns replied before the kill", func() bool {
+		done, _ := watch.final(turns)
+		return done >= 12
+	}, nil)
+	phase("12 turns replied")
+
+	if err := h3.up.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	h3.up.cmd.Wait()
+	killedAt := time.Now()
+	for i := 100; i < 200; i++ {
+		appendTurn(i)
+	}
+	done, _ := watch.final(turns)
+	phase(fmt.Sprintf("killed h3 with %d of 200 turns final; appended the second 100 in %v", done, time.Since(killedAt).Round(time.Millisecond)))
+
+	// The surviving hosts keep serving their own agents' turns; h3's
+	// agents are marked stale. (h3 restarts once that is seen, not after
+	// all of them: the rest overlaps its catching up.)
+	resolvedBefore, _ := watch.final(survivors)
+	checkFor(t, 3*time.Minute, 250*time.Millisecond, "h1 and h2 keep resolving their direct turns while h3 is down", func() bool {
+		done, _ := watch.final(survivors)
+		return done >= min(len(survivors), resolvedBefore+30)
+	}, func() string {
+		_, open := watch.final(survivors)
+		return fmt.Sprintf("open: %v\n%s", open, diagnose(t, f, agents))
+	})
+	waitRoster(t, h1, 10*time.Second, "h3's agents stale at h1", func(r map[string]projections.Agent) bool {
+		return r["w-h3-0"].Stale && r["w-h3-1"].Stale && !r["w-h1-0"].Stale
+	})
+	done, _ = watch.final(turns)
+	phase(fmt.Sprintf("h1 and h2 resolved 30 more direct turns, %d of 200 in all; h3's agents stale", done))
+
+	f.restart(h3)
+	phase("h3 restarted")
+	checkFor(t, 3*time.Minute, 250*time.Millisecond, "every turn resolves after h3 restarts", func() bool {
+		done, _ := watch.final(turns)
+		return done == len(turns)
+	}, func() string {
+		_, open := watch.final(turns)
+		return fmt.Sprintf("%d open: %v\n%s", len(open), open, diagnose(t, f, agents))
+	})
+	phase("every turn resolved")
+
+	evs := readLog(t, h2.natsURL)
+	got := map[string]bool{}
+	for _, ev := range evs {
+		got[ev.ID] = true
+	}
+	for id := range acked {
+		if !got[id] {
+			t.Errorf("acknowledged event %s is not in the log after kill -9 of h3", id)
+		}
+	}
+	checkOwnership(t, evs)
+	outcomes := map[string]int{}
+	for _, id := range turns {
+		tr := watch.turn(id)
+		if tr.State == lifecycle.StateFailed && tr.Reason == "" {
+			t.Errorf("turn %s failed without a reason", id)
+		}
+		outcomes[strings.TrimSpace(string(tr.State)+" "+tr.Reason)]++
+	}
+	t.Logf("%d acknowledged appends, all read back from h2; outcomes: %v", len(acked), outcomes)
+}
+
+// diagnose describes agents as the roster of the first host and the tail
+// of their events show them, for a failure message.
+func diagnose(t *testing.T, f *testFleet, agents []string) string {
+	var b strings.Builder
+	r, err := roster(context.Background(), f.hosts[0])
+	fmt.Fprintf(&b, "roster at h1 (%v):\n", err)
+	for _, a := range agents {
+		fmt.Fprintf(&b, "  %+v\n", r[a])
+	}
+	evs := readLog(t, f.hosts[1].natsURL)
+	for _, a := range agents {
+		var tail []string
+		for _, ev := range evs {
+			if ev.Subject == a && strings.HasPrefix(ev.NATSSubject, "fleet.agent.") {
+				tail = append(tail, fmt.Sprintf("#%d %s %s %s %+v", ev.Seq, ev.Time.Format("15:04:05.000"), ev.Source, ev.NATSSubject, ev.Data))
+			}
+		}
+		fmt.Fprintf(&b, "last events of %s:\n  %s\n", a, strings.Join(tail[max(0, len(tail)-8):], "\n  "))
+	}
+	return b.String()
+}
+
+// fleetd up works against an external NATS (--nats: no embedded server):
+// a turn goes through its shim, its gateway and a simulated agent.
+func TestUpAgainstAnExternalNATSServesTurns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs fleetd up and an agent")
+	}
+	ext := natstest.Start(t, natstest.WithTCP())
+	roles := clusterRoles(t, 10*time.Millisecond, map[string]int{"w": 0})
+	sockDir, err := os.MkdirTemp("", "f6-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	httpPort := freePort(t)
+	h := &fleetHost{name: "hx", data: t.TempDir(), sock: filepath.Join(sockDir, "hx.sock"),
+		natsURL: ext.ClientURL(), httpURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort)}
+	h.herdr = launch(t, "herdr-protocol server", "dev-herdr", "--socket", h.sock)
+	waitLaunched(t, h.herdr, 10*time.Second)
+	h.up = launch(t, "up on host", "up", "--nats", ext.ClientURL(), "--host", h.name, "--data-dir", h.data,
+		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--herdr", h.sock, "--roles", roles)
+	waitLaunched(t, h.up, 30*time.Second)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("---- fleetd up ----\n%s", h.up.Output())
+		}
+	})
+	if _, err := os.Stat(filepath.Join(h.data, "jetstream")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("fleetd up --nats started a JetStream store of its own (%v)", err)
+	}
+	f := &testFleet{t: t, roles: roles, hosts: []*fleetHost{h}}
+	f.spawn(h, "w", "w-x")
+	waitRoster(t, h, 30*time.Second, "agent idle", allIdle("w-x"))
+	env, err := send(context.Background(), h, "role:w", "over external nats")
+	if err != nil || env.Reply != "SIM: over external nats" || env.Agent != "w-x" {
+		t.Fatalf("reply %+v, %v", env, err)
+	}
+	// The log lives in the external server.
+	if _, err := ext.JS.Stream(context.Background(), events.Stream); err != nil {
+		t.Errorf("no %s stream in the external server: %v", events.Stream, err)
+	}
+}
+
+// With the server config and credentials `fleetd auth` writes, fleetd up
+// runs as its gateway user, and an agent's credentials may publish its
+// own events but not another agent's: the server reports the violation
+// and the event is not stored.
+func TestAgentCredentialsCannotPublishAnotherAgentsEvents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs fleetd up")
+	}
+	dir := t.TempDir()
+	if err := (&AuthCmd{Dir: dir, Hosts: []string{"testhost"}, Agents: []string{"testhost:w-1", "testhost:w-2"}}).Run(); err != nil {
+		t.Fatal(err)
+	}
+	sockDir, err := os.MkdirTemp("", "f6-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sock := filepath.Join(sockDir, "herdr.sock")
+	waitLaunched(t, launch(t, "herdr-protocol server", "dev-herdr", "--socket", sock), 10*time.Second)
+	roles := clusterRoles(t, 10*time.Millisecond, map[string]int{"w": 0})
+	gatewayCreds := filepath.Join(dir, "gateway-testhost.nk")
+	data := t.TempDir()
+	up := startUp(t, data, "--server-config", filepath.Join(dir, "server.conf"), "--creds", gatewayCreds, "--herdr", sock, "--roles", roles)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("---- fleetd up ----\n%s", up.Output())
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	if nc, err := nats.Connect(up.url); err == nil {
+		nc.Close()
+		t.Error("connected without credentials")
+	}
+	violations := make(chan error, 10)
+	connectAs := func(name string) events.Log {
+		opt, err := natsauth.ConnectOption(filepath.Join(dir, name+".nk"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := nats.Connect(up.url, opt, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			violations <- err
+		}))
+		if err != nil {
+			t.Fatalf("connect as %s: %v", name, err)
+		}
+		t.Cleanup(nc.Close)
+		js, _ := jetstream.New(nc)
+		return events.New(js, events.Options{Source: "fleetd/testhost/hook"})
+	}
+	agent := connectAs("agent-w-1")
+	own, err := agent.Append(ctx, events.Event{Subject: "w-1", Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}})
+	if err != nil {
+		t.Fatalf("an agent cannot publish its own status: %v", err)
+	}
+	actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+	forged := events.Event{ID: ulid.Make().String(), Subject: "w-2", Data: events.AgentReplied{Reply: "forged"}}
+	_, err = agent.Append(actx, forged)
+	acancel()
+	if err == nil {
+		t.Fatal("w-1's credentials published w-2's reply")
+	}
+	select {
+	case v := <-violations:
+		if !errors.Is(v, nats.ErrPermissionViolation) || !strings.Contains(v.Error(), "fleet.agent.w-2.replied") {
+			t.Errorf("violation reported as %v", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the server reported no permission violation")
+	}
+
+	// A pane gets its agent's own credentials, never the gateway's, and
+	// its hooks carry a turn through with them.
+	if got, want := paneCreds(gatewayCreds)("w-2"), filepath.Join(dir, "agent-w-2.nk"); got != want {
+		t.Errorf("w-2's pane gets credentials %q, want %q", got, want)
+	}
+	if got := paneCreds(gatewayCreds)("w-9"); got != "" {
+		t.Errorf("an agent without credentials of its own gets %q", got)
+	}
+	h := &fleetHost{name: "testhost", data: data, sock: sock, natsURL: up.url, httpURL: up.http}
+	g := &Globals{Host: h.name, NATS: h.natsURL, URL: h.httpURL, Creds: gatewayCreds, LogLevel: "error"}
+	spawn := &SpawnCmd{Role: "w", Name: "w-2", herdrFlags: herdrFlags{Roles: roles, Herdr: sock, DataDir: data}}
+	if err := spawn.Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	waitRoster(t, h, 20*time.Second, "w-2 idle", allIdle("w-2"))
+	env, err := send(ctx, h, "w-2", "under auth")
+	if err != nil || env.Reply != "SIM: under auth" {
+		t.Fatalf("a turn under auth: %+v, %v", env, err)
+	}
+
+	admin := connectAs("admin")
+	var w1 []string
+	forgedStored := false
+	hookOfW2 := 0
+	for ev, err := range admin.Read(ctx, events.Query{Subjects: []string{"fleet.agent.>"}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ev.ID == forged.ID:
+			forgedStored = true
+		case ev.Subject == "w-1":
+			w1 = append(w1, ev.ID)
+		case ev.Subject == "w-2" && strings.HasSuffix(ev.Source, "/hook"):
+			hookOfW2++
+		}
+	}
+	if forgedStored || len(w1) != 1 || w1[0] != own.ID {
+		t.Errorf("forged event stored: %v; w-1's events %v, want only its own %s", forgedStored, w1, own.ID)
+	}
+	if hookOfW2 == 0 {
+		t.Error("w-2's hooks appended nothing under auth")
+	}
+	// The gateway itself runs under its own user: it announced its host.
+	hosts := 0
+	for _, err := range admin.Read(ctx, events.Query{Subjects: []string{"fleet.host.testhost.up"}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts++
+	}
+	if hosts == 0 {
+		t.Error("the gateway did not announce its host under its credentials")
+	}
+}
