@@ -91,6 +91,9 @@ func Format(v float64, u string) string {
 		}
 		return fmt.Sprintf("%.2fs", v/1000)
 	case UnitPerSec:
+		if v < 10_000 {
+			return fmt.Sprintf("%.0f ev/s", v)
+		}
 		return fmt.Sprintf("%.0fk ev/s", v/1000)
 	case UnitMB:
 		return fmt.Sprintf("%.1f MB", v)

@@ -81,7 +81,7 @@ const EventsPerSyntheticTurn = 4
 func Publish(ctx context.Context, js jetstream.JetStream, evs []events.Event) (uint64, error) {
 	newID := events.NewULIDSource(time.Now)
 	var last uint64
-	const chunk = 4096
+	const chunk = 1000
 	for len(evs) > 0 {
 		n := min(len(evs), chunk)
 		futures := make([]jetstream.PubAckFuture, 0, n)
