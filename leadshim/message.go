@@ -423,6 +423,21 @@ type TurnQuery struct {
 	Wait string `json:"wait,omitempty"`
 }
 
+// turnAfterCatchUp waits (briefly) until the views have folded the log up
+// to its current end and reads the turn again.
+func (s *Server) turnAfterCatchUp(ctx context.Context, id string) (lifecycle.Turn, bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	end, err := s.cfg.Log.LastSeq(cctx, events.SubjectAll)
+	if err != nil {
+		return lifecycle.Turn{}, false, err
+	}
+	if err := s.cfg.Views.WaitSeq(cctx, end); err != nil {
+		return lifecycle.Turn{}, false, nil
+	}
+	return s.cfg.Views.Turn(ctx, id)
+}
+
 // turn answers a turn's state, long-polling up to wait until it is final.
 // A long-poll that ends before the turn does answers 200 with the state.
 func (s *Server) turn(ctx context.Context, q TurnQuery) (answer, *apiError) {
@@ -434,6 +449,11 @@ func (s *Server) turn(ctx context.Context, q TurnQuery) (answer, *apiError) {
 		return answer{}, aerr
 	}
 	t, ok, err := s.cfg.Views.Turn(ctx, q.ID)
+	if err == nil && !ok {
+		// Not known yet may mean the views are still folding the log
+		// (right after a restart): catch up with its end, then look again.
+		t, ok, err = s.turnAfterCatchUp(ctx, q.ID)
+	}
 	if err != nil {
 		return answer{}, fail(http.StatusServiceUnavailable, "unavailable", "read turn: %v", err)
 	}
