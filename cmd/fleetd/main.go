@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kong"
 )
@@ -22,6 +24,9 @@ func main() {
 
 // run parses args and runs the chosen command; tests call it directly.
 func run(ctx context.Context, args []string) int {
+	if event, ok := plainHook(args); ok {
+		return runHook(ctx, event)
+	}
 	var cli CLI
 	parser, err := kong.New(&cli, cliOptions(ctx)...)
 	if err != nil {
@@ -37,5 +42,23 @@ func run(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "fleetd:", err)
 		return exitCode(err)
 	}
+	return 0
+}
+
+// plainHook recognises the exact form Claude Code's settings run,
+// `fleetd hook <event>`, so it can skip building the whole CLI: the hook
+// runs on every prompt and reply of every agent, and must also exit 0 when
+// a FLEET_* variable or config file would fail the CLI's parse.
+func plainHook(args []string) (string, bool) {
+	if len(args) != 2 || args[0] != "hook" || strings.HasPrefix(args[1], "-") || strings.EqualFold(args[1], "replay") {
+		return "", false
+	}
+	return args[1], true
+}
+
+// runHook is HookCmd.Run with its defaults; it always exits 0.
+func runHook(ctx context.Context, event string) int {
+	cmd := HookCmd{Event: event, Timeout: 2 * time.Second}
+	_ = cmd.Run(ctx, &Globals{})
 	return 0
 }
