@@ -47,6 +47,10 @@ type BridgeConfig struct {
 	// bracketed paste), or after this long without hearing from them.
 	// Default 60s.
 	StartupGrace time.Duration
+	// HookGrace: when herdr shows a typed prompt was taken by an agent
+	// whose hooks report in, wait this long for the hook's own
+	// submitted event before recording herdr's evidence. Default 1s.
+	HookGrace time.Duration
 	// BlockedTimeout fails a turn in flight whose agent has shown blocked
 	// (a permission or select form) for this long. Default 10 min.
 	BlockedTimeout time.Duration
@@ -98,6 +102,9 @@ func (c *BridgeConfig) setDefaults() {
 	}
 	if c.EnterDelay < 300*time.Millisecond {
 		c.EnterDelay = 300 * time.Millisecond
+	}
+	if c.HookGrace <= 0 {
+		c.HookGrace = time.Second
 	}
 	if c.StartupGrace <= 0 {
 		c.StartupGrace = time.Minute

@@ -215,6 +215,7 @@ func (b *Bridge) note(pane string, st AgentStatus, seq uint64, label string) {
 // events time to arrive.
 func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 	deadline := b.cfg.Now().Add(b.cfg.SubmitTimeout)
+	var evidenceAt time.Time // when herdr first showed the prompt was taken
 	for ctx.Err() == nil {
 		b.mu.Lock()
 		a := b.agents[agent]
@@ -224,6 +225,7 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 			return
 		}
 		pane, lastSeq, up, enter := a.pane, a.lastSeq, b.herdr == linkUp, b.enters[turn]
+		hooked := a.sessionSeen
 		seen := a.workingSeq > t.StateChangeSeq && t.Method != MethodSendInput
 		ch := b.changed
 		b.mu.Unlock()
@@ -241,9 +243,24 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 			}
 		}
 		now := b.cfg.Now()
+		if evidence > 0 && evidenceAt.IsZero() {
+			evidenceAt = now
+		}
 		var ack events.Ack
 		var err error
 		switch {
+		case evidence > 0 && hooked && now.Before(evidenceAt.Add(b.cfg.HookGrace)):
+			// The agent's own UserPromptSubmit hook (with Claude's
+			// prompt id) usually lands within milliseconds of herdr
+			// seeing it work: give it the chance to be the proof.
+			timer := time.NewTimer(min(b.cfg.Poll, evidenceAt.Add(b.cfg.HookGrace).Sub(now)))
+			select {
+			case <-ch:
+			case <-timer.C:
+			case <-ctx.Done():
+			}
+			timer.Stop()
+			continue
 		case evidence > 0:
 			ack, err = b.append(ctx, agent, turn, events.AgentSubmitted{Via: "herdr", StateChangeSeq: evidence}, guard(agent, lastSeq))
 		case now.Before(deadline):
