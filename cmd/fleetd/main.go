@@ -1,7 +1,3 @@
-// Command fleetd is the coordination fabric for fleets of AI coding agents
-// in herdr panes: an event log on NATS JetStream, a gateway per host that
-// types prompts into panes, Claude Code hooks that carry replies back, and a
-// blocking HTTP shim for the lead. `fleetd --help` lists the commands.
 package main
 
 import (
