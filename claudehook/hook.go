@@ -48,6 +48,16 @@ type Options struct {
 	// TranscriptWait bounds how long a Stop hook waits for the turn's
 	// final assistant message to reach the transcript. Default 1 s.
 	TranscriptWait time.Duration
+	// Detach, when set, lets a Stop hook whose transcript does not show
+	// the turn's end within QuickWait hand the payload to a detached
+	// finisher (Detach's job: e.g. re-exec `fleetd hook stop --finish`)
+	// and exit at once. Claude Code may write the reply's transcript line
+	// only after its hooks return, so waiting inside the hook can never
+	// see it; the finisher can. If Detach fails, the hook goes on itself.
+	Detach func(payload []byte) error
+	// QuickWait is how long a hook with Detach waits before detaching.
+	// Default 200 ms.
+	QuickWait time.Duration
 	// Stderr receives notes (spooled, replayed, herdr trouble). Default
 	// io.Discard.
 	Stderr io.Writer
@@ -62,6 +72,7 @@ func (o *Options) setDefaults() {
 	setDur(&o.ConnectTimeout, 300*time.Millisecond)
 	setDur(&o.HerdrTimeout, 300*time.Millisecond)
 	setDur(&o.TranscriptWait, time.Second)
+	setDur(&o.QuickWait, 200*time.Millisecond)
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = 8 << 20
 	}
@@ -129,6 +140,18 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	defer wg.Wait()
 
 	var usage Usage
+	if hook == Stop && p.TranscriptPath != "" && o.Detach != nil {
+		quick := o
+		quick.TranscriptWait, quick.Stderr = o.QuickWait, io.Discard
+		if u, err := waitUsage(ctx, p.TranscriptPath, p.PromptID, quick); err == nil && !u.Ended {
+			derr := o.Detach(raw)
+			if derr == nil {
+				fmt.Fprintf(o.Stderr, "fleetd hook: the transcript has not shown the reply yet; a detached finisher will append it with its usage\n")
+				return nil
+			}
+			fmt.Fprintf(o.Stderr, "fleetd hook: detach (going on here): %v\n", derr)
+		}
+	}
 	if hook == Stop && p.TranscriptPath != "" {
 		if usage, err = waitUsage(ctx, p.TranscriptPath, p.PromptID, o); err != nil {
 			fmt.Fprintf(o.Stderr, "fleetd hook: no usage for the reply: %v\n", err)

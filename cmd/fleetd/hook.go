@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,6 +25,7 @@ type HookCmd struct {
 	Spool   string        `help:"Spool directory for 'replay' (default FLEET_SPOOL_DIR, else ~/.local/state/fleetd/spool)." type:"path" placeholder:"DIR"`
 	Timeout time.Duration `help:"Bound on the whole hook run." default:"2s"`
 	NoHerdr bool          `help:"Do not report the pane's state to herdr (pane.report_agent)."`
+	Finish  string        `hidden:"" help:"Finish a Stop hook detached: the payload file a hook left, waiting for the transcript." type:"path"`
 }
 
 // Run handles one hook, or replays the spool.
@@ -29,12 +33,60 @@ func (c *HookCmd) Run(ctx context.Context, g *Globals) error {
 	if strings.EqualFold(c.Event, "replay") {
 		return c.replay(ctx, g)
 	}
+	if c.Finish != "" {
+		return c.finish(ctx)
+	}
 	err := claudehook.Run(ctx, c.Event, os.Stdin, os.Getenv, claudehook.Options{
-		Timeout: c.Timeout, NoHerdr: c.NoHerdr, Stderr: os.Stderr,
+		Timeout: c.Timeout, NoHerdr: c.NoHerdr, Stderr: os.Stderr, Detach: detachFinisher(c.Event),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleetd hook:", err)
 	}
+	return nil
+}
+
+// detachFinisher hands a Stop hook's payload to a detached `fleetd hook
+// <event> --finish FILE`: Claude Code may write the reply's transcript line
+// only after its hooks return, so the finisher, not the hook, waits for it.
+func detachFinisher(event string) func([]byte) error {
+	return func(payload []byte) error {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		f, err := os.CreateTemp("", "fleetd-hook-*.json")
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(payload); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return err
+		}
+		f.Close()
+		cmd := exec.Command(exe, "hook", event, "--finish", f.Name())
+		// Its own session and no inherited pipes: Claude Code waits for the
+		// hook's output to close, and must not wait for the finisher.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			os.Remove(f.Name())
+			return err
+		}
+		return cmd.Process.Release()
+	}
+}
+
+// finish is the detached half of a Stop hook: the payload comes from the
+// file the hook left; the transcript gets seconds, not a second.
+func (c *HookCmd) finish(ctx context.Context) error {
+	payload, err := os.ReadFile(c.Finish)
+	os.Remove(c.Finish)
+	if err != nil {
+		return nil
+	}
+	_ = claudehook.Run(ctx, c.Event, bytes.NewReader(payload), os.Getenv, claudehook.Options{
+		Timeout: 10 * time.Second, TranscriptWait: 6 * time.Second, NoHerdr: true,
+	})
 	return nil
 }
 

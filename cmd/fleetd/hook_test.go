@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
@@ -119,5 +120,56 @@ func BenchmarkHookBinary(b *testing.B) {
 		if out, err := execHook(b, env, payload, "stop"); err != nil || out != "" {
 			b.Fatalf("%v %q", err, out)
 		}
+	}
+}
+
+// Claude Code may write the reply's transcript line only after its Stop
+// hook returns. The hook then exits at once and a detached finisher
+// appends the reply with the usage the transcript shows once written.
+func TestStopHookDetachesWhenTheTranscriptLagsAndTheReplyCarriesItsUsage(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	ctx := context.Background()
+	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	transcript := filepath.Join(dir, "t.jsonl")
+	user := `{"type":"user","promptId":"p9","sessionId":"s9","uuid":"u1","message":{"role":"user","content":"task"}}` + "\n"
+	if err := os.WriteFile(transcript, []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	payload := fmt.Sprintf(`{"session_id":"s9","transcript_path":%q,"cwd":"/w","prompt_id":"p9","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"ECHO: task"}`, transcript)
+	out, err := execHook(t, hookEnv("w-9", srv.ClientURL(), filepath.Join(dir, "spool")), payload, "stop")
+	if err != nil {
+		t.Fatalf("hook: %v\n%s", err, out)
+	}
+	log := events.New(srv.JS, events.Options{})
+	replies := func() []events.AgentReplied {
+		var rs []events.AgentReplied
+		for _, ev := range eventstest.ReadAll(t, log, events.Query{Subjects: []string{"fleet.agent.w-9.replied"}}) {
+			rs = append(rs, ev.Data.(events.AgentReplied))
+		}
+		return rs
+	}
+	if rs := replies(); len(rs) != 0 {
+		t.Fatalf("the hook appended %+v before the transcript showed the reply; want it left to the finisher", rs)
+	}
+	// Claude writes the reply's line after the hook has returned.
+	assistant := `{"type":"assistant","sessionId":"s9","uuid":"u2","message":{"id":"m1","model":"claude-opus-5-5","role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"ECHO: task"}],"usage":{"input_tokens":120,"output_tokens":7}}}` + "\n"
+	f, err := os.OpenFile(transcript, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(assistant)
+	f.Close()
+	var rs []events.AgentReplied
+	for deadline := time.Now().Add(10 * time.Second); len(rs) == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		rs = replies()
+	}
+	if len(rs) != 1 {
+		t.Fatalf("%d replies after the transcript caught up, want 1", len(rs))
+	}
+	if r := rs[0]; r.Reply != "ECHO: task" || r.Tokens.In != 120 || r.Tokens.Out != 7 || r.Model != "claude-opus-5-5" || r.PromptID != "p9" {
+		t.Errorf("reply %+v, want the echo with 120/7 tokens and the model", r)
 	}
 }

@@ -55,6 +55,7 @@ func plainHook(args []string) (string, bool) {
 // runHook is HookCmd.Run with its defaults; it always exits 0.
 func runHook(ctx context.Context, event string) int {
 	cmd := HookCmd{Event: event, Timeout: 2 * time.Second}
+	// Same defaults as the CLI's flags (kong is skipped here).
 	_ = cmd.Run(ctx, &Globals{})
 	return 0
 }
