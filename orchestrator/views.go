@@ -57,6 +57,14 @@ func (v *LogViews) Run(ctx context.Context) error {
 	return f.Err()
 }
 
+// sessionKey is the session an agent serves: its session name, else its id.
+func sessionKey(a *projections.Agent) string {
+	if a.Session != "" {
+		return a.Session
+	}
+	return a.Agent
+}
+
 // Apply folds one event (Run calls it; tests may too).
 func (v *LogViews) Apply(ev events.Event) {
 	v.mu.Lock()
@@ -85,10 +93,11 @@ func (v *LogViews) Apply(ev events.Event) {
 		a.LastSeen = ev.Time
 		v.syncTurns(ev.Subject)
 		if d.Session != "" {
-			s := v.sessions[d.Session]
+			name := d.Session
+			s := v.sessions[name]
 			if s == nil {
-				s = &projections.Session{Name: d.Session, StartedAt: ev.Time}
-				v.sessions[d.Session] = s
+				s = &projections.Session{Name: name, StartedAt: ev.Time}
+				v.sessions[name] = s
 			}
 			s.Agent, s.Tier, s.State, s.Model, s.LastActive = ev.Subject, d.Tier, "active", d.Model, ev.Time
 		}
@@ -103,7 +112,14 @@ func (v *LogViews) Apply(ev events.Event) {
 		if d.State == "started" && d.SessionID != "" {
 			a.SessionID = d.SessionID
 		}
-		s := v.sessions[a.Session]
+		s := v.sessions[sessionKey(a)]
+		if s == nil && a.Session == "" && d.State == "started" {
+			// As the materialized projection does: an agent with no
+			// session name has a session named after itself once its
+			// conversation starts.
+			s = &projections.Session{Name: a.Agent, Agent: a.Agent, Tier: a.Tier, State: "active", Model: a.Model, StartedAt: ev.Time, LastActive: ev.Time}
+			v.sessions[a.Agent] = s
+		}
 		if s == nil || s.Agent != ev.Subject {
 			return
 		}
@@ -126,7 +142,7 @@ func (v *LogViews) Apply(ev events.Event) {
 			return
 		}
 		a.Tokens, a.CostUSD = a.Tokens.Add(d.Tokens), a.CostUSD+d.CostUSD
-		if s := v.sessions[a.Session]; s != nil && s.Agent == ev.Subject {
+		if s := v.sessions[sessionKey(a)]; s != nil && s.Agent == ev.Subject {
 			s.Turns++
 			s.Tokens, s.CostUSD = s.Tokens.Add(d.Tokens), s.CostUSD+d.CostUSD
 			if s.SessionID == "" && d.SessionID != "" {
@@ -138,7 +154,7 @@ func (v *LogViews) Apply(ev events.Event) {
 			return
 		}
 		a.Exited = true
-		if s := v.sessions[a.Session]; s != nil && s.Agent == ev.Subject {
+		if s := v.sessions[sessionKey(a)]; s != nil && s.Agent == ev.Subject {
 			s.State = "closed"
 		}
 	}
@@ -163,7 +179,7 @@ func (v *LogViews) touch(agent string, ev events.Event) {
 	if a == nil {
 		return
 	}
-	if s := v.sessions[a.Session]; s != nil && s.Agent == agent && ev.Time.After(s.LastActive) {
+	if s := v.sessions[sessionKey(a)]; s != nil && s.Agent == agent && ev.Time.After(s.LastActive) {
 		s.LastActive = ev.Time
 	}
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
-	"github.com/fleetd/fleetd/internal/viewstest"
 	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
 )
 
@@ -26,7 +26,8 @@ type Fleet struct {
 type Kind string
 
 const (
-	// Folded is viewstest: the log folded in memory with lifecycle.Book.
+	// Folded is orchestrator.LogViews: the log folded in memory with
+	// lifecycle.Book, as `fleetd orchestrate` reads it.
 	Folded Kind = "folded"
 	// Projected is the materialized projection (projections.New) with its
 	// KV buckets and checkpoint.
@@ -57,9 +58,26 @@ func Over(tb testing.TB, srv *natstest.Server, kind Kind) *Fleet {
 	if kind == Projected {
 		f.Views = runProjector(tb, log, srv)
 	} else {
-		f.Views = viewstest.Start(tb, log)
+		f.Views = runLogViews(tb, log)
 	}
 	return f
+}
+
+// runLogViews folds the log in memory (orchestrator.LogViews, what
+// `fleetd orchestrate` reads through) until the test ends.
+func runLogViews(tb testing.TB, log events.Log) projections.Views {
+	tb.Helper()
+	v := orchestrator.NewLogViews(log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := v.Run(ctx); err != nil {
+			tb.Errorf("fleettest: views: %v", err)
+		}
+	}()
+	tb.Cleanup(func() { cancel(); <-done })
+	return v
 }
 
 // runProjector runs the materialized projection until the test ends and
