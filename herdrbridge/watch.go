@@ -431,10 +431,3 @@ func (b *Bridge) checkBoundary(ctx context.Context, agent string) {
 	a.violation = violation
 	b.mu.Unlock()
 }
-
-// herdrUp reports whether the bridge holds a synced herdr connection.
-func (b *Bridge) herdrUp() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.herdr == linkUp
-}

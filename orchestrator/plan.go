@@ -173,15 +173,6 @@ func (p Plan) cycle() []string {
 	return nil
 }
 
-// task returns the task with id.
-func (p Plan) task(id string) (Task, bool) {
-	i := slices.IndexFunc(p.Tasks, func(t Task) bool { return t.ID == id })
-	if i < 0 {
-		return Task{}, false
-	}
-	return p.Tasks[i], true
-}
-
 // sinks are the tasks no other task needs, in plan order: their rollups
 // make the job's result.
 func (p Plan) sinks() []string {

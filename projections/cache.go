@@ -48,12 +48,6 @@ func (c *turnCache) get(id string) (lifecycle.Turn, bool) {
 	return e.Value.(lifecycle.Turn), true
 }
 
-func (c *turnCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}
-
 func (c *turnCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

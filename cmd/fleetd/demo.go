@@ -229,7 +229,7 @@ func (d *demoRun) progress(ctx context.Context, done <-chan struct{}) {
 		select {
 		case <-done:
 			if live {
-				lines = d.drawRoster(lines)
+				d.drawRoster(lines)
 			}
 			d.printResults(&printed, live)
 			return
