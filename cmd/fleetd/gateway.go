@@ -75,8 +75,9 @@ type Gateway struct {
 	// incarnations (nil with NoHerdr).
 	Sessions *orchestrator.Sessions
 
-	shim     *leadshim.Server
-	httpAddr string
+	shim        *leadshim.Server
+	httpAddr    string
+	herdrSocket string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -214,6 +215,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 			return fmt.Errorf("herdr socket: %w (or run with --no-herdr)", err)
 		}
 	}
+	g.herdrSocket = socket
 	settings := filepath.Join(g.dataDir(), "claude-settings.json")
 	if err := writeHookSettings(settings); err != nil {
 		return err
@@ -410,6 +412,8 @@ func (g *Gateway) Banner() string {
 	}
 	if g.Bridge == nil {
 		fmt.Fprintf(&b, "  herdr:  off (--no-herdr): this host types into no panes\n")
+	} else {
+		fmt.Fprintf(&b, "  herdr:  %s (connects when herdr is there; without herdr: fleetd dev-herdr --socket PATH, then --herdr PATH)\n", g.herdrSocket)
 	}
 	return b.String()
 }
