@@ -46,6 +46,8 @@ func NewRegistry() *Registry {
 	Register[AgentFailed](r)
 	Register[AgentSession](r)
 	Register[AgentExited](r)
+	Register[AgentDeferred](r)
+	Register[AgentAttention](r)
 	Register[RoleQueued](r)
 	Register[HostUp](r)
 	Register[HostDown](r)

@@ -38,6 +38,8 @@ const (
 	TypeAgentFailed     Type = "fleet.agent.failed"
 	TypeAgentSession    Type = "fleet.agent.session"
 	TypeAgentExited     Type = "fleet.agent.exited"
+	TypeAgentDeferred   Type = "fleet.agent.deferred"
+	TypeAgentAttention  Type = "fleet.agent.attention"
 	TypeRoleQueued      Type = "fleet.role.queued"
 	TypeHostUp          Type = "fleet.host.up"
 	TypeHostDown        Type = "fleet.host.down"
@@ -124,14 +126,36 @@ type AgentStatusChanged struct {
 	Violation string `json:"violation,omitempty"`
 }
 
+// Normalization says what the text rule (lifecycle.Normalize) changed in
+// a turn's text before it was queued: the lead's bytes are not all typed,
+// and the turn says so instead of changing them silently.
+type Normalization struct {
+	// ControlSequences counts the escape sequences and control characters
+	// removed.
+	ControlSequences int `json:"control_sequences,omitempty"`
+	// CarriageReturns counts \r\n and lone \r turned into \n.
+	CarriageReturns int `json:"carriage_returns,omitempty"`
+	// RemovedBytes is how much shorter the text became.
+	RemovedBytes int `json:"removed_bytes,omitempty"`
+}
+
+// Changed reports whether the text was changed at all.
+func (n Normalization) Changed() bool { return n != Normalization{} }
+
 // AgentQueued: a turn was accepted for this agent. The event id is the
 // turn id unless the turn came through a role queue (AssignedFrom).
+// A turn carries either Text (a prompt) or Command (a slash command typed
+// on purpose, e.g. "/clear"), never both.
 type AgentQueued struct {
-	From     string    `json:"from,omitempty"`
-	Text     string    `json:"text"`
-	Context  []string  `json:"context,omitempty"`
-	SliceRef string    `json:"slice_ref,omitempty"`
-	Deadline time.Time `json:"deadline,omitzero"`
+	From    string `json:"from,omitempty"`
+	Text    string `json:"text"`
+	Command string `json:"command,omitempty"`
+	// Normalized is set when the lead's text was changed by the text rule
+	// (Text is the normalised text).
+	Normalized Normalization `json:"normalized,omitzero"`
+	Context    []string      `json:"context,omitempty"`
+	SliceRef   string        `json:"slice_ref,omitempty"`
+	Deadline   time.Time     `json:"deadline,omitzero"`
 	// AssignedFrom is the role whose queue this turn came from; then the
 	// turn id is the role queued event's id (the correlation id).
 	AssignedFrom string `json:"assigned_from,omitempty"`
@@ -142,12 +166,45 @@ type AgentQueued struct {
 // AgentTyped: the owning gateway wrote the turn's prompt into the pane.
 type AgentTyped struct {
 	Pane string `json:"pane"`
-	// Method is how: "agent.prompt" or "pane.send_input".
+	// Method is how: "agent.prompt", "pane.send_input", or
+	// "pane.send_keys" for an extra Enter.
 	Method         string `json:"method"`
 	StateChangeSeq uint64 `json:"state_change_seq,omitempty"`
 	Bytes          int    `json:"bytes"`
 	// Enter counts extra Enter presses sent because no submission was seen.
 	Enter int `json:"enter,omitempty"`
+	// Delivery is how the text reaches the model: "paste" (one bracketed
+	// paste), "pieces" (several pastes and cursor keys, so Claude Code's
+	// composer keeps the text exactly), "file" (written to a file the
+	// agent is handed by a short prompt) or "command" (a slash command).
+	Delivery string `json:"delivery,omitempty"`
+	// Pieces counts the pastes of a "pieces" delivery.
+	Pieces int `json:"pieces,omitempty"`
+	// File is the file a "file" delivery wrote the text to.
+	File string `json:"file,omitempty"`
+	// Prompt is what the agent's composer was given when that is not the
+	// turn's text (the short prompt of a "file" delivery): what its
+	// UserPromptSubmit hook will report.
+	Prompt string `json:"prompt,omitempty"`
+	// Clear: a "/clear" was typed first (the role asks for a fresh
+	// context before every turn).
+	Clear bool `json:"clear,omitempty"`
+}
+
+// AgentDeferred: herdr refused to type the turn before writing anything
+// (the agent was not ready after all): the turn is back at the head of its
+// agent's queue, to be typed when the agent is ready.
+type AgentDeferred struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
+
+// AgentAttention: the gateway will not type into the agent until a person
+// (or the agent) fixes what Reason says — its composer holds text, an
+// overlay is open, its pane shows a shell. An empty Reason clears it.
+type AgentAttention struct {
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // AgentSubmitted: the agent confirmed it took the prompt.
@@ -180,6 +237,18 @@ const (
 	ReasonIndeterminate = "indeterminate"
 	ReasonCancelled     = "cancelled"
 	ReasonUnknownAgent  = "unknown_agent"
+	// ReasonUnmatchedReply: the agent finished a turn, but its Stop hook's
+	// reply was for another prompt (or none came): the turn is settled so
+	// the next one can go.
+	ReasonUnmatchedReply = "unmatched_reply"
+	// ReasonAgentExited: the agent's Claude Code session ended and none
+	// started again in time.
+	ReasonAgentExited = "agent_exited"
+	// ReasonNotReady: herdr kept refusing to type the turn.
+	ReasonNotReady = "not_ready"
+	// ReasonEmptyPrompt: nothing was left to type once the text rule was
+	// applied.
+	ReasonEmptyPrompt = "empty_prompt"
 )
 
 // AgentFailed: the turn ended without a reply.
@@ -208,13 +277,15 @@ type AgentExited struct {
 
 // RoleQueued: a message for any agent of a role. Its id is the turn id.
 type RoleQueued struct {
-	From     string    `json:"from,omitempty"`
-	Text     string    `json:"text"`
-	Context  []string  `json:"context,omitempty"`
-	SliceRef string    `json:"slice_ref,omitempty"`
-	Deadline time.Time `json:"deadline,omitzero"`
-	Job      string    `json:"job,omitempty"`
-	Task     string    `json:"task,omitempty"`
+	From       string        `json:"from,omitempty"`
+	Text       string        `json:"text"`
+	Command    string        `json:"command,omitempty"`
+	Normalized Normalization `json:"normalized,omitzero"`
+	Context    []string      `json:"context,omitempty"`
+	SliceRef   string        `json:"slice_ref,omitempty"`
+	Deadline   time.Time     `json:"deadline,omitzero"`
+	Job        string        `json:"job,omitempty"`
+	Task       string        `json:"task,omitempty"`
 }
 
 // HostUp: a gateway started on the host.
@@ -314,6 +385,8 @@ func (AgentReplied) EventType() Type       { return TypeAgentReplied }
 func (AgentFailed) EventType() Type        { return TypeAgentFailed }
 func (AgentSession) EventType() Type       { return TypeAgentSession }
 func (AgentExited) EventType() Type        { return TypeAgentExited }
+func (AgentDeferred) EventType() Type      { return TypeAgentDeferred }
+func (AgentAttention) EventType() Type     { return TypeAgentAttention }
 func (RoleQueued) EventType() Type         { return TypeRoleQueued }
 func (HostUp) EventType() Type             { return TypeHostUp }
 func (HostDown) EventType() Type           { return TypeHostDown }

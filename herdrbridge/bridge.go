@@ -54,6 +54,30 @@ type BridgeConfig struct {
 	// BlockedTimeout fails a turn in flight whose agent has shown blocked
 	// (a permission or select form) for this long. Default 10 min.
 	BlockedTimeout time.Duration
+	// Limits bound how a text is typed before it goes as a file; the zero
+	// value is DefaultLimits.
+	Limits Limits
+	// MaxDeferrals fails a turn herdr refused to type this many times
+	// (each refusal sent it back to the head of its queue). Default 5.
+	MaxDeferrals int
+	// ReplyGrace: a submitted turn whose agent went idle with a Stop hook
+	// for another prompt fails as unmatched_reply after this long, unless
+	// its own reply arrives meanwhile. Default 3 s.
+	ReplyGrace time.Duration
+	// IdleGrace: a submitted turn whose agent has been idle this long with
+	// no Stop hook at all fails as unmatched_reply. Default 30 s (a Stop
+	// hook on a loaded machine was seen taking over 10 s).
+	IdleGrace time.Duration
+	// ExitGrace: the queued turns of an agent whose Claude Code session
+	// ended fail as agent_exited when no session started again within
+	// this long. Default 30 s.
+	ExitGrace time.Duration
+	// CommandTimeout bounds a command turn ("/compact" runs a model call)
+	// and the "/clear" of a fresh-context role. Default 5 min.
+	CommandTimeout time.Duration
+	// AttentionAfter: an idle agent whose prompt box stays off screen this
+	// long is marked as needing attention. Default 10 s.
+	AttentionAfter time.Duration
 	// ReconnectBackoff is the first wait after herdr's socket went away,
 	// doubled per failed attempt up to MaxReconnectBackoff (default 250 ms
 	// and 5 s).
@@ -65,9 +89,14 @@ type BridgeConfig struct {
 	// Launch is the environment Spawn gives new panes.
 	Launch Launch
 	// ProcRoot is where process environments are read for boundary checks
-	// (default /proc). herdr does not expose a pane's env, so a pane is
-	// checked only when its processes are visible here.
+	// and for whether a pane shows its shell (default /proc). herdr does
+	// not expose a pane's processes, so a pane is checked only when they
+	// are visible here.
 	ProcRoot string
+	// Metrics counts typed turns and, for the Client the bridge makes from
+	// SocketPath, herdr requests (a caller passing its own Client counts
+	// them with WithObserver(Metrics.Observe)). Default: fresh series.
+	Metrics *Metrics
 }
 
 // Launch is what a spawned pane needs to reach the fleet: the FLEET_*
@@ -88,8 +117,11 @@ type Launch struct {
 }
 
 func (c *BridgeConfig) setDefaults() {
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics()
+	}
 	if c.Client == nil && c.SocketPath != "" {
-		c.Client = New(c.SocketPath)
+		c.Client = New(c.SocketPath, WithObserver(c.Metrics.Observe))
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -111,6 +143,24 @@ func (c *BridgeConfig) setDefaults() {
 	}
 	if c.BlockedTimeout <= 0 {
 		c.BlockedTimeout = 10 * time.Minute
+	}
+	if c.MaxDeferrals <= 0 {
+		c.MaxDeferrals = 5
+	}
+	if c.ReplyGrace <= 0 {
+		c.ReplyGrace = 3 * time.Second
+	}
+	if c.IdleGrace <= 0 {
+		c.IdleGrace = 30 * time.Second
+	}
+	if c.ExitGrace <= 0 {
+		c.ExitGrace = 30 * time.Second
+	}
+	if c.CommandTimeout <= 0 {
+		c.CommandTimeout = 5 * time.Minute
+	}
+	if c.AttentionAfter <= 0 {
+		c.AttentionAfter = 10 * time.Second
 	}
 	if c.ReconnectBackoff <= 0 {
 		c.ReconnectBackoff = 250 * time.Millisecond
@@ -158,7 +208,6 @@ type Bridge struct {
 	mu       sync.Mutex
 	book     *lifecycle.Book
 	agents   map[string]*agentState
-	enters   map[string]bool // turns whose one extra Enter is recorded
 	applied  uint64
 	caughtUp bool
 	herdr    herdrLink
@@ -204,15 +253,44 @@ type agentState struct {
 	hookStatus   events.Status
 	violation    string
 
-	// origin and registeredAt come from the registration; sessionSeen is
-	// set when the agent's hooks reported its session started.
-	origin       string
+	// origin, cwd and registeredAt come from the registration; sessionSeen
+	// is set when the agent's hooks reported its session started.
+	origin, cwd  string
 	registeredAt time.Time
 	sessionSeen  bool
+
+	// The Claude Code session as the hooks report it: live from a start
+	// until an end (a /clear ends one and starts the next at once).
+	sessionID      string
+	sessionCwd     string
+	sessionLive    bool
+	sessionEndedAt time.Time
+	clears         int // sessions started by a /clear
+
+	// Since the turn in flight was typed: did herdr show the agent
+	// working or blocked (it took the prompt), which sessions started; readySince is when herdr or the
+	// hooks last showed it idle again (zero while it works).
+	busySinceTyped     bool
+	sessionsSinceTyped []string
+	readySince         time.Time
+	strayAt            time.Time // when a Stop for another prompt came
+
+	// promptRefused: herdr refused agent.prompt (it does not see the
+	// agent as the pane's foreground process), so the pane is typed into
+	// as one it does not recognise.
+	promptRefused bool
+	attention     string    // the attention reason the log holds
+	noBoxSince    time.Time // idle without a prompt box since
+	backoff       time.Duration
+	nextCheck     time.Time
 
 	exitSent bool // AgentExited is appended or being appended
 	worker   bool // a delivery worker runs for it
 }
+
+// sessionEnded reports whether the agent's hooks said its Claude Code
+// session ended and none started since.
+func (a *agentState) sessionEnded() bool { return a.sessionSeen && !a.sessionLive }
 
 // NewBridge returns a bridge for cfg. It does no I/O and starts nothing.
 func NewBridge(cfg BridgeConfig) (*Bridge, error) {
@@ -227,7 +305,6 @@ func NewBridge(cfg BridgeConfig) (*Bridge, error) {
 		source:  "fleetd/" + cfg.Host + "/herdr",
 		book:    lifecycle.NewBook(),
 		agents:  map[string]*agentState{},
-		enters:  map[string]bool{},
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
 	}, nil
@@ -363,15 +440,18 @@ func (b *Bridge) apply(ev events.Event) {
 			a.logStatus, a.logStatusSeq, a.violation = "", 0, ""
 		}
 		a.registered, a.exited, a.exitSent = true, false, false
-		a.host, a.pane, a.role = d.Host, d.Pane, d.Role
+		a.host, a.pane, a.role, a.cwd = d.Host, d.Pane, d.Role, d.Cwd
 		a.origin, a.registeredAt, a.sessionSeen = d.Origin, ev.Time, false
+		a.sessionLive, a.sessionID, a.sessionCwd, a.promptRefused = false, "", "", false
+		a.attention = ""
+		a.resetBackoff()
 		b.startWorkerLocked(a)
 	case events.AgentExited:
 		a.exited = true
 	case events.AgentSession:
-		if d.State == "started" {
-			a.sessionSeen = true
-		}
+		b.sessionLocked(a, ev, d)
+	case events.AgentAttention:
+		a.attention = d.Reason
 	case events.AgentStatusChanged:
 		switch d.Source {
 		case "herdr":
@@ -383,17 +463,62 @@ func (b *Bridge) apply(ev events.Event) {
 			}
 		case "hook":
 			a.hookStatus = d.Status
+			b.readyLocked(a, d.Status.Ready())
 		}
-	case events.AgentTyped:
-		if d.Enter > 0 {
-			b.enters[lifecycle.TurnID(ev)] = true
+	case events.AgentTyped, events.AgentSubmitted:
+		if changed && t.Agent == ev.Subject && (t.State == lifecycle.StateTyped && t.Enter == 0 || t.State == lifecycle.StateSubmitted) {
+			// A new turn in flight: what the agent shows from now on is
+			// about it.
+			if _, typed := d.(events.AgentTyped); typed {
+				a.busySinceTyped, a.sessionsSinceTyped = false, nil
+			}
+			a.readySince = time.Time{}
+		}
+	case events.AgentReplied:
+		if changed && t.StrayReplies > 0 && !t.State.Final() {
+			a.strayAt = b.cfg.Now()
 		}
 	}
 	if changed && t.State.Final() {
 		b.book.Forget(t.ID)
-		delete(b.enters, t.ID)
 	}
 	b.notifyLocked()
+}
+
+// sessionLocked follows the agent's Claude Code session from its hooks. An
+// end only counts for the session that is current: a /clear ends the old
+// session and starts a new one at once, and the two hooks race.
+func (b *Bridge) sessionLocked(a *agentState, ev events.Event, d events.AgentSession) {
+	switch d.State {
+	case "started":
+		a.sessionSeen, a.sessionLive, a.sessionID = true, true, d.SessionID
+		if d.Cwd != "" {
+			a.sessionCwd = d.Cwd
+		}
+		if d.Source == "clear" {
+			a.clears++
+		}
+		a.sessionsSinceTyped = append(a.sessionsSinceTyped, d.Source)
+		if a.attention != "" {
+			a.resetBackoff() // a new session: look again now
+		}
+	case "ended":
+		if d.Reason == "clear" || (d.SessionID != "" && a.sessionID != "" && d.SessionID != a.sessionID) {
+			return
+		}
+		a.sessionLive, a.sessionEndedAt = false, ev.Time
+	}
+}
+
+// readyLocked notes that herdr or the hooks showed the agent ready (idle
+// or done) or not, for settling a turn whose reply is not coming.
+func (b *Bridge) readyLocked(a *agentState, ready bool) {
+	switch {
+	case !ready:
+		a.readySince = time.Time{}
+	case a.readySince.IsZero():
+		a.readySince = b.cfg.Now()
+	}
 }
 
 func (b *Bridge) agentLocked(id string) *agentState {

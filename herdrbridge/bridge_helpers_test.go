@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -61,9 +63,25 @@ func (r *running) kill(t *testing.T) {
 
 func (f *fleet) bridgeConfig() herdrbridge.BridgeConfig {
 	return herdrbridge.BridgeConfig{
-		Host: testHost, Client: f.client, Log: f.log, Roles: testRoles(f.t),
+		Host: testHost, Client: f.client, Log: f.log, Roles: testRoles(f.t), Logger: testLogger(f.t),
 		Poll: 50 * time.Millisecond, ReconnectBackoff: 50 * time.Millisecond, MaxReconnectBackoff: 200 * time.Millisecond,
 	}
+}
+
+// testLogger sends the bridge's log to the test's, with FLEET_TEST_LOG set
+// (it is verbose).
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("FLEET_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 func (f *fleet) start(mod func(*herdrbridge.BridgeConfig)) *running {
@@ -248,28 +266,37 @@ func noRepeats(t *testing.T, sts []events.Status) {
 
 // The agent scripts stand in for Claude Code: herdrtest detects them as
 // claude (HERDR_AGENT=claude), a Braille spinner in the title is working,
-// a ❯ line is idle.
+// a ❯ line is idle. Each draws Claude Code's prompt box (a ❯ row between
+// two rules, a footer below): the bridge types only into an empty box.
+const box = `box() { printf '────────────────────\n❯ \n────────────────────\n  ? for shortcuts\n'; }
+`
 
 // busyAgent works for a while first, then answers each line it reads.
-const busyAgent = `printf '\033]0;⠋ booting\007'; echo BUSY; sleep 1.5
+const busyAgent = box + `printf '\033]0;⠋ booting\007'; echo BUSY; sleep 1.5
 while :; do
-  printf '\033]0;claude\007'; echo READY; printf '❯ \n'
+  printf '\033]0;claude\007'; echo READY; box
   IFS= read -r line || exit 0
   printf '\033]0;⠙ working\007'; sleep 0.3
   printf 'ANSWER: %s\n' "$line"
 done`
 
 // quickAgent is busyAgent without the busy start.
-const quickAgent = `while :; do
-  printf '\033]0;claude\007'; printf '❯ \n'
+const quickAgent = box + `while :; do
+  printf '\033]0;claude\007'; box
   IFS= read -r line || exit 0
   printf '\033]0;⠙ working\007'; sleep 0.3
   printf 'ANSWER: %s\n' "$line"
 done`
 
-// mutedAgent reads lines but never shows a state change, like an agent
-// whose Enter was swallowed: only hooks could prove a submission.
-const mutedAgent = `while :; do printf '❯ \n'; IFS= read -r line || exit 0; echo "GOT: $line"; done`
+// mutedAgent reads lines but never shows a state change, so only hooks
+// can prove a submission: the first line empties its prompt box again,
+// every later one stays in the box, like a prompt whose Enter was
+// swallowed.
+const mutedAgent = box + `box; IFS= read -r line || exit 0; echo "GOT: $line"; box
+while IFS= read -r line; do
+  echo "GOT: $line"; [ -n "$line" ] && last=$line
+  printf '────────────────────\n❯ %s\n────────────────────\n  ? for shortcuts\n' "$last"
+done`
 
 // foreverBusy never becomes idle.
 const foreverBusy = `printf '\033]0;⠋ busy\007'; echo BUSY; exec sleep 600`

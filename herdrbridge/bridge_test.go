@@ -84,7 +84,7 @@ func TestControlSequencesNeverReachThePane(t *testing.T) {
 	f.register("w-1", p.ID)
 	f.start(nil)
 	text := "look \x1b]0;pwned\x07at \x1b[31mred\x1b[0m\x1b[201~ \u009b2J\x1b[A done\x03"
-	want := herdrbridge.StripControl(text)
+	want := lifecycle.NormalizeText(text)
 	turn := f.queue("w-1", text, time.Time{})
 
 	f.waitOutput(p.ID, "ANSWER: "+want)
@@ -331,7 +331,7 @@ func TestAdoptedPaneCrossingBoundaryIsReported(t *testing.T) {
 func TestTurnFailsWhenAgentStaysBlocked(t *testing.T) {
 	f := newFleet(t)
 	// After reading a prompt the agent asks for permission and waits.
-	asks := `printf '❯ \n'; IFS= read -r line; echo "Allow this? esc to cancel · enter to confirm"; exec sleep 600`
+	asks := box + `box; IFS= read -r line; echo "Allow this? esc to cancel · enter to confirm"; exec sleep 600`
 	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(asks)})
 	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
 	f.register("w-1", p.ID)

@@ -33,6 +33,7 @@ type Client struct {
 	dial    Dialer
 	timeout time.Duration
 	ids     atomic.Uint64
+	observe func(method string)
 }
 
 // Option configures a Client.
@@ -40,6 +41,11 @@ type Option func(*Client)
 
 // WithDialer replaces the default Unix-socket dialer.
 func WithDialer(d Dialer) Option { return func(c *Client) { c.dial = d } }
+
+// WithObserver calls fn with the method of every request the Client sends
+// (calls and subscriptions alike), so what fleetd asks of herdr can be
+// counted: each request costs herdr a connection and its app thread's time.
+func WithObserver(fn func(method string)) Option { return func(c *Client) { c.observe = fn } }
 
 // WithTimeout sets the deadline used when a call's ctx has none.
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
@@ -437,6 +443,9 @@ func (c *Client) open(ctx context.Context, id, method string, params any) (net.C
 	line, err := json.Marshal(request{ID: id, Method: method, Params: params})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("herdr %s: encode request: %w", method, err)
+	}
+	if c.observe != nil {
+		c.observe(method)
 	}
 	conn, err := c.dial(ctx, c.path)
 	if err != nil {

@@ -3,7 +3,7 @@ package herdrbridge
 import (
 	"context"
 	"errors"
-	"strings"
+	"fmt"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
@@ -16,10 +16,6 @@ const (
 	MethodSendInput = "pane.send_input"
 	MethodEnter     = "pane.send_keys"
 )
-
-// ReasonEmptyPrompt fails a turn whose text is empty once control
-// sequences are stripped: there is nothing safe to type.
-const ReasonEmptyPrompt = "empty_prompt"
 
 // deliverLoop is one owned agent's delivery worker: it re-decides whenever
 // the fold or herdr's view changes, and at least every Poll, until the
@@ -46,8 +42,9 @@ func (b *Bridge) deliverLoop(ctx context.Context, id string) {
 	}
 }
 
-// step takes one delivery decision for the agent: resolve the turn in
-// flight, fail what has expired, or type the next turn.
+// step takes one delivery decision for the agent: settle the turn in
+// flight, fail what has expired or can no longer be delivered, or type the
+// next turn.
 func (b *Bridge) step(ctx context.Context, id string) {
 	now := b.cfg.Now()
 	b.mu.Lock()
@@ -56,34 +53,48 @@ func (b *Bridge) step(ctx context.Context, id string) {
 		b.mu.Unlock()
 		return
 	}
+	ended := a.sessionEnded()
+	endedFor := now.Sub(a.sessionEndedAt)
 	if t, ok := b.book.InFlight(id); ok {
 		blocked := !a.blockedFrom.IsZero() && now.Sub(a.blockedFrom) >= b.cfg.BlockedTimeout
 		b.mu.Unlock()
 		switch {
+		case ended:
+			b.fail(ctx, id, t.ID, events.ReasonAgentExited, "the agent's Claude Code session ended while the turn was in flight")
 		case blocked:
 			b.fail(ctx, id, t.ID, events.ReasonBlocked, "the agent showed blocked for "+b.cfg.BlockedTimeout.String())
+		case t.State == lifecycle.StateTyped && t.Kind() == lifecycle.KindCommand:
+			b.resolveCommand(ctx, id, t.ID)
 		case t.State == lifecycle.StateTyped:
 			b.resolve(ctx, id, t.ID)
+		case t.State == lifecycle.StateSubmitted:
+			b.settle(ctx, id, t)
 		}
 		return
 	}
-	var expired []string
+	var expired, orphaned []string
 	for _, tid := range b.book.Queue(id) {
-		if t, ok := b.book.Turn(tid); ok && !t.Deadline.IsZero() && now.After(t.Deadline) {
+		t, ok := b.book.Turn(tid)
+		switch {
+		case !ok:
+		case !t.Deadline.IsZero() && now.After(t.Deadline):
 			expired = append(expired, tid)
+		case ended && endedFor >= b.cfg.ExitGrace:
+			orphaned = append(orphaned, tid)
 		}
 	}
 	next, ok := b.book.Next(id)
 	b.mu.Unlock()
-	if len(expired) > 0 {
-		for _, tid := range expired {
-			b.fail(ctx, id, tid, events.ReasonTimeout, "the deadline passed while the turn was queued")
-		}
+	for _, tid := range expired {
+		b.fail(ctx, id, tid, events.ReasonTimeout, "the deadline passed while the turn was queued")
+	}
+	for _, tid := range orphaned {
+		b.fail(ctx, id, tid, events.ReasonAgentExited, fmt.Sprintf("the agent's Claude Code session ended and none started again within %s", b.cfg.ExitGrace))
+	}
+	if len(expired)+len(orphaned) > 0 || !ok || ended {
 		return
 	}
-	if ok {
-		b.typeTurn(ctx, id, next)
-	}
+	b.typeTurn(ctx, id, next)
 }
 
 // fail ends a turn without a reply.
@@ -96,31 +107,68 @@ func (b *Bridge) fail(ctx context.Context, agent, turn, reason, msg string) {
 	b.waitApplied(ctx, ack.Seq)
 }
 
-// typeTurn delivers one turn: check right before typing that herdr shows
-// the agent ready, record AgentTyped (write-ahead, guarded by the agent's
-// last sequence so a concurrent writer forces a fresh decision), and only
-// then type. Whatever happens after the append, the turn is never typed
-// again: resolve settles it.
-func (b *Bridge) typeTurn(ctx context.Context, agent string, t lifecycle.Turn) {
+// target is what typeTurn knows about the agent when it decides.
+type target struct {
+	pane, role, cwd   string
+	lastSeq           uint64
+	recognised        bool // herdr will agent.prompt it
+	freshView         bool
+	status            AgentStatus
+	hook              events.Status
+	clears            int
+	attention         string
+	hooked, readySeen bool
+}
+
+// snapshot copies what a delivery decision needs, under the lock.
+func (b *Bridge) snapshot(agent string) (target, bool) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	a := b.agents[agent]
-	pane, hook, lastSeq, up := a.pane, a.hookStatus, a.lastSeq, b.herdr == linkUp
+	if !b.ownedLocked(a) || b.herdr != linkUp {
+		return target{}, false
+	}
 	starting := a.origin == "spawned" && !a.sessionSeen && b.cfg.Now().Sub(a.registeredAt) < b.cfg.StartupGrace
-	b.mu.Unlock()
-	if !up || starting {
+	if starting || b.cfg.Now().Before(a.nextCheck) {
+		return target{}, false
+	}
+	cwd := a.sessionCwd
+	if cwd == "" {
+		cwd = a.cwd
+	}
+	return target{
+		pane: a.pane, role: a.role, cwd: cwd, lastSeq: a.lastSeq,
+		recognised: a.label != "" && !a.promptRefused, freshView: a.fresh, status: a.status,
+		hook: a.hookStatus, clears: a.clears, attention: a.attention, hooked: a.sessionSeen,
+	}, true
+}
+
+// typeTurn delivers one turn. Right before typing it checks, with what
+// herdr's events and the agent's hooks already said and one look at the
+// screen, that the agent can take a prompt: its Claude Code is the pane's
+// foreground (not a shell), idle, and its prompt box is on screen and
+// empty. It then records AgentTyped (write-ahead, guarded by the agent's
+// last sequence so a concurrent writer forces a fresh decision) and only
+// then types, the way the plan says. Whatever happens after the append,
+// the turn is never typed again; a refusal by herdr that wrote nothing
+// sends the turn back to the head of its queue.
+func (b *Bridge) typeTurn(ctx context.Context, agent string, t lifecycle.Turn) {
+	tg, ok := b.snapshot(agent)
+	if !ok || !b.ready(ctx, agent, &tg) {
 		return
 	}
-	method, seq0, ready := b.readiness(ctx, pane, hook)
-	if !ready {
+	plan, typed, err := b.plan(t, tg)
+	if err != nil {
+		b.fail(ctx, agent, t.ID, events.ReasonEmptyPrompt, err.Error())
 		return
 	}
-	text := StripControl(t.Text)
-	if strings.TrimSpace(text) == "" {
-		b.fail(ctx, agent, t.ID, ReasonEmptyPrompt, "nothing left to type once control sequences were stripped")
-		return
+	role, _ := b.cfg.Roles.Get(tg.role)
+	typed.Clear = role.FreshContext && t.Kind() == lifecycle.KindPrompt
+	typed.Method = MethodSendInput
+	if tg.recognised && len(plan.Pieces) == 1 && !plan.BangFirst && !plan.LeftBeforeEnter {
+		typed.Method = MethodPrompt
 	}
-	ack, err := b.append(ctx, agent, t.ID, events.AgentTyped{Pane: pane, Method: method, StateChangeSeq: seq0, Bytes: len(text)},
-		guard(agent, lastSeq))
+	ack, err := b.append(ctx, agent, t.ID, typed, guard(agent, tg.lastSeq))
 	if errors.Is(err, events.ErrConcurrency) {
 		b.catchUp(ctx, agent)
 		return
@@ -130,173 +178,198 @@ func (b *Bridge) typeTurn(ctx context.Context, agent string, t lifecycle.Turn) {
 		sleep(ctx, b.cfg.Poll)
 		return
 	}
-	// Typing must not be cut short by the worker's ctx between text and
-	// Enter more than necessary; the client's own deadline bounds it.
-	switch method {
-	case MethodPrompt:
-		_, err = b.client.Prompt(ctx, PromptRequest{Target: pane, Text: text})
-	case MethodSendInput:
-		err = b.client.SendInput(ctx, pane, text)
-		if err == nil && sleep(ctx, b.cfg.EnterDelay) {
-			err = b.client.SendKeys(ctx, pane, "enter")
-		}
-	}
-	b.log.Info("typed", "agent", agent, "turn", t.ID, "pane", pane, "method", method, "err", err)
-	if reason, refused := refusal(err); refused {
-		// herdr wrote nothing: the turn cannot be in the pane.
-		b.fail(ctx, agent, t.ID, reason, "herdr refused the prompt: "+err.Error())
-		return
-	}
+	b.cfg.Metrics.TurnsTyped.Inc()
+	wrote, err := b.execute(ctx, agent, tg, typed, plan)
+	b.log.Info("typed", "agent", agent, "turn", t.ID, "pane", tg.pane, "method", typed.Method, "delivery", typed.Delivery, "err", err)
 	b.waitApplied(ctx, ack.Seq)
-}
-
-// refusal classifies a typing error herdr raises before writing anything,
-// so the turn is known not to have reached the pane.
-func refusal(err error) (string, bool) {
 	switch {
 	case err == nil:
-		return "", false
-	case errors.Is(err, ErrPaneNotFound), errors.Is(err, ErrAgentNotFound):
-		return events.ReasonPaneExited, true
-	case errors.Is(err, ErrAgentBlocked):
-		return events.ReasonBlocked, true
-	case errors.Is(err, ErrAgentNotReady), errors.Is(err, ErrEmptyAgentPrompt), errors.Is(err, ErrInvalidRequest):
-		return events.ReasonIndeterminate, true
+	case !wrote && errors.Is(err, ErrPaneNotFound):
+		b.fail(ctx, agent, t.ID, events.ReasonPaneExited, "herdr refused the prompt: "+err.Error())
+	case !wrote:
+		b.defer_(ctx, agent, t, err)
+	default:
+		// Part of the text may sit in the composer: never retype it.
+		b.fail(ctx, agent, t.ID, events.ReasonIndeterminate, "typing stopped part-way: "+err.Error())
+		b.attend(ctx, agent, "partial_prompt", "typing stopped part-way; the composer may hold part of a prompt: "+err.Error())
 	}
-	return "", false
 }
 
-// readiness asks herdr, right before typing, whether the pane can take a
-// prompt and how to type it: a recognised agent must be idle or done (not
-// working, blocked, or still launching) and gets agent.prompt; a pane
-// herdr does not recognise has no herdr status, so it is typed into with
-// pane.send_input only when its hooks last reported it idle.
-func (b *Bridge) readiness(ctx context.Context, pane string, hook events.Status) (method string, seq uint64, ok bool) {
-	info, err := b.client.Agent(ctx, pane)
-	if err == nil && info.Agent != "" {
-		b.note(pane, info.AgentStatus, info.StateChangeSeq, info.Agent)
-		if !info.AgentStatus.Ready() || info.LaunchPending {
-			return "", 0, false
+// plan decides how the turn is typed and fills in AgentTyped to match. A
+// file delivery writes its file here, before anything is recorded.
+func (b *Bridge) plan(t lifecycle.Turn, tg target) (Plan, events.AgentTyped, error) {
+	typed := events.AgentTyped{Pane: tg.pane}
+	var plan Plan
+	if t.Kind() == lifecycle.KindCommand {
+		plan = PlanCommand(t.Command)
+	} else {
+		text := lifecycle.NormalizeText(t.Text)
+		if text == "" {
+			return Plan{}, typed, errors.New("nothing left to type once control sequences were removed")
 		}
-		return MethodPrompt, info.StateChangeSeq, true
+		plan = PlanText(text, b.cfg.Limits)
+		if plan.Delivery == DeliveryFile {
+			file, prompt, err := writeInbox(tg.cwd, t.ID, text, plan.Why)
+			if err != nil {
+				return Plan{}, typed, fmt.Errorf("the text must go as a file (%s), and that failed: %w", plan.Why, err)
+			}
+			plan.Pieces = []string{prompt}
+			typed.File, typed.Prompt = file, prompt
+		}
+		typed.Bytes = len(text)
 	}
-	if err != nil && !errors.Is(err, ErrAgentNotFound) {
-		return "", 0, false
+	typed.Delivery = plan.Delivery
+	if plan.Delivery == DeliveryPieces {
+		typed.Pieces = len(plan.Pieces)
 	}
-	p, err := b.client.Pane(ctx, pane)
-	if err != nil || p.Agent != "" {
-		return "", 0, false
-	}
-	if !hook.Ready() {
-		return "", 0, false
-	}
-	return MethodSendInput, 0, true
+	return plan, typed, nil
 }
 
-// note records an observation a worker made (it never appends statuses:
-// the herdr watcher is their only writer, so none is written twice).
-func (b *Bridge) note(pane string, st AgentStatus, seq uint64, label string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, a := range b.agents {
-		if a.pane == pane && b.ownedLocked(a) {
-			b.noteLocked(a, st, seq, label)
+// execute types the plan: an optional "/clear" first, then the pastes, the
+// cursor keys and Enter. wrote reports whether anything reached the pane
+// before an error.
+func (b *Bridge) execute(ctx context.Context, agent string, tg target, typed events.AgentTyped, plan Plan) (wrote bool, err error) {
+	if typed.Clear {
+		if err := b.submit(ctx, tg.pane, typed.Method == MethodPrompt, "/clear"); err != nil {
+			return false, err
+		}
+		if err := b.awaitClear(ctx, agent, tg); err != nil {
+			return true, err
 		}
 	}
+	if typed.Method == MethodPrompt {
+		_, err := b.client.Prompt(ctx, PromptRequest{Target: tg.pane, Text: plan.Pieces[0]})
+		return typed.Clear, err
+	}
+	wrote = typed.Clear
+	for i, piece := range plan.Pieces {
+		if err := b.client.SendInput(ctx, tg.pane, piece); err != nil {
+			return wrote, err
+		}
+		wrote = true
+		if i == 0 && plan.BangFirst {
+			// " !" → "!" in prompt mode, the cursor after it.
+			if err := b.client.SendKeys(ctx, tg.pane, "left", "backspace", "right"); err != nil {
+				return true, err
+			}
+		}
+	}
+	if plan.LeftBeforeEnter {
+		if err := b.client.SendKeys(ctx, tg.pane, "left"); err != nil {
+			return true, err
+		}
+	}
+	if !sleep(ctx, b.cfg.EnterDelay) {
+		return true, ctx.Err()
+	}
+	return true, b.client.SendKeys(ctx, tg.pane, "enter")
 }
 
-// resolve settles a typed turn without ever typing it again. It ends as
-// soon as the turn leaves "typed" (the hook's AgentSubmitted, a reply, a
-// failure); it records AgentSubmitted{via herdr} when herdr shows a state
-// change since the typing; after SubmitTimeout it presses Enter once more
-// (recorded first, as AgentTyped{Enter:1}, so a restart never presses it
-// twice); after another SubmitTimeout the turn fails as indeterminate.
-// A bridge restarted mid-way starts a fresh window, giving spooled hook
-// events time to arrive.
-func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
-	deadline := b.cfg.Now().Add(b.cfg.SubmitTimeout)
-	var evidenceAt time.Time // when herdr first showed the prompt was taken
-	for ctx.Err() == nil {
+// submit types one short line and Enter: agent.prompt for a recognised
+// agent, else a paste, ≥300 ms, then Enter.
+func (b *Bridge) submit(ctx context.Context, pane string, recognised bool, line string) error {
+	if recognised {
+		_, err := b.client.Prompt(ctx, PromptRequest{Target: pane, Text: line})
+		return err
+	}
+	if err := b.client.SendInput(ctx, pane, line); err != nil {
+		return err
+	}
+	if !sleep(ctx, b.cfg.EnterDelay) {
+		return ctx.Err()
+	}
+	return b.client.SendKeys(ctx, pane, "enter")
+}
+
+// awaitClear waits until the "/clear" typed before a turn took effect: the
+// agent's hooks report a session started by a clear, or (an agent without
+// hooks) its prompt box is empty again.
+func (b *Bridge) awaitClear(ctx context.Context, agent string, tg target) error {
+	deadline := b.cfg.Now().Add(b.cfg.CommandTimeout)
+	wait := b.cfg.Poll
+	for {
 		b.mu.Lock()
 		a := b.agents[agent]
-		t, ok := b.book.Turn(turn)
-		if !ok || t.State != lifecycle.StateTyped || !b.ownedLocked(a) {
-			b.mu.Unlock()
-			return
-		}
-		pane, lastSeq, up, enter := a.pane, a.lastSeq, b.herdr == linkUp, b.enters[turn]
-		hooked := a.sessionSeen
-		seen := a.workingSeq > t.StateChangeSeq && t.Method != MethodSendInput
-		ch := b.changed
+		done, ch := a != nil && a.clears > tg.clears, b.changed
 		b.mu.Unlock()
-
-		evidence := uint64(0)
-		if seen {
-			evidence = t.StateChangeSeq + 1
+		if done {
+			return nil
 		}
-		if evidence == 0 && up && t.Method != MethodSendInput {
-			if info, err := b.client.Agent(ctx, pane); err == nil {
-				b.note(pane, info.AgentStatus, info.StateChangeSeq, info.Agent)
-				if info.StateChangeSeq > t.StateChangeSeq && info.AgentStatus != StatusUnknown {
-					evidence = info.StateChangeSeq
-				}
+		if !tg.hooked {
+			if r, err := b.client.Read(ctx, ReadRequest{PaneID: tg.pane, Source: SourceVisible}); err == nil && ParseComposer(r.Text).Empty() {
+				return nil
 			}
 		}
-		now := b.cfg.Now()
-		if evidence > 0 && evidenceAt.IsZero() {
-			evidenceAt = now
+		if b.cfg.Now().After(deadline) {
+			return fmt.Errorf("the /clear typed first was not seen to take effect within %s", b.cfg.CommandTimeout)
 		}
-		var ack events.Ack
-		var err error
-		switch {
-		case evidence > 0 && hooked && now.Before(evidenceAt.Add(b.cfg.HookGrace)):
-			// The agent's own UserPromptSubmit hook (with Claude's
-			// prompt id) usually lands within milliseconds of herdr
-			// seeing it work: give it the chance to be the proof.
-			timer := time.NewTimer(min(b.cfg.Poll, evidenceAt.Add(b.cfg.HookGrace).Sub(now)))
-			select {
-			case <-ch:
-			case <-timer.C:
-			case <-ctx.Done():
-			}
-			timer.Stop()
-			continue
-		case evidence > 0:
-			ack, err = b.append(ctx, agent, turn, events.AgentSubmitted{Via: "herdr", StateChangeSeq: evidence}, guard(agent, lastSeq))
-		case now.Before(deadline):
-			wait := min(b.cfg.Poll, deadline.Sub(now))
-			timer := time.NewTimer(wait)
-			select {
-			case <-ch:
-			case <-timer.C:
-			case <-ctx.Done():
-			}
-			timer.Stop()
-			continue
-		case !enter:
-			if !up {
-				deadline = now.Add(b.cfg.Poll) // Enter needs herdr; wait for it
-				continue
-			}
-			ack, err = b.append(ctx, agent, turn, events.AgentTyped{Pane: pane, Method: MethodEnter, StateChangeSeq: t.StateChangeSeq, Enter: 1},
-				guard(agent, lastSeq))
-			if err == nil {
-				kerr := b.client.SendKeys(ctx, pane, "enter")
-				b.log.Info("no submission seen: pressed Enter once more", "agent", agent, "turn", turn, "err", kerr)
-				deadline = b.cfg.Now().Add(b.cfg.SubmitTimeout)
-			}
-		default:
-			ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate,
-				Message: "no proof of submission after typing and one more Enter; not retyped"}, guard(agent, lastSeq))
+		t := time.NewTimer(wait)
+		select {
+		case <-ch:
+		case <-t.C:
+			wait = min(2*wait, time.Second)
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
 		}
-		switch {
-		case errors.Is(err, events.ErrConcurrency):
-			b.catchUp(ctx, agent)
-		case err != nil:
-			b.log.Warn("record turn progress", "agent", agent, "turn", turn, "err", err)
-			sleep(ctx, b.cfg.Poll)
-		default:
-			b.waitApplied(ctx, ack.Seq)
-		}
+		t.Stop()
 	}
 }
+
+// defer_ sends a turn herdr refused (having typed nothing) back to the
+// head of its agent's queue, or fails it after MaxDeferrals.
+func (b *Bridge) defer_(ctx context.Context, agent string, t lifecycle.Turn, cause error) {
+	if errors.Is(cause, ErrAgentNotReady) || errors.Is(cause, ErrAgentNotFound) {
+		// herdr does not see the agent as the pane's foreground process
+		// (a wrapped launch, a child command): from now on type into the
+		// pane as into one herdr does not recognise, when the hooks say
+		// the agent is idle.
+		b.mu.Lock()
+		if a := b.agents[agent]; a != nil {
+			a.promptRefused = true
+		}
+		b.mu.Unlock()
+	}
+	if t.Deferrals+1 >= b.cfg.MaxDeferrals {
+		b.fail(ctx, agent, t.ID, events.ReasonNotReady, fmt.Sprintf("herdr refused to type the turn %d times, last: %v", t.Deferrals+1, cause))
+		return
+	}
+	ack, err := b.append(ctx, agent, t.ID, events.AgentDeferred{Reason: refusalReason(cause), Message: cause.Error()})
+	if err != nil {
+		b.log.Warn("record deferred turn", "agent", agent, "turn", t.ID, "err", err)
+		return
+	}
+	b.log.Info("deferred", "agent", agent, "turn", t.ID, "err", cause)
+	b.waitApplied(ctx, ack.Seq)
+	b.backoff(agent)
+}
+
+// refusalReason is the code of a herdr refusal, or a word for a transport
+// error.
+func refusalReason(err error) string {
+	var api *APIError
+	if errors.As(err, &api) {
+		return api.Code
+	}
+	if errors.Is(err, ErrNotRunning) {
+		return "herdr_unreachable"
+	}
+	return "herdr_error"
+}
+
+// backoff spaces the next readiness check of an agent that was not ready,
+// doubling up to MaxReconnectBackoff; any event about the agent still
+// wakes its worker, but it looks again only when the time has come.
+func (b *Bridge) backoff(agent string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.agents[agent]
+	if a == nil {
+		return
+	}
+	a.backoff = min(max(2*a.backoff, b.cfg.Poll), b.cfg.MaxReconnectBackoff)
+	a.nextCheck = b.cfg.Now().Add(a.backoff)
+}
+
+// resetBackoff makes the next readiness check immediate again.
+func (a *agentState) resetBackoff() { a.backoff, a.nextCheck = 0, time.Time{} }

@@ -1,7 +1,8 @@
 // Package herdrbridge owns fleetd's side of the herdr socket API: finding the
 // socket, one typed call per connection, herdr error codes translated to Go
-// errors, event subscriptions decoded into one Event type, and StripControl
-// for text that will be typed into a pane.
+// errors, event subscriptions decoded into one Event type; and the gateway's
+// bridge, which types turns into panes (text made safe by lifecycle.Normalize
+// and delivered so Claude Code's composer keeps it exactly: see delivery.go).
 //
 // The rules it encodes come from herdr's protocol 20 (see PROTOCOL.md in the
 // shared herdr notes):

@@ -143,7 +143,7 @@ func (b *Bridge) session(ctx context.Context) error {
 				return err
 			}
 		case ps := <-statuses:
-			if err := b.onStatus(ctx, ps.pane, ps.ev.AgentStatus); err != nil {
+			if err := b.onStatus(ctx, ps.pane, ps.ev); err != nil {
 				return err
 			}
 		case <-ch:
@@ -248,13 +248,27 @@ func (b *Bridge) onLifecycle(ctx context.Context, ev Event, known map[string]boo
 	return nil
 }
 
-// onStatus handles a pane.agent_status_changed event: the transition is
-// what the event says; agent.get adds its state_change_seq.
-func (b *Bridge) onStatus(ctx context.Context, pane string, st AgentStatus) error {
-	if b.ownerOf(pane) == "" {
+// onStatus handles a pane.agent_status_changed event. The event says
+// what fleetd needs (the status, and the agent it is about): asking herdr
+// with agent.get on every event would cost it a request per transition
+// for nothing.
+func (b *Bridge) onStatus(ctx context.Context, pane string, ev Event) error {
+	b.mu.Lock()
+	var label string
+	owned := false
+	for _, a := range b.agents {
+		if a.pane == pane && b.ownedLocked(a) {
+			owned, label = true, a.label
+		}
+	}
+	b.mu.Unlock()
+	if !owned {
 		return nil
 	}
-	return b.syncPane(ctx, pane, st)
+	if ev.Agent != "" {
+		label = ev.Agent
+	}
+	return b.observe(ctx, pane, ev.AgentStatus, 0, label)
 }
 
 // ownerOf names the owned agent in pane, or "".
@@ -346,6 +360,15 @@ func (b *Bridge) noteLocked(a *agentState, st AgentStatus, seq uint64, label str
 	}
 	if st == StatusWorking {
 		a.workingSeq = max(a.workingSeq, seq, a.seq)
+	}
+	if st == StatusWorking || st == StatusBlocked {
+		// The agent took something: it works, or asks permission for it.
+		a.busySinceTyped = true
+	}
+	if label != "" {
+		// Only an agent herdr recognises has a herdr status worth
+		// anything; the hooks speak for the others.
+		b.readyLocked(a, st.Ready())
 	}
 	switch {
 	case st != StatusBlocked:

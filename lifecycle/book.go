@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"slices"
 	"strings"
+	"time"
+	"unicode"
 
 	"github.com/fleetd/fleetd/events"
 )
@@ -121,8 +123,8 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 		if _, dup := b.turns[id]; dup {
 			return Turn{}, false
 		}
-		t := &Turn{ID: id, Role: ev.Subject, From: d.From, Text: d.Text, Context: d.Context, SliceRef: d.SliceRef,
-			Deadline: d.Deadline, Job: d.Job, Task: d.Task, State: StateQueued, QueuedAt: ev.Time}
+		t := &Turn{ID: id, Role: ev.Subject, From: d.From, Text: d.Text, Command: d.Command, Normalized: d.Normalized,
+			Context: d.Context, SliceRef: d.SliceRef, Deadline: d.Deadline, Job: d.Job, Task: d.Task, State: StateQueued, QueuedAt: ev.Time}
 		b.turns[id] = t
 		b.roles[ev.Subject] = append(b.roles[ev.Subject], id)
 		return b.touch(t, ev), true
@@ -131,8 +133,8 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 		t, ok := b.turns[id]
 		switch {
 		case !ok:
-			t = &Turn{ID: id, Role: d.AssignedFrom, From: d.From, Text: d.Text, Context: d.Context, SliceRef: d.SliceRef,
-				Deadline: d.Deadline, Job: d.Job, Task: d.Task, State: StateQueued, QueuedAt: ev.Time}
+			t = &Turn{ID: id, Role: d.AssignedFrom, From: d.From, Text: d.Text, Command: d.Command, Normalized: d.Normalized,
+				Context: d.Context, SliceRef: d.SliceRef, Deadline: d.Deadline, Job: d.Job, Task: d.Task, State: StateQueued, QueuedAt: ev.Time}
 			if d.AssignedFrom != "" {
 				t.AssignedAt = ev.Time
 			}
@@ -152,6 +154,11 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 
 	case events.AgentTyped:
 		t, ok := b.turns[id]
+		if ok && d.Enter > 0 && t.Agent == ev.Subject && t.State == StateTyped {
+			// The one extra Enter of a turn no submission was seen for.
+			t.Enter += d.Enter
+			return b.touch(t, ev), true
+		}
 		if !ok || t.Agent != ev.Subject || t.State != StateQueued {
 			return Turn{}, false
 		}
@@ -165,6 +172,27 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 		t.State = StateTyped
 		t.TypedAt = ev.Time
 		t.Pane, t.Method, t.StateChangeSeq, t.Enter = d.Pane, d.Method, d.StateChangeSeq, d.Enter
+		t.Delivery, t.Pieces, t.File, t.Prompt, t.Clear = d.Delivery, d.Pieces, d.File, d.Prompt, d.Clear
+		return b.touch(t, ev), true
+
+	case events.AgentDeferred:
+		// herdr typed nothing: back to the head of the agent's queue.
+		t, ok := b.turns[id]
+		if !ok || t.Agent != ev.Subject || t.State != StateTyped {
+			return Turn{}, false
+		}
+		a := b.agent(ev.Subject)
+		if a.inFlight != id {
+			return Turn{}, false
+		}
+		a.inFlight = ""
+		a.queue = slices.Insert(a.queue, 0, id)
+		t.State = StateQueued
+		t.TypedAt = time.Time{}
+		t.Pane, t.Method, t.StateChangeSeq, t.Enter = "", "", 0, 0
+		t.Delivery, t.Pieces, t.File, t.Prompt, t.Clear = "", 0, "", "", false
+		t.Deferrals++
+		t.Reason, t.Message = d.Reason, d.Message
 		return b.touch(t, ev), true
 
 	case events.AgentSubmitted:
@@ -172,7 +200,7 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 		if t == nil {
 			return Turn{}, false
 		}
-		if d.Prompt != "" && !samePrompt(d.Prompt, t.Text) {
+		if d.Prompt != "" && !SamePrompt(d.Prompt, t.Expected()) {
 			if d.PromptID == "" {
 				return Turn{}, false
 			}
@@ -203,6 +231,14 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 
 	case events.AgentReplied:
 		t := b.joinInFlight(ev, d.PromptID)
+		if t == nil && d.PromptID != "" {
+			// A Stop for another prompt while this turn is in flight: the
+			// agent is idle again and this turn's reply is not coming.
+			if s := b.strayFor(ev); s != nil {
+				s.StrayReplies++
+				return b.touch(s, ev), true
+			}
+		}
 		if t == nil || !t.State.InFlight() {
 			return Turn{}, false
 		}
@@ -277,12 +313,64 @@ func (b *Book) joinInFlight(ev events.Event, promptID string) *Turn {
 	return t
 }
 
-// samePrompt reports whether a prompt a hook saw is the turn's text:
-// equal up to whitespace, or one containing the other (Claude Code wraps
-// a long paste, e.g. in <pasted_content>).
-func samePrompt(prompt, text string) bool {
-	p, t := strings.Join(strings.Fields(prompt), " "), strings.Join(strings.Fields(text), " ")
-	return p == t || strings.Contains(p, t) || strings.Contains(t, p)
+// strayFor is the agent's turn in flight when a replied event did not join
+// it: a reply the hook reported for another prompt. An event that names
+// another open turn is that turn's business, not a stray.
+func (b *Book) strayFor(ev events.Event) *Turn {
+	a, ok := b.agents[ev.Subject]
+	if !ok || a.inFlight == "" {
+		return nil
+	}
+	t := b.turns[a.inFlight]
+	if t == nil || !t.State.InFlight() {
+		return nil
+	}
+	if ev.CorrelationID != "" && ev.CorrelationID != t.ID {
+		if other, known := b.turns[ev.CorrelationID]; known && !other.State.Final() {
+			return nil
+		}
+	}
+	return t
+}
+
+// SamePrompt reports whether a prompt an agent's hook reported is the one
+// fleetd typed (Turn.Expected). fleetd types only what Claude Code's
+// composer keeps exactly, so they are equal; the comparison tolerates what
+// the composer is known to change in a text that reached it another way
+// (a person's paste, an older delivery): tabs expanded, trailing
+// whitespace trimmed, invisible format characters dropped, and a long
+// paste wrapped in <pasted_content>.
+func SamePrompt(prompt, expected string) bool {
+	if prompt == expected {
+		return true
+	}
+	return canonical(unwrapPaste(prompt)) == canonical(expected)
+}
+
+// unwrapPaste strips the <pasted_content id="…"> wrapper Claude Code puts
+// around a paste it collapsed.
+func unwrapPaste(p string) string {
+	s := strings.TrimSpace(p)
+	open, rest, ok := strings.Cut(s, ">")
+	if !ok || !strings.HasPrefix(open, "<pasted_content") {
+		return p
+	}
+	if i := strings.LastIndex(rest, "</pasted_content"); i >= 0 {
+		return rest[:i]
+	}
+	return p
+}
+
+// canonical is s with runs of whitespace as one space, no leading or
+// trailing whitespace and no format characters (Unicode Cf).
+func canonical(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func (b *Book) touch(t *Turn, ev events.Event) Turn {

@@ -147,9 +147,11 @@ func TestHookEventsJoinTheTurnInFlight(t *testing.T) {
 	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "one"})
 	s.apply("t1", "w1", "T1", events.AgentTyped{})
 	s.apply("s1", "w1", "", events.AgentSubmitted{PromptID: "p1"})
-	// A Stop for another prompt id is not this turn's reply.
-	if s.apply("r0", "w1", "", events.AgentReplied{Reply: "other", PromptID: "p0"}) {
-		t.Error("reply with a different prompt id joined the turn")
+	// A Stop for another prompt id is not this turn's reply; it is
+	// counted as a stray, so the gateway can settle the turn.
+	s.apply("r0", "w1", "", events.AgentReplied{Reply: "other", PromptID: "p0"})
+	if got, _ := s.book.Turn("T1"); got.State != lifecycle.StateSubmitted || got.Reply != "" || got.StrayReplies != 1 {
+		t.Errorf("after a reply with another prompt id: %+v, want submitted with one stray reply", got)
 	}
 	s.apply("r1", "w1", "T1", events.AgentReplied{Reply: "ok", PromptID: "p1"})
 	s.apply("T2", "w1", "T2", events.AgentQueued{Text: "two"})
@@ -180,8 +182,9 @@ func TestALatePromptsEventsDoNotAnswerTheNextTurn(t *testing.T) {
 	if !s.apply("s1", "w1", "T2", events.AgentSubmitted{Via: "hook", PromptID: "p1", Prompt: "bravo: a task"}) {
 		t.Error("the late prompt's id was not recorded on the turn in flight")
 	}
-	if s.apply("r1", "w1", "T2", events.AgentReplied{Reply: "ECHO: bravo", PromptID: "p1"}) {
-		t.Error("the late prompt's reply answered T2")
+	s.apply("r1", "w1", "T2", events.AgentReplied{Reply: "ECHO: bravo", PromptID: "p1"})
+	if got, _ := s.book.Turn("T2"); got.State.Final() || got.Reply != "" || got.StrayReplies != 1 {
+		t.Errorf("the late prompt's reply answered T2: %+v", got)
 	}
 	// T2's own prompt, wrapped and re-spaced by Claude, names T2's prompt.
 	if !s.apply("s2", "w1", "T2", events.AgentSubmitted{Via: "hook", PromptID: "p2", SessionID: "s",
@@ -225,5 +228,98 @@ func TestFailingAQueuedTurnFreesTheQueue(t *testing.T) {
 	s.book.Forget("T2")
 	if _, ok := s.book.Turn("T2"); !ok {
 		t.Error("an open turn was forgotten")
+	}
+}
+
+func TestADeferredTurnGoesBackToTheHeadOfItsQueue(t *testing.T) {
+	s := newScript(t)
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "one"})
+	s.apply("T2", "w1", "T2", events.AgentQueued{Text: "two"})
+	s.apply("t1", "w1", "T1", events.AgentTyped{Pane: "w1:p1", Method: "agent.prompt", Delivery: "paste"})
+	if !s.apply("d1", "w1", "T1", events.AgentDeferred{Reason: "agent_not_ready", Message: "not the foreground process"}) {
+		t.Fatal("deferred not applied")
+	}
+	got, _ := s.book.Turn("T1")
+	if got.State != lifecycle.StateQueued || got.Deferrals != 1 || got.Method != "" || got.Reason != "agent_not_ready" {
+		t.Errorf("after deferral: %+v", got)
+	}
+	if next, ok := s.book.Next("w1"); !ok || next.ID != "T1" {
+		t.Errorf("next = %q, want T1 at the head again", next.ID)
+	}
+	if q := s.book.Queue("w1"); len(q) != 2 || q[0] != "T1" || q[1] != "T2" {
+		t.Errorf("queue %v, want [T1 T2]", q)
+	}
+	// A book restored from a checkpoint keeps the deferred turn's place.
+	restored := lifecycle.NewBook()
+	for _, id := range []string{"T2", "T1"} {
+		tt, _ := s.book.Turn(id)
+		restored.Restore(tt)
+	}
+	if q := restored.Queue("w1"); len(q) != 2 || q[0] != "T1" {
+		t.Errorf("restored queue %v, want T1 first", q)
+	}
+	// A deferral of a turn not in flight changes nothing.
+	if s.apply("d2", "w1", "T2", events.AgentDeferred{Reason: "agent_not_ready"}) {
+		t.Error("deferral of a queued turn applied")
+	}
+	s.apply("t1b", "w1", "T1", events.AgentTyped{Pane: "w1:p1", Method: "pane.send_input", Delivery: "paste"})
+	s.apply("s1", "w1", "", events.AgentSubmitted{Via: "hook", PromptID: "p1", Prompt: "one"})
+	s.apply("r1", "w1", "", events.AgentReplied{Reply: "done", PromptID: "p1"})
+	if got, _ := s.book.Turn("T1"); got.State != lifecycle.StateReplied || got.Deferrals != 1 || got.Method != "pane.send_input" {
+		t.Errorf("T1 = %+v", got)
+	}
+}
+
+func TestTheExtraEnterIsPartOfTheTurn(t *testing.T) {
+	s := newScript(t)
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "one"})
+	s.apply("t1", "w1", "T1", events.AgentTyped{Pane: "w1:p1", Method: "agent.prompt"})
+	if !s.apply("e1", "w1", "T1", events.AgentTyped{Pane: "w1:p1", Method: "pane.send_keys", Enter: 1}) {
+		t.Fatal("extra Enter not applied")
+	}
+	if got, _ := s.book.Turn("T1"); got.Enter != 1 || got.State != lifecycle.StateTyped || got.Method != "agent.prompt" {
+		t.Errorf("T1 = %+v, want typed with one extra Enter", got)
+	}
+}
+
+func TestHooksAreMatchedAgainstWhatWasTyped(t *testing.T) {
+	s := newScript(t)
+	// A file delivery: the hook reports the short prompt that handed the
+	// file over, not the text.
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "/help me write the tests"})
+	s.apply("t1", "w1", "T1", events.AgentTyped{Delivery: "file", File: ".fleet/inbox/T1.md", Prompt: "read @.fleet/inbox/T1.md"})
+	s.apply("x1", "w1", "", events.AgentSubmitted{Via: "hook", PromptID: "p0", Prompt: "/help me write the tests"})
+	s.apply("s1", "w1", "", events.AgentSubmitted{Via: "hook", PromptID: "p1", Prompt: "read @.fleet/inbox/T1.md"})
+	if got, _ := s.book.Turn("T1"); got.PromptID != "p1" || len(got.OtherPrompts) != 1 {
+		t.Errorf("T1 = %+v, want prompt p1 and p0 as another prompt", got)
+	}
+	// A command turn matches its command.
+	s.apply("r1", "w1", "", events.AgentReplied{PromptID: "p1"})
+	s.apply("T2", "w1", "T2", events.AgentQueued{Command: "/compact"})
+	s.apply("t2", "w1", "T2", events.AgentTyped{Delivery: "command"})
+	s.apply("s2", "w1", "", events.AgentSubmitted{Via: "hook", PromptID: "p2", Prompt: "/compact"})
+	if got, _ := s.book.Turn("T2"); got.PromptID != "p2" || got.Kind() != lifecycle.KindCommand {
+		t.Errorf("T2 = %+v", got)
+	}
+}
+
+func TestSamePrompt(t *testing.T) {
+	tests := []struct {
+		name, prompt, expected string
+		want                   bool
+	}{
+		{"equal", "a\n\tb", "a\n\tb", true},
+		{"tabs expanded and trailing space trimmed", "a\n    b", "a\n\tb \n", true},
+		{"format characters dropped", "zerowidth", "zero\u200bwidth", true},
+		{"a collapsed paste", "\n\n<pasted_content id=\"f552\">\nline 1\nline 2\n</pasted_content id=\"f552\">\n", "line 1\nline 2", true},
+		{"another text", "one", "two", false},
+		{"a prefix is not the prompt", "fix the", "fix the tests", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := lifecycle.SamePrompt(tt.prompt, tt.expected); got != tt.want {
+				t.Errorf("SamePrompt(%q, %q) = %v, want %v", tt.prompt, tt.expected, got, tt.want)
+			}
+		})
 	}
 }

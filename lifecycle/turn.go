@@ -31,14 +31,20 @@ type Turn struct {
 	ID    string `json:"id"`
 	Agent string `json:"agent,omitempty"`
 	// Role is the role the turn was sent to (role:R) or assigned from.
-	Role     string    `json:"role,omitempty"`
-	From     string    `json:"from,omitempty"`
-	Text     string    `json:"text"`
-	Context  []string  `json:"context,omitempty"`
-	SliceRef string    `json:"slice_ref,omitempty"`
-	Deadline time.Time `json:"deadline,omitzero"`
-	Job      string    `json:"job,omitempty"`
-	Task     string    `json:"task,omitempty"`
+	Role string `json:"role,omitempty"`
+	From string `json:"from,omitempty"`
+	Text string `json:"text"`
+	// Command is set instead of Text for a turn that types a slash command
+	// on purpose ("/clear"); it completes when the agent is idle again,
+	// with no reply text.
+	Command string `json:"command,omitempty"`
+	// Normalized says what the text rule changed in the lead's text.
+	Normalized events.Normalization `json:"normalized,omitzero"`
+	Context    []string             `json:"context,omitempty"`
+	SliceRef   string               `json:"slice_ref,omitempty"`
+	Deadline   time.Time            `json:"deadline,omitzero"`
+	Job        string               `json:"job,omitempty"`
+	Task       string               `json:"task,omitempty"`
 
 	State State `json:"state"`
 
@@ -52,8 +58,25 @@ type Turn struct {
 	Pane           string `json:"pane,omitempty"`
 	Method         string `json:"method,omitempty"`
 	StateChangeSeq uint64 `json:"state_change_seq,omitempty"`
-	Enter          int    `json:"enter,omitempty"`
-	SubmittedVia   string `json:"submitted_via,omitempty"`
+	// Enter counts the extra Enter presses sent because no submission was
+	// seen in time.
+	Enter        int    `json:"enter,omitempty"`
+	SubmittedVia string `json:"submitted_via,omitempty"`
+	// Delivery, Pieces, File and Prompt say how the text was typed (see
+	// events.AgentTyped); Prompt is what the agent's hooks report when it
+	// is not the text itself.
+	Delivery string `json:"delivery,omitempty"`
+	Pieces   int    `json:"pieces,omitempty"`
+	File     string `json:"file,omitempty"`
+	Prompt   string `json:"prompt,omitempty"`
+	Clear    bool   `json:"clear,omitempty"`
+	// Deferrals counts the times herdr refused to type the turn (it went
+	// back to the head of its queue each time).
+	Deferrals int `json:"deferrals,omitempty"`
+	// StrayReplies counts Stop hooks, while this turn was in flight, whose
+	// reply was for another prompt: the agent is idle again, and this
+	// turn's reply is not coming.
+	StrayReplies int `json:"stray_replies,omitempty"`
 
 	PromptID  string        `json:"prompt_id,omitempty"`
 	SessionID string        `json:"session_id,omitempty"`
@@ -75,6 +98,33 @@ type Turn struct {
 	QueueSeq uint64 `json:"queue_seq,omitempty"`
 	// LastSeq is the stream sequence of the last event applied.
 	LastSeq uint64 `json:"last_seq,omitempty"`
+}
+
+// Kinds of turn.
+const (
+	KindPrompt  = "prompt"
+	KindCommand = "command"
+)
+
+// Kind is KindCommand for a slash-command turn, else KindPrompt.
+func (t *Turn) Kind() string {
+	if t.Command != "" {
+		return KindCommand
+	}
+	return KindPrompt
+}
+
+// Expected is what the agent's UserPromptSubmit hook reports for this
+// turn: the short prompt a "file" delivery typed, the command of a
+// command turn, else the turn's (normalised) text.
+func (t *Turn) Expected() string {
+	switch {
+	case t.Prompt != "":
+		return t.Prompt
+	case t.Command != "":
+		return t.Command
+	}
+	return NormalizeText(t.Text)
 }
 
 // EndedAt is when the turn became final, or zero.

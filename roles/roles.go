@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Env classes: which side of the subscription boundary a role is on.
@@ -52,6 +53,54 @@ type Role struct {
 	Cap int `json:"cap,omitempty"`
 	// Tier is the role's depth: 0 orchestrator, 1 mains, 2 workers.
 	Tier int `json:"tier,omitempty"`
+	// Commands are the slash commands a lead may type into this role's
+	// agents on purpose (a turn with "command" instead of "text"), by
+	// name. Default: /clear and /compact. Anything else is refused before
+	// it is queued.
+	Commands []string `json:"commands,omitempty"`
+	// FreshContext: every prompt turn is preceded by /clear, so the text
+	// (an orchestrator's slice, say) is the only context the agent has.
+	FreshContext bool `json:"fresh_context,omitempty"`
+}
+
+// DefaultCommands are the commands a role allows when it names none: the
+// two that manage the agent's context.
+var DefaultCommands = []string{"/clear", "/compact"}
+
+// commandRE is the shape of a slash command: "/" and a name, then
+// optional arguments.
+var commandRE = regexp.MustCompile(`^/[A-Za-z0-9:_-]+(\s|$)`)
+
+// CommandName is the name of a slash command line ("/compact focus on
+// tests" → "/compact"), or "" when line is not one.
+func CommandName(line string) string {
+	if !commandRE.MatchString(line) {
+		return ""
+	}
+	if i := strings.IndexFunc(line, unicode.IsSpace); i >= 0 {
+		return line[:i]
+	}
+	return line
+}
+
+// AllowsCommand reports whether a lead may type command (a whole command
+// line) into the role's agents, and why not.
+func (r Role) AllowsCommand(command string) error {
+	name := CommandName(command)
+	if name == "" {
+		return fmt.Errorf("%q is not a slash command (\"/name\" and optional arguments)", command)
+	}
+	if strings.ContainsAny(command, "\n\r") {
+		return fmt.Errorf("a command is one line")
+	}
+	allowed := r.Commands
+	if len(allowed) == 0 {
+		allowed = DefaultCommands
+	}
+	if !slices.Contains(allowed, name) {
+		return fmt.Errorf("role %q does not allow %s (allowed: %s; set \"commands\" in the roles file)", r.Name, name, strings.Join(allowed, ", "))
+	}
+	return nil
 }
 
 // Config is the whole roles file.
@@ -145,6 +194,11 @@ func (c Config) Validate() error {
 				if _, ok := r.Env[k]; ok {
 					errs = append(errs, fmt.Errorf("role %q: a clean role runs on the subscription and must not set %s", name, k))
 				}
+			}
+		}
+		for _, c := range r.Commands {
+			if CommandName(c) != c {
+				errs = append(errs, fmt.Errorf("role %q: command %q: want a slash command name such as /clear", name, c))
 			}
 		}
 		if r.Cap < 0 || r.Tier < 0 {

@@ -477,7 +477,7 @@ func (f *claudeFleet) dumpOnFailure() {
 	t.Logf("---- fleetd tail --since all --no-follow (%v) ----\n%s", err, out)
 	if c, err := herdrbridge.New(f.herdr.Path()).Snapshot(ctx); err == nil {
 		for _, p := range c.Panes {
-			t.Logf("---- pane %s ----\n%s", p.PaneID, herdrbridge.StripControl(string(f.herdr.Output(p.PaneID))))
+			t.Logf("---- pane %s ----\n%s", p.PaneID, lifecycle.NormalizeText(string(f.herdr.Output(p.PaneID))))
 		}
 	} else {
 		t.Logf("herdr snapshot: %v", err)

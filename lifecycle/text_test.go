@@ -1,12 +1,14 @@
-package herdrbridge
+package lifecycle
 
 import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/fleetd/fleetd/events"
 )
 
-func TestStripControl(t *testing.T) {
+func TestNormalizeRemovesWhatATerminalWouldActOn(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
@@ -43,22 +45,21 @@ func TestStripControl(t *testing.T) {
 		{"invalid UTF-8 is dropped", "a\xffb\xc0c", "abc"},
 		{"bracketed paste markers are dropped", "\x1b[200~pasted\x1b[201~", "pasted"},
 		{"paste end injection is dropped", "hi\x1b[201~\rrm -rf /\r", "hi\nrm -rf /\n"},
-		{"literal paste markers are dropped", "[200~x[201~", "x"},
-		{"markers reassembled by removal are dropped", "[20[201~0~x", "x"},
-		{"markers split by a control are dropped", "[2\x000\x010~x", "x"},
+		// Without their ESC these are text: nothing else is changed.
+		{"marker text without ESC is kept", "[200~x[201~", "[200~x[201~"},
 		{"other bracket text is kept", "[2000~] [20~] a[b]", "[2000~] [20~] a[b]"},
 		{"empty string", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := StripControl(tt.in); got != tt.want {
-				t.Errorf("StripControl(%q) = %q, want %q", tt.in, got, tt.want)
+			if got := NormalizeText(tt.in); got != tt.want {
+				t.Errorf("Normalize(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}
 }
 
-func FuzzStripControl(f *testing.F) {
+func FuzzNormalize(f *testing.F) {
 	for _, s := range []string{
 		"hello", "\x1b[31mred\x1b[0m", "\x1b]0;t\x07x", "\x1b[200~p\x1b[201~",
 		"[20[200~0~", "a\r\nb\rc", "\x9b1m\u009b2m", "\x1bP\x1b\\", "日本\x7f\x00",
@@ -66,26 +67,43 @@ func FuzzStripControl(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		out := StripControl(in)
+		out, n := Normalize(in)
 		for i := 0; i < len(out); i++ {
 			c := out[i]
 			if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
-				t.Fatalf("StripControl(%q) = %q: control byte %#x at %d", in, out, c, i)
+				t.Fatalf("Normalize(%q) = %q: control byte %#x at %d", in, out, c, i)
 			}
 		}
 		if !utf8.ValidString(out) {
-			t.Fatalf("StripControl(%q) = %q: invalid UTF-8", in, out)
+			t.Fatalf("Normalize(%q) = %q: invalid UTF-8", in, out)
 		}
 		for _, r := range out {
 			if r >= 0x80 && r <= 0x9f {
-				t.Fatalf("StripControl(%q) = %q: C1 control %U", in, out, r)
+				t.Fatalf("Normalize(%q) = %q: C1 control %U", in, out, r)
 			}
 		}
-		if strings.Contains(out, "[200~") || strings.Contains(out, "[201~") {
-			t.Fatalf("StripControl(%q) = %q: bracketed paste marker survived", in, out)
+		if strings.Contains(out, "\x1b[201~") {
+			t.Fatalf("Normalize(%q) = %q: bracketed paste end survived", in, out)
 		}
-		if again := StripControl(out); again != out {
-			t.Fatalf("StripControl is not idempotent on %q: %q then %q", in, out, again)
+		if got := len(in) - len(out); got != n.RemovedBytes {
+			t.Fatalf("Normalize(%q) = %q: removed %d bytes, the account says %+v", in, out, got, n)
+		}
+		if again, n2 := Normalize(out); again != out || n2.Changed() {
+			t.Fatalf("Normalize is not idempotent on %q: %q then %q (%+v)", in, out, again, n2)
 		}
 	})
+}
+
+func TestNormalizeCountsWhatItChanged(t *testing.T) {
+	got, n := Normalize("\x1b[31mred\x1b[0m\r\nnext\rline\x03")
+	if got != "red\nnext\nline" {
+		t.Fatalf("text %q", got)
+	}
+	want := events.Normalization{ControlSequences: 3, CarriageReturns: 2, RemovedBytes: 5 + 4 + 1 + 1}
+	if n != want {
+		t.Errorf("normalization %+v, want %+v", n, want)
+	}
+	if _, n := Normalize("plain\ttext\n"); n.Changed() {
+		t.Errorf("plain text reported changed: %+v", n)
+	}
 }

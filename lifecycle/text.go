@@ -1,68 +1,93 @@
-package herdrbridge
+package lifecycle
 
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fleetd/fleetd/events"
 )
 
-// StripControl removes everything from s that a terminal would act on
-// instead of display, so message text typed into a pane cannot move the
-// cursor, retitle the window, end a bracketed paste early, or press keys:
+// Normalize is the one rule for a turn's text (DESIGN.md, "Text rule"):
+// what fleetd types is exactly Normalize(text), and that is what every
+// step of the turn is matched against. It removes everything a terminal
+// would act on instead of display, so a text typed into a pane cannot move
+// the cursor, retitle the window, end a bracketed paste early, or press
+// keys, and changes nothing else:
 //
 //   - ESC sequences: CSI (ESC [ … final byte, and 8-bit CSI U+009B),
 //     OSC (ESC ] … BEL or ST), DCS/SOS/PM/APC (ESC P/X/^/_ … ST),
 //     SS2/SS3 with the character they shift, nF (ESC, intermediates, final)
-//     and two-byte Fp/Fe/Fs sequences; an unterminated string sequence
-//     swallows the rest of the text, as it would in a terminal;
-//   - C0 controls except \n and \t; \r\n and a lone \r become \n, so line
-//     structure survives while no carriage return can act as Enter;
+//     and two-byte Fp/Fe/Fs sequences; a lone ESC; an unterminated string
+//     sequence swallows the rest of the text, as it would in a terminal;
+//   - C0 controls except \n and \t; \r\n and a lone \r become \n, so
+//     line structure survives while no carriage return can act as Enter;
 //   - DEL and the C1 controls U+0080–U+009F, also as raw bytes in invalid
-//     UTF-8; other invalid bytes are dropped too;
-//   - bracketed-paste markers: "[200~" and "[201~" are removed even when
-//     their ESC was already gone, repeatedly, so none can be reassembled.
+//     UTF-8; other invalid bytes are dropped too.
 //
-// Printable Unicode, including emoji and combining marks, is kept. The
-// result is idempotent: StripControl(StripControl(s)) == StripControl(s).
-func StripControl(s string) string {
+// Printable Unicode, including emoji, combining marks and text that merely
+// looks like a sequence without its ESC ("[201~"), is kept. The result is
+// idempotent, and the Normalization says what was changed.
+func Normalize(s string) (string, events.Normalization) {
 	var b strings.Builder
+	var n events.Normalization
 	b.Grow(len(s))
+	drop := func(k int) { n.ControlSequences++; n.RemovedBytes += k }
 	for i := 0; i < len(s); {
-		r, n := decodeRune(s[i:])
+		r, w := decodeRune(s[i:])
 		switch {
 		case r == 0x1b:
-			i += escLen(s[i:])
+			k := escLen(s[i:])
+			drop(k)
+			i += k
 			continue
 		case r == 0x9b: // CSI
-			i += n + csiBodyLen(s[i+n:])
+			k := w + csiBodyLen(s[i+w:])
+			drop(k)
+			i += k
 			continue
 		case r == 0x9d: // OSC
-			i += n + stringBodyLen(s[i+n:], true)
+			k := w + stringBodyLen(s[i+w:], true)
+			drop(k)
+			i += k
 			continue
 		case r == 0x90 || r == 0x98 || r == 0x9e || r == 0x9f: // DCS SOS PM APC
-			i += n + stringBodyLen(s[i+n:], false)
+			k := w + stringBodyLen(s[i+w:], false)
+			drop(k)
+			i += k
 			continue
 		case r == 0x8e || r == 0x8f: // SS2 SS3 shift the next character
-			i += n
-			if i < len(s) {
-				_, m := decodeRune(s[i:])
-				i += m
+			k := w
+			if i+k < len(s) {
+				_, m := decodeRune(s[i+k:])
+				k += m
 			}
+			drop(k)
+			i += k
 			continue
 		case r == '\r':
 			b.WriteByte('\n')
+			n.CarriageReturns++
 			if i+1 < len(s) && s[i+1] == '\n' {
 				i++
+				n.RemovedBytes++
 			}
 		case r == '\n' || r == '\t':
 			b.WriteRune(r)
 		case r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == invalid:
 			// other controls and undecodable bytes: drop
+			drop(w)
 		default:
-			b.WriteString(s[i : i+n])
+			b.WriteString(s[i : i+w])
 		}
-		i += n
+		i += w
 	}
-	return dropPasteMarkers(b.String())
+	return b.String(), n
+}
+
+// NormalizeText is Normalize without the account of what changed.
+func NormalizeText(s string) string {
+	t, _ := Normalize(s)
+	return t
 }
 
 // invalid marks a byte that is not valid UTF-8 and not a C1 control.
@@ -150,14 +175,4 @@ func stringBodyLen(s string, bel bool) int {
 		j += n
 	}
 	return len(s)
-}
-
-// dropPasteMarkers removes "[200~" and "[201~" until none is left, because
-// removing one can join its neighbours into another ("[20[200~0~").
-func dropPasteMarkers(s string) string {
-	for strings.Contains(s, "[200~") || strings.Contains(s, "[201~") {
-		s = strings.ReplaceAll(s, "[200~", "")
-		s = strings.ReplaceAll(s, "[201~", "")
-	}
-	return s
 }

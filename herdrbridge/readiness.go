@@ -1,0 +1,144 @@
+package herdrbridge
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fleetd/fleetd/events"
+)
+
+// Attention reasons the gateway records (events.AgentAttention): it types
+// nothing into the agent until the reason is gone.
+const (
+	AttentionShell        = "shell"
+	AttentionComposerText = "composer_not_empty"
+	AttentionBashMode     = "composer_bash_mode"
+	AttentionNoPromptBox  = "no_prompt_box"
+	AttentionPartial      = "partial_prompt"
+)
+
+// ready decides, right before typing, whether the agent can take a prompt
+// now. herdr's view comes from its events (agent.get only when this
+// connection has not shown the pane yet); the pane's foreground process
+// from /proc where it can be read; the prompt box from one pane.read of
+// the visible screen. A "no" that needs a person is recorded as
+// attention, and the agent is looked at again with backoff.
+func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
+	if !tg.freshView {
+		if err := b.syncPane(ctx, tg.pane, ""); err != nil {
+			b.backoff(agent)
+			return false
+		}
+		fresh, ok := b.snapshot(agent)
+		if !ok || !fresh.freshView {
+			return false
+		}
+		*tg = fresh
+	}
+	switch {
+	case tg.recognised && !tg.status.Ready():
+		return false // working, blocked or unknown: herdr's next event wakes us
+	case !tg.recognised && (!tg.hooked || !tg.hook.Ready()):
+		// herdr does not see the agent: only its own hooks can say it
+		// is idle, and an agent without hooks cannot.
+		return false
+	}
+	if shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), tg.pane); known && shell {
+		b.attend(ctx, agent, AttentionShell, "the pane's foreground is its shell, not the agent: nothing is typed into a shell")
+		b.backoff(agent)
+		return false
+	}
+	r, err := b.client.Read(ctx, ReadRequest{PaneID: tg.pane, Source: SourceVisible})
+	if err != nil {
+		b.log.Warn("read the pane before typing", "agent", agent, "pane", tg.pane, "err", err)
+		b.backoff(agent)
+		return false
+	}
+	c := ParseComposer(r.Text)
+	switch {
+	case c.Empty():
+	case c.Visible && c.Bash:
+		b.attend(ctx, agent, AttentionBashMode, "the prompt box is in bash mode: what is typed would run in a shell")
+		b.backoff(agent)
+		return false
+	case c.Visible:
+		b.attend(ctx, agent, AttentionComposerText, "the prompt box holds text nobody submitted: "+clip(c.Text, 120))
+		b.backoff(agent)
+		return false
+	default:
+		// No prompt box yet (Claude Code is starting) or a dialog covers
+		// it: wait, and call for attention once it has lasted.
+		if b.noBoxFor(agent) >= b.cfg.AttentionAfter {
+			b.attend(ctx, agent, AttentionNoPromptBox, "the agent is idle but its prompt box is not on screen (a dialog or overlay is open?): "+clip(lastRows(r.Text, 3), 160))
+		}
+		b.backoff(agent)
+		return false
+	}
+	b.mu.Lock()
+	if a := b.agents[agent]; a != nil {
+		a.resetBackoff()
+		a.noBoxSince = time.Time{}
+	}
+	b.mu.Unlock()
+	if tg.attention != "" {
+		b.attend(ctx, agent, "", "")
+	}
+	return true
+}
+
+// noBoxFor is how long the agent has been seen idle without its prompt
+// box; it starts counting now if it was not.
+func (b *Bridge) noBoxFor(agent string) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.agents[agent]
+	if a == nil {
+		return 0
+	}
+	now := b.cfg.Now()
+	if a.noBoxSince.IsZero() {
+		a.noBoxSince = now
+	}
+	return now.Sub(a.noBoxSince)
+}
+
+// attend records that the agent needs attention for reason (or, with "",
+// that it no longer does), once per change.
+func (b *Bridge) attend(ctx context.Context, agent, reason, detail string) {
+	b.mu.Lock()
+	a := b.agents[agent]
+	if a == nil || a.attention == reason {
+		b.mu.Unlock()
+		return
+	}
+	a.attention = reason
+	b.mu.Unlock()
+	if reason != "" {
+		b.log.Warn("agent needs attention", "agent", agent, "reason", reason, "detail", detail)
+	}
+	if _, err := b.append(ctx, agent, "", events.AgentAttention{Reason: reason, Detail: detail}); err != nil {
+		b.log.Warn("record attention", "agent", agent, "err", err)
+	}
+}
+
+// clip shortens s to n runes for a message.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+// lastRows is the last n non-blank rows of a screen.
+func lastRows(screen string, n int) string {
+	var out []string
+	rows := strings.Split(screen, "\n")
+	for i := len(rows) - 1; i >= 0 && len(out) < n; i-- {
+		if r := strings.TrimSpace(rows[i]); r != "" {
+			out = append([]string{r}, out...)
+		}
+	}
+	return strings.Join(out, " / ")
+}

@@ -1,0 +1,251 @@
+package herdrbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+// inFlight is what the settling of a turn in flight needs to know about
+// its agent, copied under the lock.
+type inFlight struct {
+	turn                lifecycle.Turn
+	pane                string
+	lastSeq             uint64
+	up, hooked          bool
+	recognised, working bool // herdr recognises the agent; it showed working since the typing
+	readySince          time.Time
+	strayAt             time.Time
+	sessions            []string // sources of sessions started since the typing
+	changed             <-chan struct{}
+}
+
+func (b *Bridge) inFlight(agent, turn string) (inFlight, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.agents[agent]
+	t, ok := b.book.Turn(turn)
+	if !ok || !t.State.InFlight() || !b.ownedLocked(a) {
+		return inFlight{}, false
+	}
+	return inFlight{
+		turn: t, pane: a.pane, lastSeq: a.lastSeq, up: b.herdr == linkUp, hooked: a.sessionSeen,
+		recognised: a.label != "" && !a.promptRefused, working: a.busySinceTyped,
+		readySince: a.readySince, strayAt: a.strayAt, sessions: a.sessionsSinceTyped, changed: b.changed,
+	}, true
+}
+
+// wait sleeps until d passes, something changes, or ctx ends.
+func wait(ctx context.Context, ch <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// resolve settles a typed prompt turn without ever typing it again. It
+// ends as soon as the turn leaves "typed" (the hook's AgentSubmitted, a
+// reply, a failure). Evidence that the agent took the prompt, in order of
+// preference: its UserPromptSubmit hook (with Claude's prompt id); herdr
+// showing it working since the typing (given HookGrace for the hook to be
+// the proof); its prompt box emptied. After SubmitTimeout without any, it
+// presses Enter once more (recorded first, as AgentTyped{Enter:1}, so a
+// restart never presses it twice) if the box still holds the text; after
+// another SubmitTimeout the turn fails as indeterminate. A bridge
+// restarted mid-way starts a fresh window, giving spooled hook events time
+// to arrive.
+func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
+	deadline := b.cfg.Now().Add(b.cfg.SubmitTimeout)
+	var evidenceAt time.Time
+	for ctx.Err() == nil {
+		f, ok := b.inFlight(agent, turn)
+		if !ok || f.turn.State != lifecycle.StateTyped {
+			return
+		}
+		t := f.turn
+		now := b.cfg.Now()
+		evidence := f.working && f.recognised && t.Method != MethodSendInput
+		if evidence && evidenceAt.IsZero() {
+			evidenceAt = now
+		}
+		var ack events.Ack
+		var err error
+		switch {
+		case evidence && f.hooked && now.Before(evidenceAt.Add(b.cfg.HookGrace)):
+			// The agent's own UserPromptSubmit hook (with Claude's prompt
+			// id) usually lands within milliseconds of herdr seeing it
+			// work: give it the chance to be the proof.
+			wait(ctx, f.changed, min(b.cfg.Poll, evidenceAt.Add(b.cfg.HookGrace).Sub(now)))
+			continue
+		case evidence:
+			ack, err = b.append(ctx, agent, turn, events.AgentSubmitted{Via: "herdr"}, guard(agent, f.lastSeq))
+		case now.Before(deadline):
+			wait(ctx, f.changed, min(b.cfg.Poll, deadline.Sub(now)))
+			continue
+		case !f.up:
+			deadline = now.Add(b.cfg.Poll) // the screen and Enter need herdr; wait for it
+			continue
+		default:
+			box, rerr := b.client.Read(ctx, ReadRequest{PaneID: f.pane, Source: SourceVisible})
+			c := ParseComposer(box.Text)
+			switch {
+			case rerr == nil && c.Empty():
+				// The box emptied: the agent took the prompt, and neither
+				// its hook nor herdr said so in time.
+				ack, err = b.append(ctx, agent, turn, events.AgentSubmitted{Via: "screen"}, guard(agent, f.lastSeq))
+			case t.Enter == 0 && rerr == nil && c.Visible && c.Text != "":
+				ack, err = b.append(ctx, agent, turn, events.AgentTyped{Pane: f.pane, Method: MethodEnter, Enter: 1}, guard(agent, f.lastSeq))
+				if err == nil {
+					kerr := b.client.SendKeys(ctx, f.pane, "enter")
+					b.log.Info("no submission seen: pressed Enter once more", "agent", agent, "turn", turn, "err", kerr)
+					deadline = b.cfg.Now().Add(b.cfg.SubmitTimeout)
+				}
+			default:
+				why := "no proof of submission after typing and one more Enter; not retyped"
+				if rerr != nil {
+					why = "no proof of submission, and the screen could not be read: " + rerr.Error()
+				} else if t.Enter == 0 {
+					why = "no proof of submission, and the prompt box is not on screen; not retyped"
+				}
+				ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate, Message: why}, guard(agent, f.lastSeq))
+			}
+		}
+		b.settled(ctx, agent, ack, err)
+	}
+}
+
+// settled waits for the bridge's own append to be folded, or catches up
+// after a concurrent write.
+func (b *Bridge) settled(ctx context.Context, agent string, ack events.Ack, err error) {
+	switch {
+	case errors.Is(err, events.ErrConcurrency):
+		b.catchUp(ctx, agent)
+	case err != nil:
+		b.log.Warn("record turn progress", "agent", agent, "err", err)
+		sleep(ctx, b.cfg.Poll)
+	default:
+		b.waitApplied(ctx, ack.Seq)
+	}
+}
+
+// resolveCommand settles a typed command turn: it is submitted once the
+// prompt box no longer holds it, and done (replied, with no reply text)
+// once the agent is idle again with an empty box — and, for /clear and
+// /compact by an agent with hooks, once its hooks report the session that
+// command starts. The box is read with backoff, a few times per command.
+func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
+	start := b.cfg.Now()
+	deadline := start.Add(b.cfg.SubmitTimeout)
+	poll := b.cfg.Poll
+	for ctx.Err() == nil {
+		f, ok := b.inFlight(agent, turn)
+		if !ok || f.turn.State != lifecycle.StateTyped {
+			return
+		}
+		t := f.turn
+		now := b.cfg.Now()
+		if !f.up {
+			wait(ctx, f.changed, b.cfg.Poll)
+			continue
+		}
+		r, rerr := b.client.Read(ctx, ReadRequest{PaneID: f.pane, Source: SourceVisible})
+		c := ParseComposer(r.Text)
+		idle := !f.recognised || b.herdrReady(agent)
+		var ack events.Ack
+		var err error
+		switch {
+		case rerr == nil && c.Empty() && idle && b.commandDone(t.Command, f, now.Sub(start)):
+			if _, err = b.append(ctx, agent, turn, events.AgentSubmitted{Via: "screen"}, guard(agent, f.lastSeq)); err == nil {
+				ack, err = b.append(ctx, agent, turn, events.AgentReplied{})
+			}
+		case now.Sub(start) > b.cfg.CommandTimeout:
+			ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate,
+				Message: fmt.Sprintf("the command did not complete within %s", b.cfg.CommandTimeout)}, guard(agent, f.lastSeq))
+		case now.After(deadline) && t.Enter == 0 && rerr == nil && c.Visible && c.Text == t.Command:
+			ack, err = b.append(ctx, agent, turn, events.AgentTyped{Pane: f.pane, Method: MethodEnter, Enter: 1}, guard(agent, f.lastSeq))
+			if err == nil {
+				b.client.SendKeys(ctx, f.pane, "enter")
+			}
+		default:
+			wait(ctx, f.changed, poll)
+			poll = min(2*poll, time.Second)
+			continue
+		}
+		b.settled(ctx, agent, ack, err)
+	}
+}
+
+// commandDone reports whether what the agent showed since the command was
+// typed completes it: /clear and /compact start a session (an agent with
+// hooks reports it); another command is done once its box stayed empty a
+// moment with no work seen.
+func (b *Bridge) commandDone(command string, f inFlight, since time.Duration) bool {
+	name := command
+	if i := indexSpace(name); i >= 0 {
+		name = name[:i]
+	}
+	if f.hooked && (name == "/clear" || name == "/compact") {
+		for _, s := range f.sessions {
+			if "/"+s == name {
+				return true
+			}
+		}
+		return false
+	}
+	return !f.working && since >= time.Second
+}
+
+func indexSpace(s string) int {
+	for i, r := range s {
+		if r == ' ' || r == '\n' || r == '\t' {
+			return i
+		}
+	}
+	return -1
+}
+
+// herdrReady reports whether herdr's latest view of the agent is idle or
+// done.
+func (b *Bridge) herdrReady(agent string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.agents[agent]
+	return a != nil && a.fresh && a.status.Ready()
+}
+
+// settle ends a submitted turn whose reply is not coming, so it never
+// blocks the agent's next turn: the agent is idle again and its Stop hook
+// answered another prompt (after ReplyGrace for this turn's own reply to
+// arrive late), or no Stop hook came at all (after IdleGrace).
+func (b *Bridge) settle(ctx context.Context, agent string, t lifecycle.Turn) {
+	f, ok := b.inFlight(agent, t.ID)
+	if !ok || f.turn.State != lifecycle.StateSubmitted || f.readySince.IsZero() {
+		return
+	}
+	now := b.cfg.Now()
+	var msg string
+	switch {
+	case f.turn.StrayReplies > 0 && now.Sub(later(f.readySince, f.strayAt)) >= b.cfg.ReplyGrace:
+		msg = "the agent finished, but its Stop hook answered another prompt; this turn's reply is not coming"
+	case f.turn.StrayReplies == 0 && now.Sub(f.readySince) >= b.cfg.IdleGrace:
+		msg = fmt.Sprintf("the agent has been idle for %s without a Stop hook for this prompt", b.cfg.IdleGrace)
+	default:
+		return
+	}
+	ack, err := b.append(ctx, agent, t.ID, events.AgentFailed{Reason: events.ReasonUnmatchedReply, Message: msg}, guard(agent, f.lastSeq))
+	b.settled(ctx, agent, ack, err)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
