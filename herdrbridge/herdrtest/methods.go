@@ -404,10 +404,15 @@ func (r *readParams) check() error {
 	return nil
 }
 
-// readLocked is pane.read: recent sources default to 80 rows, visible and
-// detection to the screen; lines is capped at 1000.
+// readLocked is pane.read. visible and detection read the screen the
+// program shows (all of it, or its last lines rows); recent and
+// recent_unwrapped read the scrollback followed by the screen, the last 80
+// rows unless lines says otherwise; lines is capped at 1000. format ansi
+// (or strip_ansi false) keeps each row's styles as SGR sequences, except
+// for detection, which is always the text detection reads, as in herdr.
+// The fake does not track soft wraps, so recent_unwrapped reads as recent.
 func (s *Server) readLocked(p *pane, r readParams) readResult {
-	n := s.cfg.Rows
+	n := 0
 	if r.Source == "recent" || r.Source == "recent_unwrapped" {
 		n = 80
 	}
@@ -418,8 +423,14 @@ func (s *Server) readLocked(p *pane, r readParams) readResult {
 	if r.Format != nil {
 		format = *r.Format
 	}
-	raw := format == "ansi" || (r.StripANSI != nil && !*r.StripANSI)
-	rows, truncated := p.term.lines(n, raw)
+	ansi := (format == "ansi" || (r.StripANSI != nil && !*r.StripANSI)) && r.Source != "detection"
+	var rows []string
+	if r.Source == "visible" || r.Source == "detection" {
+		rows = p.term.screen(ansi)
+	} else {
+		rows = p.term.history(ansi)
+	}
+	rows, truncated := last(rows, n)
 	return readResult{PaneID: p.id, WorkspaceID: p.tab.ws.id, TabID: p.tab.id, Source: r.Source,
 		Format: format, Text: strings.Join(rows, "\n"), Truncated: truncated}
 }
