@@ -79,5 +79,6 @@
 // herdrtest imports no fleetd package, and in particular not herdrbridge:
 // it is an independent reading of herdr's protocol, so a shared
 // misunderstanding shows up as a failing test. Test hooks (Input, Output,
-// KillSocket, Restart, SpawnPane) let tests observe and disturb it.
+// Calls, FailNext, KillSocket, Restart, SpawnPane) let tests observe and
+// disturb it.
 package herdrtest

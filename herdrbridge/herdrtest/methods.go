@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -48,9 +49,14 @@ func init() {
 	}
 }
 
-// dispatch runs the handler and writes its one answer line. A handler that
+// dispatch counts the request, answers an injected fault if one is due,
+// else runs the handler and writes its one answer line. A handler that
 // streams (events.subscribe) writes its own lines and returns (nil, nil).
 func (s *Server) dispatch(c *call, method string) {
+	if e := s.countCall(method); e != nil {
+		s.writeError(c.conn, c.id, e)
+		return
+	}
 	h, ok := handlers[method]
 	if !ok {
 		s.writeError(c.conn, c.id, errf("not_implemented", "herdrtest does not implement %s", method))
@@ -71,6 +77,59 @@ func (s *Server) dispatch(c *call, method string) {
 	default:
 		s.writeError(c.conn, c.id, errf("internal_error", "%v", err))
 	}
+}
+
+// fault is an error FailNext injected: the next n requests of a method are
+// answered with it.
+type fault struct {
+	err *apiError
+	n   int
+}
+
+// FailNext makes the next n requests of method fail with herdr's error
+// shape, {"id":<request id>,"error":{"code":code,"message":message}}, and
+// do nothing else: no parameter checks, no effects. It is for testing how
+// a client copes with herdr refusing, e.g.
+//
+//	s.FailNext("agent.prompt", "agent_not_ready", "agent w1:p2 is no longer the pane foreground process", 3)
+//
+// A later call for the same method replaces what is left of an earlier
+// one; n ≤ 0 cancels it. Refused requests still count in Calls.
+func (s *Server) FailNext(method, code, message string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= 0 {
+		delete(s.faults, method)
+		return
+	}
+	s.faults[method] = fault{err: &apiError{code: code, msg: message}, n: n}
+}
+
+// Calls returns how many requests of each method the server has served
+// since it started, whether answered, refused by FailNext or failed, so
+// tests and benchmarks can count what a client asked for. Requests that
+// did not parse (no method) are not counted. The map is a copy.
+func (s *Server) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.calls)
+}
+
+// countCall counts a request and returns the fault due for it, if any.
+func (s *Server) countCall(method string) *apiError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[method]++
+	f, ok := s.faults[method]
+	if !ok {
+		return nil
+	}
+	if f.n--; f.n > 0 {
+		s.faults[method] = f
+	} else {
+		delete(s.faults, method)
+	}
+	return f.err
 }
 
 // result builds a typed result object: {"type": typ, ...fields}.
