@@ -23,7 +23,7 @@ const scrollbackLines = 1000
 //
 // The emulator answers terminal queries (DA1, DSR, DECRQM…) on its input
 // pipe, synchronously inside write; the pane drains that pipe (see
-// Server.drainAnswers) so write never blocks.
+// drainAnswers) so write never blocks.
 type terminal struct {
 	limit int
 	raw   []byte
