@@ -38,8 +38,9 @@ type Config struct {
 	// A different Protocol lets tests exercise a client's version check.
 	Version  string
 	Protocol int
-	// Cols and Rows are the PTY size and the "screen" height used by
-	// visible/detection reads and screen rules (default 80×24).
+	// Cols and Rows are the size of each pane's PTY and of the terminal
+	// emulator behind it, whose screen pane.read and the screen rules read
+	// (default 80×24).
 	Cols, Rows int
 	// PollInterval paces subscriptions: each entry emits at most one event
 	// per interval (herdr: 100 ms).
@@ -57,8 +58,9 @@ type Config struct {
 	// reports idle instead of done, as herdr does for the focused pane of
 	// the active tab in a focused terminal. Default false: done.
 	SeenOnCompletion bool
-	// OutputLimit bounds each pane's kept output, raw and text (default
-	// 1 MiB).
+	// OutputLimit bounds each pane's raw output log, what Output returns
+	// (default 1 MiB). The emulator's scrollback is bounded separately, at
+	// the 1000 rows pane.read can return.
 	OutputLimit int
 	// FirstLineTimeout and WriteTimeout are herdr's 5 s limits for reading
 	// a request and for a subscriber to take a line.

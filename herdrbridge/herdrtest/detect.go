@@ -106,7 +106,7 @@ func (s *Server) recomputeLocked(p *pane) {
 	case p.detected == "":
 		next = p.state // named but not detected: nothing to read
 	default:
-		next = screenState(p.term.title, p.term.bottom(s.cfg.Rows))
+		next = screenState(p.term.title, p.term.screen(false))
 		if p.state == stWorking && next == stIdle {
 			p.idleVotes++
 			if p.idleVotes < s.cfg.IdleConfirmations {
@@ -142,16 +142,16 @@ func (s *Server) setStateLocked(p *pane, next string) {
 }
 
 // screenState is the fake's Claude Code screen manifest, applied to the
-// OSC title and the bottom rows of the pane's text, first match wins:
+// OSC title and the rows of the screen the program shows (herdr's
+// bottom-buffer snapshot), first match wins:
 //
 //   - working: the title starts with a Braille spinner (U+2800–U+28FF);
 //   - blocked: a form below the last prompt box ("esc to cancel" together
 //     with "enter to confirm" or "enter to select");
 //   - idle: a ❯ prompt box line, and idle as the fallback.
 //
-// The spinner goes first because the fake's screen is a log: a form that
-// was answered stays in the bottom rows until a new prompt box is printed,
-// while a real screen would have redrawn it.
+// The title goes first because Claude Code keeps its prompt box on screen
+// while it works: the spinner is what tells a turn in progress apart.
 func screenState(title string, rows []string) string {
 	prompt, cancel, confirm := -1, -1, -1
 	for i, r := range rows {
@@ -183,10 +183,4 @@ func stripTitle(t string) string {
 		return strings.TrimSpace(t[n:])
 	}
 	return t
-}
-
-// bottom returns the last n rows of the text log: the fake's screen.
-func (t *terminal) bottom(n int) []string {
-	rows, _ := t.lines(n, false)
-	return rows
 }

@@ -1,8 +1,10 @@
 // Package herdrtest is a protocol-faithful fake of the herdr terminal
 // multiplexer's socket API (protocol 20, herdr 0.8.0), for fleetd's tests
 // and for `fleetd demo`. Panes are real: each runs a real process in a PTY
-// (github.com/creack/pty), so what a program prints is what pane.read
-// returns and what herdr types is what the program reads.
+// (github.com/creack/pty) behind a real terminal emulator
+// (github.com/charmbracelet/x/vt, Cols×Rows), as herdr runs one, so a
+// program that redraws with cursor movement in the alternate screen reads
+// back as it looks, and what herdr types is what the program reads.
 //
 // Start it in a test with Start(tb, Config{}), which also checks every
 // request and every written line against herdr's JSON schema
@@ -39,7 +41,7 @@
 //     wrapper hint) wins, else a command name of claude or claude-code
 //     means "claude". A change emits pane_agent_detected.
 //   - the state of a detected agent comes from screen rules on the OSC
-//     title and the bottom Rows lines of the pane's text, first match
+//     title and the rows of the screen the program shows, first match
 //     wins: a title starting with a Braille spinner (U+2800–U+28FF) →
 //     working; "esc to cancel" plus "enter to confirm|select" below the
 //     last ❯ line → blocked; a ❯ prompt box, or nothing at all, → idle. working → idle is held until
@@ -55,13 +57,28 @@
 //     agent.focus mark it seen with no hub event. Every internal change
 //     bumps the global state_change_seq.
 //
-// The fake keeps a log of lines rather than emulating a screen, so screen
-// rules work for line-oriented output (the shape tests produce), not for a
-// full-screen TUI redraw. It implements the methods fleetd uses; others
-// answer not_implemented.
+// The terminal:
+//
+//   - pane.read visible and detection return the current screen (the
+//     alternate screen while the program uses it), one row per line with
+//     trailing spaces trimmed, the last lines rows when lines is given;
+//     recent and recent_unwrapped return the scrollback (up to 1000 rows;
+//     none on the alternate screen) followed by the screen, the last 80
+//     rows by default; truncated says rows were left out. format ansi (or
+//     strip_ansi false) renders each row with its styles. Soft wraps are
+//     not tracked, so recent_unwrapped reads as recent.
+//   - the emulator answers the program's terminal queries (DA1, DSR/CPR,
+//     DECRQM…) into its PTY, as a real terminal does. Those answers are
+//     not herdr API input, so Input does not record them; answers the
+//     program does not read are dropped once a small queue is full, so
+//     they never hold up its output.
+//   - Output keeps the raw bytes the program wrote, up to OutputLimit.
+//
+// It implements the methods fleetd uses; others answer not_implemented.
 //
 // herdrtest imports no fleetd package, and in particular not herdrbridge:
 // it is an independent reading of herdr's protocol, so a shared
 // misunderstanding shows up as a failing test. Test hooks (Input, Output,
-// KillSocket, Restart, SpawnPane) let tests observe and disturb it.
+// Calls, FailNext, KillSocket, Restart, SpawnPane) let tests observe and
+// disturb it.
 package herdrtest

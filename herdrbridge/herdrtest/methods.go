@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -48,9 +49,14 @@ func init() {
 	}
 }
 
-// dispatch runs the handler and writes its one answer line. A handler that
+// dispatch counts the request, answers an injected fault if one is due,
+// else runs the handler and writes its one answer line. A handler that
 // streams (events.subscribe) writes its own lines and returns (nil, nil).
 func (s *Server) dispatch(c *call, method string) {
+	if e := s.countCall(method); e != nil {
+		s.writeError(c.conn, c.id, e)
+		return
+	}
 	h, ok := handlers[method]
 	if !ok {
 		s.writeError(c.conn, c.id, errf("not_implemented", "herdrtest does not implement %s", method))
@@ -71,6 +77,59 @@ func (s *Server) dispatch(c *call, method string) {
 	default:
 		s.writeError(c.conn, c.id, errf("internal_error", "%v", err))
 	}
+}
+
+// fault is an error FailNext injected: the next n requests of a method are
+// answered with it.
+type fault struct {
+	err *apiError
+	n   int
+}
+
+// FailNext makes the next n requests of method fail with herdr's error
+// shape, {"id":<request id>,"error":{"code":code,"message":message}}, and
+// do nothing else: no parameter checks, no effects. It is for testing how
+// a client copes with herdr refusing, e.g.
+//
+//	s.FailNext("agent.prompt", "agent_not_ready", "agent w1:p2 is no longer the pane foreground process", 3)
+//
+// A later call for the same method replaces what is left of an earlier
+// one; n ≤ 0 cancels it. Refused requests still count in Calls.
+func (s *Server) FailNext(method, code, message string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= 0 {
+		delete(s.faults, method)
+		return
+	}
+	s.faults[method] = fault{err: &apiError{code: code, msg: message}, n: n}
+}
+
+// Calls returns how many requests of each method the server has served
+// since it started, whether answered, refused by FailNext or failed, so
+// tests and benchmarks can count what a client asked for. Requests that
+// did not parse (no method) are not counted. The map is a copy.
+func (s *Server) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.calls)
+}
+
+// countCall counts a request and returns the fault due for it, if any.
+func (s *Server) countCall(method string) *apiError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[method]++
+	f, ok := s.faults[method]
+	if !ok {
+		return nil
+	}
+	if f.n--; f.n > 0 {
+		s.faults[method] = f
+	} else {
+		delete(s.faults, method)
+	}
+	return f.err
 }
 
 // result builds a typed result object: {"type": typ, ...fields}.
@@ -404,10 +463,15 @@ func (r *readParams) check() error {
 	return nil
 }
 
-// readLocked is pane.read: recent sources default to 80 rows, visible and
-// detection to the screen; lines is capped at 1000.
+// readLocked is pane.read. visible and detection read the screen the
+// program shows (all of it, or its last lines rows); recent and
+// recent_unwrapped read the scrollback followed by the screen, the last 80
+// rows unless lines says otherwise; lines is capped at 1000. format ansi
+// (or strip_ansi false) keeps each row's styles as SGR sequences, except
+// for detection, which is always the text detection reads, as in herdr.
+// The fake does not track soft wraps, so recent_unwrapped reads as recent.
 func (s *Server) readLocked(p *pane, r readParams) readResult {
-	n := s.cfg.Rows
+	n := 0
 	if r.Source == "recent" || r.Source == "recent_unwrapped" {
 		n = 80
 	}
@@ -418,8 +482,14 @@ func (s *Server) readLocked(p *pane, r readParams) readResult {
 	if r.Format != nil {
 		format = *r.Format
 	}
-	raw := format == "ansi" || (r.StripANSI != nil && !*r.StripANSI)
-	rows, truncated := p.term.lines(n, raw)
+	ansi := (format == "ansi" || (r.StripANSI != nil && !*r.StripANSI)) && r.Source != "detection"
+	var rows []string
+	if r.Source == "visible" || r.Source == "detection" {
+		rows = p.term.screen(ansi)
+	} else {
+		rows = p.term.history(ansi)
+	}
+	rows, truncated := last(rows, n)
 	return readResult{PaneID: p.id, WorkspaceID: p.tab.ws.id, TabID: p.tab.id, Source: r.Source,
 		Format: format, Text: strings.Join(rows, "\n"), Truncated: truncated}
 }

@@ -1,9 +1,11 @@
 package herdrtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sort"
@@ -166,7 +168,7 @@ func (s *Server) startPaneLocked(t *tab, argv []string, env map[string]string, c
 		id:         ws.id + ":p" + idNum(ws.nextPane),
 		terminalID: fmt.Sprintf("term_%08x", s.nextTerm),
 		tab:        t,
-		term:       newTerminal(s.cfg.OutputLimit),
+		term:       newTerminal(s.cfg.Cols, s.cfg.Rows, s.cfg.OutputLimit),
 		exited:     make(chan struct{}),
 		lastSeq:    map[string]uint64{},
 		state:      stUnknown,
@@ -212,13 +214,58 @@ func (s *Server) startPaneLocked(t *tab, argv []string, env map[string]string, c
 	}
 	s.panes[p.id] = p
 	s.all[p.id] = p
-	outputDone := make(chan struct{})
+	outputDone, answersDone := make(chan struct{}), make(chan struct{})
+	queue := make(chan []byte, answerQueue)
 	s.wg.Go(func() { s.pumpOutput(p, outputDone) })
-	s.wg.Go(func() { s.reap(p, outputDone) })
+	s.wg.Go(func() { drainAnswers(p.term.answers(), queue) })
+	s.wg.Go(func() { forwardAnswers(p, queue, answersDone) })
+	s.wg.Go(func() { s.reap(p, outputDone, answersDone) })
 	return p, nil
 }
 
-// pumpOutput copies the program's output into the pane's terminal log.
+// answerQueue is how many answer chunks may wait for the PTY. A program
+// that asks and never reads its input must not stall the pane's output, so
+// beyond this answers are dropped; a real terminal would be stuck instead,
+// which is no better a model.
+const answerQueue = 64
+
+// drainAnswers reads the emulator's answers to terminal queries as the
+// emulator writes them. Its pipe is synchronous, so without a reader the
+// emulator's Write (and with it output processing) would block; this loop
+// never blocks on anything but the pipe: a full queue drops the answer.
+// It ends, closing queue, when the pane's terminal closes its answer pipe.
+func drainAnswers(r io.Reader, queue chan<- []byte) {
+	defer close(queue)
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			select {
+			case queue <- bytes.Clone(buf[:n]):
+			default:
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// forwardAnswers writes queued answers into the pane's PTY, as a real
+// terminal answers the program it runs. They are not recorded in Input:
+// that is what herdr's API wrote, and herdr's own terminal answers are not
+// API input. Once the PTY is closed the writes fail and the rest is
+// discarded; it ends when the queue is closed and drained.
+func forwardAnswers(p *pane, queue <-chan []byte, done chan<- struct{}) {
+	defer close(done)
+	for b := range queue {
+		p.wmu.Lock()
+		p.ptmx.Write(b)
+		p.wmu.Unlock()
+	}
+}
+
+// pumpOutput feeds the program's output to the pane's terminal.
 func (s *Server) pumpOutput(p *pane, done chan<- struct{}) {
 	defer close(done)
 	buf := make([]byte, 32<<10)
@@ -238,16 +285,21 @@ func (s *Server) pumpOutput(p *pane, done chan<- struct{}) {
 
 // reap waits for the process, lets its last output drain, and then does
 // what herdr does when a pane's process dies: pane_exited, then the pane
-// leaves the layout (pane_closed and friends).
-func (s *Server) reap(p *pane, outputDone <-chan struct{}) {
+// leaves the layout (pane_closed and friends). It owns the pane's
+// goroutines: the pane is not exited until they have all ended.
+func (s *Server) reap(p *pane, outputDone, answersDone <-chan struct{}) {
 	p.cmd.Wait()
 	select {
 	case <-outputDone:
 	case <-time.After(500 * time.Millisecond):
 		// a background child still holds the PTY open
 	}
-	p.ptmx.Close()
+	p.ptmx.Close() // also unblocks an answer write stuck on a full PTY
 	<-outputDone
+	// No output is left to answer: end the answer pipe, then wait for the
+	// forwarder to discard what is still queued.
+	p.term.closeAnswers()
+	<-answersDone
 	s.mu.Lock()
 	if !p.closing {
 		s.emitLocked(eventData{Type: "pane_exited", PaneID: p.id, WorkspaceID: p.tab.ws.id})

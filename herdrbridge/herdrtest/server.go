@@ -36,6 +36,8 @@ type Server struct {
 	genCancel  context.CancelFunc // cancels the current listener's handlers
 	started    bool
 	closed     bool
+	calls      map[string]int   // requests served per method
+	faults     map[string]fault // injected errors per method
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -54,6 +56,8 @@ func New(cfg Config) (*Server, error) {
 		all:     map[string]*pane{},
 		changed: make(chan struct{}),
 		conns:   map[net.Conn]struct{}{},
+		calls:   map[string]int{},
+		faults:  map[string]fault{},
 		done:    make(chan struct{}),
 	}, nil
 }

@@ -234,26 +234,22 @@ func TestEncodeKey(t *testing.T) {
 }
 
 func TestTerminalTracksModesAcrossChunks(t *testing.T) {
-	term := newTerminal(1 << 20)
-	for _, chunk := range []string{"\x1b[?20", "04h\x1b]0;⠋ wor", "king\x07line one\r\n", "spinner 1\rspinner 2\n", "\x1b[1;31mred\x1b[0m\n", "ab\bc\n"} {
+	term := newTerminal(80, 24, 1<<20)
+	for _, chunk := range []string{"\x1b[?20", "04h\x1b]0;⠋ wor", "king; step 2\x07line one\r\n", "spinner 1\rspinner 2\r\n", "\x1b[1;31mred\x1b[0m\r\n", "ab\bc\r\n"} {
 		term.write([]byte(chunk))
 	}
-	if !term.bracketed || term.title != "⠋ working" {
-		t.Errorf("bracketed %v title %q, want true and %q", term.bracketed, term.title, "⠋ working")
+	if !term.bracketed || term.title != "⠋ working; step 2" {
+		t.Errorf("bracketed %v title %q, want true and %q", term.bracketed, term.title, "⠋ working; step 2")
 	}
-	rows, truncated := term.lines(0, false)
-	if want := []string{"line one", "spinner 2", "red", "ac"}; fmt.Sprint(rows) != fmt.Sprint(want) || truncated {
-		t.Errorf("lines = %q, %v; want %q", rows, truncated, want)
-	}
-	if last, truncated := term.lines(2, false); fmt.Sprint(last) != "[red ac]" || !truncated {
-		t.Errorf("last 2 = %q, %v", last, truncated)
+	if rows := term.screen(false); fmt.Sprint(rows[:5]) != fmt.Sprint([]string{"line one", "spinner 2", "red", "ac", ""}) {
+		t.Errorf("screen = %q", rows)
 	}
 	term.write([]byte("\x1b[?1049;2004l\x1b]2;plain\x1b\\"))
 	if term.bracketed || term.title != "plain" {
 		t.Errorf("after reset: bracketed %v title %q", term.bracketed, term.title)
 	}
-	if raw, _ := term.lines(0, true); !strings.Contains(strings.Join(raw, "\n"), "\x1b[1;31mred") {
-		t.Errorf("raw lines lost the ANSI: %q", raw)
+	if rows := term.screen(true); !strings.Contains(rows[2], "\x1b[") || !strings.Contains(rows[2], "red") {
+		t.Errorf("ansi row %q lost its style", rows[2])
 	}
 }
 

@@ -2,23 +2,35 @@ package herdrtest
 
 import (
 	"bytes"
+	"io"
 	"strings"
+
+	"github.com/charmbracelet/x/vt"
 )
 
-// terminal is the fake's stand-in for herdr's terminal emulator. It does
-// not lay out a screen; it keeps what the program printed as a log of lines
-// (the raw bytes, and a text copy with control sequences removed) and
-// tracks the modes herdr's behaviour depends on: bracketed paste (DECSET
-// 2004) and the OSC window title. That is enough for pane.read, for
-// prompt wrapping, and for screen-rule detection on line-oriented output.
+// scrollbackLines bounds the emulator's history: pane.read never returns
+// more than 1000 rows, so older ones could never be read.
+const scrollbackLines = 1000
+
+// terminal is the fake's terminal emulator, as herdr runs one per pane.
+// Every byte the program writes goes three ways: into a raw log (the
+// Output test hook), into a vt emulator of the pane's size (the screen
+// pane.read and detection look at, so a TUI that redraws with cursor
+// movement reads as it looks) and through a small tracker of the modes
+// herdr's behaviour depends on. The tracker stays separate from the
+// emulator because vt drops an OSC title containing ';', which herdr
+// keeps.
+//
+// The emulator answers terminal queries (DA1, DSR, DECRQM…) on its input
+// pipe, synchronously inside write; the pane drains that pipe (see
+// drainAnswers) so write never blocks.
 type terminal struct {
 	limit int
 	raw   []byte
-	text  []byte
+	emu   *vt.Emulator
 
-	state     parseState
-	seq       []byte // CSI parameters or OSC payload being collected
-	pendingCR bool
+	state parseState
+	seq   []byte // CSI parameters or OSC payload being collected
 
 	bracketed bool
 	title     string
@@ -38,44 +50,43 @@ const (
 	strSeqEsc
 )
 
-func newTerminal(limit int) *terminal { return &terminal{limit: limit} }
+func newTerminal(cols, rows, limit int) *terminal {
+	emu := vt.NewEmulator(cols, rows)
+	emu.SetScrollbackSize(scrollbackLines)
+	return &terminal{limit: limit, emu: emu}
+}
 
-// write feeds program output through the parser. Chunk boundaries do not
-// matter: the parser state carries across calls.
+// write feeds program output to the raw log, the mode tracker and the
+// emulator. Chunk boundaries do not matter: both parsers carry their state
+// across calls.
 func (t *terminal) write(b []byte) {
 	t.revision++
 	t.raw = capLog(append(t.raw, b...), t.limit)
 	for _, c := range b {
 		t.feed(c)
 	}
-	t.text = capLog(t.text, t.limit)
+	t.emu.Write(b) // never fails before closeAnswers, and then output is over
 }
 
+// answers is the emulator's input pipe: its replies to terminal queries,
+// for the PTY.
+func (t *terminal) answers() io.Reader { return t.emu }
+
+// closeAnswers ends the answer pipe, so its reader sees EOF. It closes the
+// pipe's writer rather than calling Emulator.Close, which sets a flag that
+// Read checks without synchronisation.
+func (t *terminal) closeAnswers() {
+	if c, ok := t.emu.InputPipe().(io.Closer); ok {
+		c.Close()
+	}
+}
+
+// feed tracks modes and the title; text itself is the emulator's business.
 func (t *terminal) feed(c byte) {
 	switch t.state {
 	case ground:
-		if t.pendingCR {
-			t.pendingCR = false
-			if c != '\n' {
-				// A bare CR returns to the start of the line; programs
-				// then overwrite it, so the log drops what was there.
-				t.text = t.text[:bytes.LastIndexByte(t.text, '\n')+1]
-			}
-		}
-		switch {
-		case c == 0x1b:
+		if c == 0x1b {
 			t.state = escape
-		case c == '\r':
-			t.pendingCR = true
-		case c == '\n' || c == '\t':
-			t.text = append(t.text, c)
-		case c == '\b':
-			if n := len(t.text); n > 0 && t.text[n-1] != '\n' {
-				t.text = t.text[:n-1]
-			}
-		case c < 0x20 || c == 0x7f:
-		default:
-			t.text = append(t.text, c)
 		}
 	case escape:
 		switch {
@@ -157,23 +168,45 @@ func (t *terminal) osc() {
 	}
 }
 
-// lines returns the last n lines of the text log (or of the raw log when
-// ansi is set), whether older lines were left out, and all lines when n is
-// 0. A trailing newline does not count as an empty last line.
-func (t *terminal) lines(n int, ansi bool) ([]string, bool) {
-	buf := t.text
+// screen returns the rows of the screen the program currently shows (the
+// alternate screen while it is active), one string per row with trailing
+// spaces trimmed, or with their styles as ANSI sequences when ansi is set.
+func (t *terminal) screen(ansi bool) []string {
+	s := t.emu.String()
 	if ansi {
-		buf = t.raw
+		s = t.emu.Render()
 	}
-	s := strings.TrimSuffix(string(buf), "\n")
-	if s == "" {
-		return nil, false
+	rows := strings.Split(s, "\n")
+	for i, r := range rows {
+		rows[i] = strings.TrimRight(r, " ")
 	}
-	all := strings.Split(s, "\n")
-	if n <= 0 || n >= len(all) {
-		return all, false
+	return rows
+}
+
+// history returns the scrollback, oldest first, followed by the screen.
+// The alternate screen has no history, as in a real terminal: what a
+// full-screen program scrolled away is gone.
+func (t *terminal) history(ansi bool) []string {
+	var rows []string
+	if sb := t.emu.Scrollback(); sb != nil && !t.emu.IsAltScreen() {
+		for _, l := range sb.Lines() {
+			r := l.String()
+			if ansi {
+				r = l.Render()
+			}
+			rows = append(rows, strings.TrimRight(r, " "))
+		}
 	}
-	return all[len(all)-n:], true
+	return append(rows, t.screen(ansi)...)
+}
+
+// last keeps the last n rows (all of them when n ≤ 0) and reports whether
+// any were left out.
+func last(rows []string, n int) ([]string, bool) {
+	if n <= 0 || n >= len(rows) {
+		return rows, false
+	}
+	return rows[len(rows)-n:], true
 }
 
 // capLog keeps a log under limit bytes by dropping its oldest half, cut at
