@@ -35,6 +35,10 @@ type Config struct {
 	// Zero means nats-server's default (unlimited, within the disk).
 	MaxStore  int64
 	MaxMemory int64
+	// MaxPayload is the largest message the server takes. Default
+	// DefaultMaxPayload: a turn's text may be 1 MiB, and its event is
+	// JSON (up to twice the text).
+	MaxPayload int32
 	// ClusterName, ClusterListen and Routes make the server a cluster
 	// member. All three are needed together; Routes may include this
 	// server's own address (nats-server ignores a route to itself).
@@ -60,7 +64,14 @@ func DefaultConfig() Config {
 	return Config{Listen: DefaultListen, SyncAlways: true}
 }
 
+// DefaultMaxPayload is 4 MiB: room for a 1 MiB text in an event, where
+// nats-server's own default (1 MB) is not.
+const DefaultMaxPayload = 4 << 20
+
 func (c *Config) setDefaults() {
+	if c.MaxPayload == 0 {
+		c.MaxPayload = DefaultMaxPayload
+	}
 	if c.ServerName == "" {
 		c.ServerName = DefaultServerName()
 	}

@@ -48,6 +48,9 @@ func (s *Server) options() (*server.Options, error) {
 	opts.SyncAlways = s.cfg.SyncAlways
 	opts.JetStreamMaxStore = s.cfg.MaxStore
 	opts.JetStreamMaxMemory = s.cfg.MaxMemory
+	if opts.MaxPayload == 0 {
+		opts.MaxPayload = s.cfg.MaxPayload // a config file's own max_payload wins
+	}
 	// fleetd owns the process: its run group handles signals, not nats-server.
 	opts.NoSigs = true
 	opts.NoLog = s.cfg.Logger == nil

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -60,13 +61,15 @@ type envelope struct {
 	Data            json.RawMessage `json:"data"`
 }
 
-// MarshalJSON writes the CloudEvents envelope.
+// MarshalJSON writes the CloudEvents envelope. Text is not HTML-escaped
+// ("<" stays one byte, not six): a turn's text is code and prose, and a
+// 1 MiB text must still fit a NATS message.
 func (e Event) MarshalJSON() ([]byte, error) {
-	data, err := json.Marshal(e.Data)
+	data, err := marshal(e.Data)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s data: %w", e.Type(), err)
 	}
-	return json.Marshal(envelope{
+	return marshal(envelope{
 		SpecVersion:     SpecVersion,
 		ID:              e.ID,
 		Type:            e.Type(),
@@ -78,6 +81,17 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		CausationID:     e.CausationID,
 		Data:            data,
 	})
+}
+
+// marshal is json.Marshal without HTML escaping.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Decode parses and validates a message from the stream. subject is the

@@ -13,6 +13,10 @@ type Call struct {
 	// ToolResults are the tool_result blocks that come after the prompt, in
 	// order: the results of earlier rounds of this turn's tool loop.
 	ToolResults []ToolResult
+	// Attached are the files Claude Code attached to the prompt because it
+	// @-mentioned them: it reads each with its Read tool and sends the
+	// call and the numbered result as system reminders before the prompt.
+	Attached []Attachment
 	// System is the system prompt, its text blocks joined by newlines.
 	System string
 	// Model is the requested model, echoed back in the answer.
@@ -31,6 +35,15 @@ type Call struct {
 	Schema json.RawMessage
 	// Body is the raw request body.
 	Body []byte
+}
+
+// Attachment is one file attached to a prompt, as the model saw it.
+type Attachment struct {
+	// Path is the file Claude Code read.
+	Path string
+	// Text is the file's content with the Read tool's line numbers
+	// removed: what the file holds, up to what Claude Code chose to send.
+	Text string
 }
 
 // ToolResult is one tool_result block sent back by the client.
@@ -98,7 +111,71 @@ func parseCall(body []byte) (Call, error) {
 		c.Tools = append(c.Tools, t.Name)
 	}
 	c.Prompt, c.ToolResults = extractPrompt(req.Messages)
+	c.Attached = extractAttached(req.Messages)
 	return c, nil
+}
+
+const (
+	readCall   = "Called the Read tool with the following input: "
+	readResult = "Result of calling the Read tool:\n"
+)
+
+// extractAttached finds the Read call/result reminder pairs of the
+// current turn (the user messages after the last assistant message).
+func extractAttached(msgs []wireMessage) []Attachment {
+	var out []Attachment
+	var path string
+	for _, m := range msgs {
+		if m.Role == "assistant" {
+			out, path = nil, ""
+			continue
+		}
+		for _, b := range blocksOf(m.Content) {
+			t := strings.TrimSpace(b.Text)
+			if b.Type != "text" || !strings.HasPrefix(t, systemReminder) {
+				continue
+			}
+			body := strings.TrimSuffix(strings.TrimPrefix(t, systemReminder), "</system-reminder>")
+			body = strings.TrimPrefix(body, "\n")
+			switch {
+			case strings.HasPrefix(body, readCall):
+				var in struct {
+					FilePath string `json:"file_path"`
+				}
+				_ = json.Unmarshal([]byte(strings.TrimSpace(strings.TrimPrefix(body, readCall))), &in)
+				path = in.FilePath
+			case strings.HasPrefix(body, readResult) && path != "":
+				out = append(out, Attachment{Path: path, Text: unnumber(strings.TrimPrefix(body, readResult))})
+				path = ""
+			}
+		}
+	}
+	return out
+}
+
+// unnumber undoes the Read tool's "N\t" line prefixes. The result ends
+// with a newline after its last numbered line, which is not the file's.
+func unnumber(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if _, rest, ok := strings.Cut(l, "\t"); ok && isDigits(strings.TrimSpace(l[:len(l)-len(rest)-1])) {
+			lines[i] = rest
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // extractPrompt finds the user's prompt and the tool results after it.

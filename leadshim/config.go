@@ -8,11 +8,17 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
 )
+
+// DefaultMaxText is the largest text a turn may carry: 1 MiB. Texts
+// longer than Claude Code's composer takes well reach the agent as a file
+// (see herdrbridge.PlanText).
+const DefaultMaxText = 1 << 20
 
 // DefaultAddr is where the shim listens unless told otherwise: loopback.
 const DefaultAddr = "127.0.0.1:8765"
@@ -36,8 +42,12 @@ type Config struct {
 	Now    func() time.Time
 	// NewID makes turn ids; default monotonic ULIDs.
 	NewID func() string
-	// MaxBody bounds a request body. Default 1 MiB.
+	// MaxBody bounds a request body. Default 8 MiB (a MaxText text, JSON
+	// escaped).
 	MaxBody int64
+	// MaxText bounds a turn's text, once normalised. Default
+	// DefaultMaxText; longer is 413 before anything is queued.
+	MaxText int
 	// DefaultTimeout is a send's timeout when it names none. Default 10m.
 	DefaultTimeout time.Duration
 	// MaxTimeout bounds a send's timeout and a long-poll. Default 24h.
@@ -46,6 +56,9 @@ type Config struct {
 	Version string
 	// Host names this shim in event sources (fleetd/<host>/shim).
 	Host string
+	// Collectors are more Prometheus series for /metrics (the herdr
+	// bridge's, say).
+	Collectors []prometheus.Collector
 }
 
 func (c *Config) setDefaults() {
@@ -62,7 +75,10 @@ func (c *Config) setDefaults() {
 		c.NewID = events.NewULIDSource(c.Now)
 	}
 	if c.MaxBody == 0 {
-		c.MaxBody = 1 << 20
+		c.MaxBody = 8 << 20
+	}
+	if c.MaxText == 0 {
+		c.MaxText = DefaultMaxText
 	}
 	if c.DefaultTimeout == 0 {
 		c.DefaultTimeout = 10 * time.Minute
@@ -87,7 +103,7 @@ func (c Config) Validate() error {
 	if c.Views == nil {
 		errs = append(errs, fmt.Errorf("%w: no Views", ErrConfig))
 	}
-	if c.MaxBody < 0 || c.DefaultTimeout < 0 || c.MaxTimeout < 0 {
+	if c.MaxBody < 0 || c.MaxText < 0 || c.DefaultTimeout < 0 || c.MaxTimeout < 0 {
 		errs = append(errs, fmt.Errorf("%w: negative MaxBody or timeout", ErrConfig))
 	}
 	loop, err := Loopback(c.Addr)

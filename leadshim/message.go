@@ -16,13 +16,21 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/orchestrator"
+	"github.com/fleetd/fleetd/roles"
 )
 
 // Message is the body of POST /message and of the micro endpoint send.
 type Message struct {
 	// To is an agent id ("w-claude-1") or a role ("role:w-local").
-	To   string `json:"to"`
-	Text string `json:"text"`
+	To string `json:"to"`
+	// Text is the prompt. What is typed is lifecycle.Normalize(Text):
+	// control sequences removed, CR and CRLF made LF, nothing else
+	// changed; the turn says what was removed.
+	Text string `json:"text,omitempty"`
+	// Command is a slash command to type on purpose ("/clear",
+	// "/compact focus on the tests"), instead of Text; the target's role
+	// must allow it. The turn completes when the agent is idle again.
+	Command string `json:"command,omitempty"`
 	// From names the sender; default "lead".
 	From string `json:"from,omitempty"`
 	// Context are context selectors: item keys and tag:T. Without Job
@@ -213,8 +221,9 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 	if aerr != nil {
 		return answer{}, aerr
 	}
-	if strings.TrimSpace(m.Text) == "" {
-		return answer{}, fail(http.StatusBadRequest, "empty_text", `"text" is empty`)
+	text, norm, aerr := s.checkText(m)
+	if aerr != nil {
+		return answer{}, aerr
 	}
 	timeout, aerr := s.parseDuration("timeout", m.Timeout, s.cfg.DefaultTimeout)
 	if aerr != nil {
@@ -226,22 +235,36 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 	if aerr := s.admit(to, m.Queue); aerr != nil {
 		return answer{}, aerr
 	}
+	if aerr := s.checkCommand(m, to); aerr != nil {
+		return answer{}, aerr
+	}
 	if s.cfg.NC != nil && !s.cfg.NC.IsConnected() {
 		return answer{}, fail(http.StatusServiceUnavailable, "nats_unavailable", "not connected to NATS")
 	}
+	m.Text = text
 	text, ref, aerr := s.slice(ctx, m, to)
 	if aerr != nil {
 		return answer{}, aerr
+	}
+	if ref != "" {
+		// The slice's context items join the prompt: the text rule holds
+		// for them too.
+		var more events.Normalization
+		text, more = lifecycle.Normalize(text)
+		norm = addNorm(norm, more)
+		if aerr := s.checkSize(text); aerr != nil {
+			return answer{}, aerr
+		}
 	}
 	id := s.cfg.NewID()
 	deadline := s.cfg.Now().Add(timeout)
 	ev := events.Event{ID: id, CorrelationID: id, Source: s.source}
 	if to.agent != "" {
 		ev.Subject = to.agent
-		ev.Data = events.AgentQueued{From: m.From, Text: text, Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: deadline}
+		ev.Data = events.AgentQueued{From: m.From, Text: text, Command: m.Command, Normalized: norm, Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: deadline}
 	} else {
 		ev.Subject = to.role
-		ev.Data = events.RoleQueued{From: m.From, Text: text, Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: deadline}
+		ev.Data = events.RoleQueued{From: m.From, Text: text, Command: m.Command, Normalized: norm, Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: deadline}
 	}
 	ack, err := s.cfg.Log.Append(ctx, ev)
 	if err != nil {
@@ -259,6 +282,70 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 		return answer{status: http.StatusAccepted, body: Accepted{ID: id, Status: string(lifecycle.StateQueued)}}, nil
 	}
 	return s.await(ctx, id, timeout)
+}
+
+// checkText validates what a send asks to type, before anything is
+// queued: a text or a command, never both or neither; a text that is not
+// empty once normalised and within MaxText (413 otherwise). It returns the
+// normalised text and what normalising changed.
+func (s *Server) checkText(m Message) (string, events.Normalization, *apiError) {
+	switch {
+	case m.Text != "" && m.Command != "":
+		return "", events.Normalization{}, fail(http.StatusBadRequest, "text_and_command", `give "text" (a prompt) or "command" (a slash command), not both`)
+	case m.Command != "":
+		if len(m.Context) > 0 || m.Job != "" {
+			return "", events.Normalization{}, fail(http.StatusBadRequest, "bad_command", "a command turn carries no context or job")
+		}
+		return "", events.Normalization{}, nil
+	case m.Text == "":
+		return "", events.Normalization{}, fail(http.StatusBadRequest, "empty_text", `"text" is empty (or send "command" to type a slash command)`)
+	}
+	text, norm := lifecycle.Normalize(m.Text)
+	if strings.TrimSpace(text) == "" {
+		return "", norm, fail(http.StatusBadRequest, "empty_text", `"text" is empty once control sequences are removed`)
+	}
+	return text, norm, s.checkSize(text)
+}
+
+// checkSize refuses a text over MaxText, or one the NATS server could not
+// take as an event (its max_payload), with 413.
+func (s *Server) checkSize(text string) *apiError {
+	if len(text) > s.cfg.MaxText {
+		return fail(http.StatusRequestEntityTooLarge, "text_too_large", "the text is %d bytes; the limit is %d (send a longer text as a file the agent can read)", len(text), s.cfg.MaxText)
+	}
+	if s.cfg.NC != nil {
+		// An event is JSON: the text escaped (at most twice as long) in
+		// an envelope of a few hundred bytes.
+		if need, limit := 2*int64(len(text))+4096, s.cfg.NC.MaxPayload(); limit > 0 && need > limit {
+			return fail(http.StatusRequestEntityTooLarge, "text_too_large", "the text is %d bytes; the NATS server takes messages up to %d bytes (max_payload), so texts up to about %d", len(text), limit, (limit-4096)/2)
+		}
+	}
+	return nil
+}
+
+// checkCommand refuses a command the target's role does not allow (400).
+func (s *Server) checkCommand(m Message, to target) *apiError {
+	if m.Command == "" {
+		return nil
+	}
+	roleName := to.role
+	if to.agent != "" {
+		a, _ := s.cfg.Views.Agent(to.agent)
+		roleName = a.Role
+	}
+	role, err := s.cfg.Roles.Get(roleName)
+	if err != nil {
+		role = roles.Role{Name: roleName}
+	}
+	if err := role.AllowsCommand(m.Command); err != nil {
+		return fail(http.StatusBadRequest, "command_not_allowed", "%v", err)
+	}
+	return nil
+}
+
+func addNorm(a, b events.Normalization) events.Normalization {
+	return events.Normalization{ControlSequences: a.ControlSequences + b.ControlSequences,
+		CarriageReturns: a.CarriageReturns + b.CarriageReturns, RemovedBytes: a.RemovedBytes + b.RemovedBytes}
 }
 
 // slice resolves a send's context selectors against its job's context
@@ -317,6 +404,10 @@ func (s *Server) admit(to target, queue *bool) *apiError {
 			return fail(http.StatusNotFound, "unknown_agent", "no agent %q in the roster", to.agent)
 		case a.Exited:
 			return fail(http.StatusConflict, "exited", "agent %s has exited", to.agent)
+		case a.SessionEnded && (queue == nil || !*queue):
+			return fail(http.StatusConflict, "session_ended", `agent %s's Claude Code session ended (its pane may show a shell; nothing is typed there); restart it, or send with "queue": true to wait for a new session`, to.agent)
+		case a.NeedsAttention != "" && (queue == nil || !*queue):
+			return fail(http.StatusConflict, "needs_attention", `agent %s needs attention (%s: %s); send with "queue": true to queue anyway`, to.agent, a.NeedsAttention, a.AttentionDetail)
 		case a.Status == events.StatusBlocked && (queue == nil || !*queue):
 			return fail(http.StatusConflict, "blocked", `agent %s is blocked (waiting for a person); send with "queue": true to queue anyway`, to.agent)
 		case queue != nil && !*queue && !a.Ready():

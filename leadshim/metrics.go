@@ -104,3 +104,13 @@ func (s *Server) countOutcome(ctx context.Context, ev events.Event) {
 		s.metrics.latency.Observe(d.Seconds())
 	}
 }
+
+// registerAll registers extra collectors on the shim's registry.
+func registerAll(reg *prometheus.Registry, cs []prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -36,6 +36,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, source: "fleetd/" + cfg.Host + "/shim", stopping: context.Background()}
 	s.metrics = newMetrics(cfg.Views)
+	if err := registerAll(s.metrics.reg, cfg.Collectors); err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", ErrConfig, err)
+	}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -24,4 +24,9 @@ var (
 	ErrTaskFailed = errors.New("task failed")
 	// ErrConfig: a constructor was given an incomplete config.
 	ErrConfig = errors.New("invalid config")
+	// ErrEmptyText: a message's text is empty once control sequences are
+	// removed (lifecycle.Normalize), so there is nothing to type.
+	ErrEmptyText = errors.New("empty text")
+	// ErrTextAndCommand: a message carries both a text and a command.
+	ErrTextAndCommand = errors.New("both a text and a command")
 )

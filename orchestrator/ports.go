@@ -44,7 +44,9 @@ type Message struct {
 	// To is an agent id or role:R.
 	To   string
 	Text string
-	From string
+	// Command, instead of Text, types a slash command on purpose.
+	Command string
+	From    string
 	// Context are the selectors (keys, tag:T) the slice was cut by.
 	Context  []string
 	SliceRef string

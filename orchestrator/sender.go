@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
@@ -35,6 +36,14 @@ func (s *LogSender) Send(ctx context.Context, m Message) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The text rule holds on every way into the log (DESIGN.md).
+	text, norm := lifecycle.Normalize(m.Text)
+	switch {
+	case m.Command != "" && m.Text != "":
+		return "", fmt.Errorf("send to %s: %w", m.To, ErrTextAndCommand)
+	case m.Command == "" && strings.TrimSpace(text) == "":
+		return "", fmt.Errorf("send to %s: %w", m.To, ErrEmptyText)
+	}
 	id := m.Turn
 	if id == "" {
 		id = s.NewID()
@@ -42,10 +51,10 @@ func (s *LogSender) Send(ctx context.Context, m Message) (string, error) {
 	ev := events.Event{ID: id, Subject: t.Name, CorrelationID: id}
 	switch t.Kind {
 	case TargetAgent:
-		ev.Data = events.AgentQueued{From: m.From, Text: m.Text, Context: m.Context, SliceRef: m.SliceRef,
+		ev.Data = events.AgentQueued{From: m.From, Text: text, Command: m.Command, Normalized: norm, Context: m.Context, SliceRef: m.SliceRef,
 			Deadline: m.Deadline, Job: m.Job, Task: m.Task}
 	case TargetRole:
-		ev.Data = events.RoleQueued{From: m.From, Text: m.Text, Context: m.Context, SliceRef: m.SliceRef,
+		ev.Data = events.RoleQueued{From: m.From, Text: text, Command: m.Command, Normalized: norm, Context: m.Context, SliceRef: m.SliceRef,
 			Deadline: m.Deadline, Job: m.Job, Task: m.Task}
 	default:
 		return "", fmt.Errorf("%w %q: a sender takes an agent or role:R; resolve sessions first", ErrInvalidTarget, m.To)

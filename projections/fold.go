@@ -220,7 +220,8 @@ func (m *materializer) apply(ev events.Event, b *batch) {
 	case events.RoleQueued:
 		m.turnEvent(ev, b)
 	case events.AgentRegistered, events.AgentStatusChanged, events.AgentQueued, events.AgentTyped,
-		events.AgentSubmitted, events.AgentReplied, events.AgentFailed, events.AgentSession, events.AgentExited:
+		events.AgentSubmitted, events.AgentReplied, events.AgentFailed, events.AgentSession, events.AgentExited,
+		events.AgentDeferred, events.AgentAttention:
 		m.agentEvent(ev, d, b)
 	}
 }
@@ -296,6 +297,11 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		m.activity(s, ev.Time)
 	case events.AgentSession:
 		m.session(a, ev, d, b)
+	case events.AgentAttention:
+		a.NeedsAttention, a.AttentionDetail = d.Reason, d.Detail
+		if d.Reason == "" {
+			a.AttentionDetail = ""
+		}
 	case events.AgentExited:
 		a.Exited = true
 		if s, ok := m.st.sessions[a.Session]; ok && s.Agent == id && s.State == SessionActive {
@@ -342,7 +348,15 @@ func (m *materializer) session(a *agentRow, ev events.Event, d events.AgentSessi
 		a.Session = d.Name
 	}
 	s := m.sessionOf(a, a.Session, b)
-	if d.SessionID != "" {
+	switch {
+	case d.State == "started":
+		a.SessionEnded = false
+	case d.State == "ended" && d.Reason != "clear" && (d.SessionID == "" || a.SessionID == "" || d.SessionID == a.SessionID):
+		// A /clear ends a session and starts the next at once; an end of
+		// a session already replaced changes nothing.
+		a.SessionEnded = true
+	}
+	if d.SessionID != "" && d.State == "started" || a.SessionID == "" {
 		s.SessionID, s.Resume, a.SessionID = d.SessionID, d.SessionID, d.SessionID
 	}
 	if d.TranscriptPath != "" {

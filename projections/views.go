@@ -34,12 +34,22 @@ type Agent struct {
 	Exited    bool   `json:"exited,omitempty"`
 	Stale     bool   `json:"stale,omitempty"`
 	Violation string `json:"violation,omitempty"`
+	// SessionEnded: the agent's hooks said its Claude Code session ended
+	// (an /exit, a crash) and none started since: nothing is typed into
+	// its pane, which may show a shell.
+	SessionEnded bool `json:"session_ended,omitempty"`
+	// NeedsAttention is why the gateway types nothing into the agent until
+	// a person looks (its prompt box holds text, a dialog is open, its
+	// pane shows a shell), with AttentionDetail saying what it saw.
+	NeedsAttention  string `json:"needs_attention,omitempty"`
+	AttentionDetail string `json:"attention_detail,omitempty"`
 }
 
 // Ready reports whether a new turn may be given to the agent now: alive,
-// ready status, nothing queued or in flight.
+// ready status, nothing queued or in flight, nothing for a person to fix.
 func (a Agent) Ready() bool {
-	return !a.Exited && !a.Stale && a.Status.Ready() && a.CurrentTurn == "" && a.QueueDepth == 0
+	return !a.Exited && !a.Stale && !a.SessionEnded && a.NeedsAttention == "" &&
+		a.Status.Ready() && a.CurrentTurn == "" && a.QueueDepth == 0
 }
 
 // Session is one named, resumable agent conversation.

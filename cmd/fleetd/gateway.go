@@ -75,9 +75,10 @@ type Gateway struct {
 	// incarnations (nil with NoHerdr).
 	Sessions *orchestrator.Sessions
 
-	shim        *leadshim.Server
-	httpAddr    string
-	herdrSocket string
+	shim         *leadshim.Server
+	httpAddr     string
+	herdrSocket  string
+	herdrMetrics *herdrbridge.Metrics
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -174,9 +175,10 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 		return fmt.Errorf("lead shim: %w", err)
 	}
 	g.httpAddr = ln.Addr().String()
+	g.herdrMetrics = herdrbridge.NewMetrics()
 	g.shim, err = leadshim.New(leadshim.Config{
 		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
-		NC: g.nc, Logger: g.log, Host: host,
+		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(),
 	})
 	if err != nil {
 		ln.Close()
@@ -222,7 +224,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 	}
 	br, err := herdrbridge.NewBridge(herdrbridge.BridgeConfig{
 		Host: g.cfg.Host, SocketPath: socket, Log: g.Log, Roles: g.Roles, Logger: g.log,
-		SubmitTimeout: g.cfg.SubmitTimeout,
+		SubmitTimeout: g.cfg.SubmitTimeout, Metrics: g.herdrMetrics,
 		Launch: herdrbridge.Launch{
 			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, AgentCreds: paneCreds(g.cfg.Creds), FleetURL: "http://" + g.httpAddr,
 			SpoolDir: spool, Settings: settings,
@@ -237,7 +239,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 	// One fleet-wide reaper per host, for this host's panes only.
 	g.Sessions, err = orchestrator.NewSessions(orchestrator.SessionConfig{
 		Log: g.Log, Views: g.Views, AllTiers: true, Host: g.cfg.Host, IdleTTL: g.cfg.IdleTTL,
-		Spawner: &herdrSpawner{bridge: br, herdr: herdrbridge.New(socket), agents: g.Views, host: g.cfg.Host},
+		Spawner: &herdrSpawner{bridge: br, herdr: herdrbridge.New(socket, herdrbridge.WithObserver(g.herdrMetrics.Observe)), agents: g.Views, host: g.cfg.Host},
 		OnError: func(err error) { g.log.Warn("session reaper", "err", err) },
 	})
 	if err != nil {

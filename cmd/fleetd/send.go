@@ -17,7 +17,8 @@ import (
 // unless --async, waits for the reply.
 type SendCmd struct {
 	To      string        `short:"t" help:"Agent id (w-claude-1) or role:<role> (role:w-local)." placeholder:"TARGET"`
-	Text    []string      `arg:"" optional:"" help:"The prompt (words are joined); '-' reads it from stdin."`
+	Text    []string      `arg:"" optional:"" help:"The prompt (words are joined); '-' reads it from stdin (one trailing newline dropped). It reaches the model as sent, control sequences removed; text Claude Code would not keep (a leading /command, tabs, long texts) arrives as a file in the agent's .fleet/inbox/."`
+	Command string        `help:"Type a slash command on purpose instead of a prompt (e.g. /clear, '/compact focus on tests'); the role must allow it (default /clear and /compact)." placeholder:"/CMD"`
 	Async   bool          `help:"Do not wait: print the turn id and return."`
 	Timeout time.Duration `help:"How long the turn may take; the call waits as long." default:"10m"`
 	Context []string      `help:"Context keys or tags for the turn, comma-separated (k1,tag:api); with --job they pick the slice of the job's context the prompt carries." sep:","`
@@ -56,7 +57,7 @@ func (c *SendCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	wait := !c.Async
-	msg := leadshim.Message{To: c.To, Text: text, From: c.From, Context: c.Context, Job: c.Job, Timeout: c.Timeout.String(), Wait: &wait}
+	msg := leadshim.Message{To: c.To, Text: text, Command: c.Command, From: c.From, Context: c.Context, Job: c.Job, Timeout: c.Timeout.String(), Wait: &wait}
 	if c.Async {
 		var acc leadshim.Accepted
 		if _, err := cl.do(ctx, "POST", "/message", msg, &acc); err != nil {
@@ -88,10 +89,17 @@ func (c *SendCmd) text() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("read the prompt from stdin: %w", err)
 		}
-		text = string(b)
+		// A file or a heredoc ends with a newline that is not part of
+		// the message (as in $(cat file)).
+		text = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	}
-	if strings.TrimSpace(text) == "" {
-		return "", exitError{code: exitRefused, err: errors.New("no prompt text: give it as arguments or '-' for stdin")}
+	switch {
+	case c.Command != "" && text != "":
+		return "", exitError{code: exitRefused, err: errors.New("give a prompt or --command, not both")}
+	case c.Command != "":
+		return "", nil
+	case strings.TrimSpace(text) == "":
+		return "", exitError{code: exitRefused, err: errors.New("no prompt text: give it as arguments or '-' for stdin (or --command /clear)")}
 	}
 	return text, nil
 }

@@ -282,3 +282,18 @@ func TestUnreadAnswersDoNotStallOutput(t *testing.T) {
 		t.Errorf("closing took %v", d)
 	}
 }
+
+// Claude Code's idle title "✳ Claude Code" holds the byte 0x9C in its
+// UTF-8; an emulator that took it for ST would print the rest of the title
+// onto the screen.
+func TestATitleNeverReachesTheScreen(t *testing.T) {
+	term := newTerminal(40, 5, 1<<20)
+	term.write([]byte("\x1b]0;✳ Claude Code\x07row one\r\n\x1b]2;⠋ working\x1b\\row two\r\n\x1bP1$r\x1b\\\x1b[1mbold\x1b[0m"))
+	got := strings.Join(term.screen(false), "|")
+	if want := "row one|row two|bold||"; got != want {
+		t.Errorf("screen %q, want %q", got, want)
+	}
+	if term.title != "⠋ working" {
+		t.Errorf("title %q", term.title)
+	}
+}

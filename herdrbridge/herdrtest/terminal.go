@@ -35,6 +35,8 @@ type terminal struct {
 	bracketed bool
 	title     string
 	revision  uint64
+
+	heldESC bool // an ESC whose sequence is not known yet
 }
 
 type parseState int
@@ -62,10 +64,41 @@ func newTerminal(cols, rows, limit int) *terminal {
 func (t *terminal) write(b []byte) {
 	t.revision++
 	t.raw = capLog(append(t.raw, b...), t.limit)
+	screen := make([]byte, 0, len(b))
 	for _, c := range b {
+		prev := t.state
 		t.feed(c)
+		screen = t.toScreen(screen, prev, c)
 	}
-	t.emu.Write(b) // never fails before closeAnswers, and then output is over
+	t.emu.Write(screen) // never fails before closeAnswers, and then output is over
+}
+
+// toScreen appends what of byte c (read in state prev) the emulator gets.
+// OSC strings and DCS/SOS/PM/APC strings never reach it: the tracker has
+// what they say (the title), and vt v0.1.0 ends an OSC at any 0x9C byte —
+// inside the UTF-8 of "✳ Claude Code", Claude Code's idle title — and would
+// print the rest onto the screen. An ESC is held until the next byte says
+// whether it starts such a string.
+func (t *terminal) toScreen(out []byte, prev parseState, c byte) []byte {
+	str := func(s parseState) bool { return s == osc || s == oscEsc || s == strSeq || s == strSeqEsc }
+	switch {
+	case prev == ground && c == 0x1b:
+		t.heldESC = true
+		return out
+	case prev == escape || prev == oscEsc && c != '\\':
+		held := t.heldESC || prev == oscEsc
+		t.heldESC = false
+		if str(t.state) {
+			return out
+		}
+		if held {
+			out = append(out, 0x1b)
+		}
+		return append(out, c)
+	case str(prev):
+		return out
+	}
+	return append(out, c)
 }
 
 // answers is the emulator's input pipe: its replies to terminal queries,
