@@ -46,7 +46,7 @@ func TestSimAgentDrawsClaudesPromptBox(t *testing.T) {
 		t.Errorf("%d rules on screen after editing, want the one box redrawn in place:\n%s", n, strings.Join(rows, "\n"))
 	}
 	term.write(t, "\r")
-	rows = term.waitScreen(t, "the reply", func(rows []string) bool { return contains(rows, "● SIM: hello") })
+	term.waitScreen(t, "the reply", func(rows []string) bool { return contains(rows, "● SIM: hello") })
 	rows = term.waitBox(t, "")
 	if i, j := slices.Index(rows, "❯ hello"), slices.Index(rows, "● SIM: hello"); i < 0 || j < i {
 		t.Errorf("want the past prompt then its reply above the box:\n%s", strings.Join(rows, "\n"))
