@@ -106,7 +106,19 @@ func CostFor(in, out, cacheRead int64) float64 {
 type Agent struct {
 	cfg Config
 
-	mu  sync.Mutex // guards writes to cfg.Out
+	// mu guards the terminal (writes to cfg.Out, the screen, the composer,
+	// working), the input queue and sid.
+	mu      sync.Mutex
+	scr     screen
+	ed      composer
+	working bool // a turn runs: the status row shows above the box
+	// queue holds what was submitted and not yet run, in order: Claude
+	// queues prompts typed while it works and runs them afterwards.
+	queue     []inputEvent
+	wake      chan struct{} // something was queued
+	confirm   chan struct{} // a permission dialog was answered
+	inputDone chan struct{} // the input loop ended (the terminal closed)
+
 	sid string
 	tp  string // transcript path
 	// totalCost is the session's running cost (cost-state lines).
@@ -126,117 +138,323 @@ func New(cfg Config) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Agent{cfg: cfg}, nil
+	a := &Agent{cfg: cfg, wake: make(chan struct{}, 1), confirm: make(chan struct{}, 1), inputDone: make(chan struct{})}
+	a.scr = screen{out: cfg.Out, width: a.width, box: a.box}
+	return a, nil
 }
 
-// SessionID is the session's id, set once Run has started.
-func (a *Agent) SessionID() string { return a.sid }
+// SessionID is the session's id, set once Run has started; /clear starts
+// a new one.
+func (a *Agent) SessionID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sid
+}
 
 // Screen sequences.
 const (
 	bracketedPasteOn  = "\x1b[?2004h"
 	bracketedPasteOff = "\x1b[?2004l"
 	idleTitle         = "✳ Claude Code"
-	promptLine        = "\r\n❯ "
 )
 
 var spinner = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
 
-func (a *Agent) print(s string) {
+// raw writes sequences that leave the screen's layout alone.
+func (a *Agent) raw(s string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, _ = io.WriteString(a.cfg.Out, s)
+	a.scr.raw(s)
 }
 
-func (a *Agent) title(t string) { a.print("\x1b]0;" + t + "\x07") }
+// above prints text above the prompt box.
+func (a *Agent) above(s string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.scr.above(s)
+}
+
+// update changes what the box shows and redraws it.
+func (a *Agent) update(f func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f()
+	a.scr.refresh()
+}
+
+func (a *Agent) title(t string) { a.raw("\x1b]0;" + t + "\x07") }
+
+// box is what the bottom of the screen shows: the composer, under a
+// status row while a turn works.
+func (a *Agent) box(w int) []string {
+	rows := a.ed.rows(w)
+	if a.working {
+		rows = append([]string{workingRow, ""}, rows...)
+	}
+	return rows
+}
+
+// width is the terminal's width, asked of whichever of Out and In is a
+// terminal; 80 when neither is.
+func (a *Agent) width() int {
+	for _, f := range []any{a.cfg.Out, a.cfg.In} {
+		if w := termWidth(f); w > 0 {
+			return w
+		}
+	}
+	return 80
+}
 
 // Run starts the session, serves prompts until "/exit", the end of input
 // or ctx, and returns nil on a clean end. A read of In blocked when Run
 // returns ends with In (the terminal closing).
 func (a *Agent) Run(ctx context.Context) error {
 	source := "startup"
-	a.sid = newUUID()
+	sid := newUUID()
 	if a.cfg.Resume != "" {
-		a.sid, source = a.cfg.Resume, "resume"
+		sid, source = a.cfg.Resume, "resume"
 	}
 	if err := os.MkdirAll(a.cfg.TranscriptDir, 0o755); err != nil {
 		return fmt.Errorf("simagent: transcript dir: %w", err)
 	}
-	a.tp = filepath.Join(a.cfg.TranscriptDir, a.sid+".jsonl")
-	if _, err := os.Stat(a.tp); err != nil {
-		if err := a.appendTranscript(map[string]any{"type": "summary", "summary": "fleetd sim-agent session", "sessionId": a.sid}); err != nil {
-			return err
-		}
+	if err := a.startTranscript(sid); err != nil {
+		return err
 	}
-	a.print(bracketedPasteOn)
+	// Bracketed paste goes on before the box is first drawn: the box is
+	// the sign of readiness a client waits for.
+	a.raw(bracketedPasteOn)
 	a.title(idleTitle)
-	a.print(fmt.Sprintf("✻ Welcome to the fleetd simulated Claude Code (%s)\r\n  cwd: %s\r\n", a.cfg.Model, a.cfg.Cwd))
+	welcome := fmt.Sprintf("✻ Welcome to the fleetd simulated Claude Code (%s)\n  cwd: %s", a.cfg.Model, a.cfg.Cwd)
 	if source == "resume" {
-		a.print("  resumed session " + a.sid + "\r\n")
+		welcome += "\n  resumed session " + sid
 	}
+	a.above(welcome)
 	a.hook(ctx, "SessionStart", map[string]any{"source": source, "model": a.cfg.Model})
-	a.print(promptLine)
-	defer a.print(bracketedPasteOff + "\r\n")
+	a.update(a.scr.show)
+	defer a.raw(bracketedPasteOff + "\r\n")
 
-	submits := make(chan string)
-	readCtx, stopRead := context.WithCancel(ctx)
-	defer stopRead()
-	go a.read(readCtx, submits)
+	inputCtx, stopInput := context.WithCancel(ctx)
+	inputEnded := make(chan struct{})
+	go func() {
+		defer close(inputEnded)
+		a.input(inputCtx)
+	}()
+	defer func() {
+		stopInput()
+		<-inputEnded
+	}()
 
 	for {
-		var s string
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return nil
-		case s, ok = <-submits:
+		ev, ok := a.next(ctx)
+		if !ok {
+			return nil // ctx ended or the terminal closed
 		}
-		switch {
-		case !ok:
-			return nil // the terminal closed
-		case s == "" || s == keyInterrupt:
-			if s == keyInterrupt {
-				a.print(promptLine)
+		// The history shows what the composer showed: a long paste as its
+		// placeholder.
+		if ev.kind == evBash {
+			a.above("! " + indent(ev.shown))
+			a.bash(ctx, ev.value)
+			continue
+		}
+		a.above("❯ " + indent(ev.shown))
+		if name, ok := slashCommand(ev.value); ok {
+			exit, err := a.command(ctx, name)
+			if exit || err != nil {
+				return err
 			}
 			continue
-		case s == "/exit":
-			a.print("\r\n")
-			a.hook(ctx, "SessionEnd", map[string]any{"prompt_id": a.lastPrompt, "reason": "prompt_input_exit"})
-			return nil
 		}
-		if err := a.turn(ctx, s, submits); err != nil {
+		if err := a.turn(ctx, ev.value); err != nil {
 			return err
 		}
 		a.title(idleTitle)
-		a.print(promptLine)
 	}
 }
 
-// read feeds input to the line editor and hands submitted prompts over.
-func (a *Agent) read(ctx context.Context, submits chan<- string) {
-	defer close(submits)
-	var ed lineEditor
-	buf := make([]byte, 4096)
+// startTranscript makes sid the session and starts its transcript unless
+// it exists (a resumed session's grows).
+func (a *Agent) startTranscript(sid string) error {
+	a.mu.Lock()
+	a.sid = sid
+	a.mu.Unlock()
+	a.tp = filepath.Join(a.cfg.TranscriptDir, sid+".jsonl")
+	a.totalCost, a.modelIn, a.modelOut, a.lastPrompt = 0, 0, 0, ""
+	if _, err := os.Stat(a.tp); err == nil {
+		return nil
+	}
+	return a.appendTranscript(map[string]any{"type": "summary", "summary": "fleetd sim-agent session", "sessionId": sid})
+}
+
+// next waits for the next submitted command. It reports false once ctx
+// ends, or the terminal closed and everything queued has run.
+func (a *Agent) next(ctx context.Context) (inputEvent, bool) {
 	for {
-		n, err := a.cfg.In.Read(buf)
-		if n > 0 {
-			subs, echo := ed.feed(buf[:n])
-			if echo != "" {
-				a.print(echo)
+		a.mu.Lock()
+		if len(a.queue) > 0 {
+			ev := a.queue[0]
+			a.queue = a.queue[1:]
+			a.mu.Unlock()
+			return ev, true
+		}
+		a.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return inputEvent{}, false
+		case <-a.wake:
+		case <-a.inputDone:
+			a.mu.Lock()
+			n := len(a.queue)
+			a.mu.Unlock()
+			if n == 0 {
+				return inputEvent{}, false
 			}
-			for _, s := range subs {
+		}
+	}
+}
+
+// escWait is how long input must stay quiet before a lone ESC counts as
+// the Esc key rather than the start of a sequence split across reads.
+const escWait = 50 * time.Millisecond
+
+// input feeds the terminal's input to the composer, redraws the box when
+// it changed and queues what was submitted. It runs until ctx ends or In
+// does.
+func (a *Agent) input(ctx context.Context) {
+	defer close(a.inputDone)
+	chunks := make(chan []byte)
+	// The reader is left blocked in Read when ctx ends; it returns when
+	// In closes, which is the terminal going away.
+	go func() {
+		defer close(chunks)
+		buf := make([]byte, 4096)
+		for {
+			n, err := a.cfg.In.Read(buf)
+			if n > 0 {
 				select {
-				case submits <- s:
+				case chunks <- bytes.Clone(buf[:n]):
 				case <-ctx.Done():
 					return
 				}
 			}
+			if err != nil {
+				return
+			}
 		}
-		if err != nil || ctx.Err() != nil {
+	}()
+	var quiet <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
 			return
+		case b, ok := <-chunks:
+			if !ok {
+				return
+			}
+			quiet = nil
+			if a.handle(func() []inputEvent { return a.ed.feed(b) }) {
+				quiet = time.After(escWait)
+			}
+		case <-quiet:
+			quiet = nil
+			a.handle(a.ed.flush)
 		}
 	}
 }
+
+// handle runs one composer step under the lock, redraws, and passes the
+// events on: a dialog's answer to the turn waiting for it, commands to
+// the queue. Ctrl-C with nothing to clear does what it did before the
+// composer was modelled: it never cuts a turn short, and idle there is
+// nothing to interrupt. It reports whether input waits for more bytes.
+func (a *Agent) handle(step func() []inputEvent) (pending bool) {
+	a.mu.Lock()
+	evs := step()
+	pending = len(a.ed.dec.pending) > 0
+	a.scr.refresh()
+	queued := false
+	for _, ev := range evs {
+		switch ev.kind {
+		case evConfirm:
+			select {
+			case a.confirm <- struct{}{}:
+			default:
+			}
+		case evSubmit, evBash:
+			a.queue = append(a.queue, ev)
+			queued = true
+		}
+	}
+	a.mu.Unlock()
+	if queued {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+	return pending
+}
+
+// command runs a slash command. None is a model turn: no prompt hooks, no
+// transcript lines. It reports whether the session ended.
+func (a *Agent) command(ctx context.Context, name string) (exit bool, err error) {
+	switch name {
+	case "exit":
+		a.hook(ctx, "SessionEnd", map[string]any{"prompt_id": a.lastPrompt, "reason": "prompt_input_exit"})
+		return true, nil
+	case "clear":
+		// A new session: its own id and transcript, its own costs.
+		a.hook(ctx, "SessionEnd", map[string]any{"prompt_id": a.lastPrompt, "reason": "clear"})
+		if err := a.startTranscript(newUUID()); err != nil {
+			return false, err
+		}
+		a.hook(ctx, "SessionStart", map[string]any{"source": "clear", "model": a.cfg.Model})
+		a.above("  ⎿  (no content)")
+	case "compact":
+		spin := a.spin()
+		select {
+		case <-ctx.Done():
+		case <-time.After(a.cfg.Think):
+		}
+		spin.stop()
+		a.title(idleTitle)
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		a.hook(ctx, "SessionStart", map[string]any{"source": "compact", "model": a.cfg.Model})
+		a.above("  ⎿  Compacted (ctrl+o to see full summary)")
+	case "help":
+		a.update(func() { a.ed.overlay = overlayHelp })
+	default:
+		a.above("● Unknown command: /" + name)
+	}
+	return false, nil
+}
+
+// bashTimeout bounds a bash-mode command, as Claude's Bash tool's default
+// timeout does.
+const bashTimeout = 2 * time.Minute
+
+// bash runs a bash-mode command as Claude does, bypassing the model: in
+// the session's directory, its output printed, no prompt hooks.
+func (a *Agent) bash(ctx context.Context, command string) {
+	ctx, cancel := context.WithTimeout(ctx, bashTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	cmd.Dir = a.cfg.Cwd
+	cmd.Env = a.cfg.Env
+	out, err := cmd.CombinedOutput()
+	text := strings.TrimRight(string(out), "\n")
+	if err != nil {
+		text = strings.TrimLeft(text+"\n"+err.Error(), "\n")
+	}
+	if text == "" {
+		text = "(No content)"
+	}
+	a.above("  ⎿  " + strings.ReplaceAll(text, "\n", "\n     "))
+}
+
+// indent lays out a multi-line text under a two-column marker ("❯ ", "● ").
+func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
 
 var (
 	delayRE = regexp.MustCompile(`\[delay=([0-9a-zµ.]+)\]`)
@@ -246,10 +464,9 @@ var (
 )
 
 // turn runs one prompt: UserPromptSubmit, work, transcript, Stop.
-func (a *Agent) turn(ctx context.Context, prompt string, submits <-chan string) error {
+func (a *Agent) turn(ctx context.Context, prompt string) error {
 	promptID := newUUID()
 	a.lastPrompt = promptID
-	a.print("\r\n")
 	a.hook(ctx, "UserPromptSubmit", map[string]any{"prompt_id": promptID, "permission_mode": "default", "prompt": prompt})
 	if err := a.appendTranscript(map[string]any{
 		"type": "user", "promptId": promptID, "sessionId": a.sid, "uuid": newUUID(), "cwd": a.cfg.Cwd,
@@ -269,17 +486,20 @@ func (a *Agent) turn(ctx context.Context, prompt string, submits <-chan string) 
 	if strings.Contains(prompt, "[block]") {
 		spin.stop()
 		a.title(idleTitle)
-		a.print("\r\n Bash command\r\n\r\n   simulated-tool --needs-permission\r\n\r\n Do you want to proceed?\r\n" +
-			"❯ 1. Yes\r\n  2. No\r\n\r\n Esc to cancel · Enter to confirm\r\n")
+		// The dialog covers the box and takes the keys until answered.
+		select {
+		case <-a.confirm: // a stale answer must not approve this one
+		default:
+		}
+		a.update(func() { a.ed.overlay = overlayPermission })
 		a.hook(ctx, "Notification", map[string]any{"prompt_id": promptID,
 			"message": "Claude needs your permission to use Bash", "notification_type": "permission_prompt"})
 		select {
 		case <-ctx.Done():
 			return nil
-		case _, ok := <-submits:
-			if !ok {
-				return nil
-			}
+		case <-a.inputDone:
+			return nil
+		case <-a.confirm:
 		}
 		spin = a.spin()
 	}
@@ -310,7 +530,7 @@ func (a *Agent) turn(ctx context.Context, prompt string, submits <-chan string) 
 		}); err != nil {
 			return err
 		}
-		a.print("● " + msg + "\r\n")
+		a.above("● " + msg)
 		a.hook(ctx, "StopFailure", map[string]any{"prompt_id": promptID, "permission_mode": "default",
 			"error": "server_error", "last_assistant_message": msg})
 		return nil
@@ -338,7 +558,7 @@ func (a *Agent) turn(ctx context.Context, prompt string, submits <-chan string) 
 	}); err != nil {
 		return err
 	}
-	a.print("● " + strings.ReplaceAll(reply, "\n", "\r\n  ") + "\r\n")
+	a.above("● " + indent(reply))
 	a.hook(ctx, "Stop", map[string]any{"prompt_id": promptID, "permission_mode": "default",
 		"effort": map[string]any{"level": "medium"}, "stop_hook_active": false,
 		"last_assistant_message": reply, "background_tasks": []any{}, "session_crons": []any{}})
@@ -372,20 +592,24 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// spinner animates the working title until stopped.
+// spinning is a working spell: the spinner title animates and the status
+// row shows above the box until stop.
 type spinning struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	a      *Agent
 }
 
 func (s spinning) stop() {
 	s.cancel()
 	<-s.done
+	s.a.update(func() { s.a.working = false })
 }
 
 func (a *Agent) spin() spinning {
+	a.update(func() { a.working = true })
 	ctx, cancel := context.WithCancel(context.Background())
-	s := spinning{cancel: cancel, done: make(chan struct{})}
+	s := spinning{cancel: cancel, done: make(chan struct{}), a: a}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(100 * time.Millisecond)
@@ -415,7 +639,7 @@ func (a *Agent) hook(ctx context.Context, name string, fields map[string]any) {
 	}
 	b, err := json.Marshal(payload)
 	if err != nil {
-		a.print(fmt.Sprintf("  ⎿ %s hook error: %v\r\n", name, err))
+		a.above(fmt.Sprintf("  ⎿ %s hook error: %v", name, err))
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.HookTimeout)
@@ -427,7 +651,7 @@ func (a *Agent) hook(ctx context.Context, name string, fields map[string]any) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		a.print(fmt.Sprintf("  ⎿ %s hook error: %v %s\r\n", name, err, strings.TrimSpace(stderr.String())))
+		a.above(fmt.Sprintf("  ⎿ %s hook error: %v %s", name, err, strings.TrimSpace(stderr.String())))
 	}
 	if stderr.Len() > 0 {
 		a.logHook(name, stderr.Bytes())

@@ -11,11 +11,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 
 	"github.com/fleetd/fleetd/embeddednats/natstest"
@@ -28,12 +30,61 @@ import (
 
 const agent = "w-sim-1"
 
-// terminal is `fleetd sim-agent` running in a real PTY.
+// Test terminal size.
+const cols, lines = 100, 24
+
+// terminal is `fleetd sim-agent` running in a real PTY, its output kept
+// both raw and as a screen laid out by a terminal emulator.
 type terminal struct {
 	pty  *os.File
+	dir  string // the agent's working directory
 	mu   sync.Mutex
 	out  bytes.Buffer
+	scr  *vt.Emulator
+	osc  oscFilter
 	done chan error
+}
+
+// oscFilter drops OSC sequences (the window title) from the output fed to
+// the emulator: charmbracelet/x/vt v0.1.0 ends an OSC at any 0x9C byte
+// (C1 ST), so the UTF-8 of "✳" (E2 9C B3) in Claude's idle title cuts it
+// short and prints the rest of it on the screen. The title is checked on
+// the raw output instead.
+type oscFilter struct{ state int }
+
+func (f *oscFilter) filter(b []byte) []byte {
+	const ground, esc, osc, oscEsc = 0, 1, 2, 3
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		switch f.state {
+		case ground:
+			if c == 0x1b {
+				f.state = esc
+				continue
+			}
+			out = append(out, c)
+		case esc:
+			if c == ']' {
+				f.state = osc
+				continue
+			}
+			f.state = ground
+			out = append(out, 0x1b, c)
+		case osc:
+			switch c {
+			case 0x07:
+				f.state = ground
+			case 0x1b:
+				f.state = oscEsc
+			}
+		case oscEsc:
+			f.state = osc
+			if c == '\\' {
+				f.state = ground
+			}
+		}
+	}
+	return out
 }
 
 func startTerminal(t *testing.T, env []string, args ...string) *terminal {
@@ -41,11 +92,11 @@ func startTerminal(t *testing.T, env []string, args ...string) *terminal {
 	cmd := exec.Command(fleetd, append([]string{"sim-agent"}, args...)...)
 	cmd.Env = env
 	cmd.Dir = t.TempDir()
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 100})
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: lines, Cols: cols})
 	if err != nil {
 		t.Fatal(err)
 	}
-	term := &terminal{pty: f, done: make(chan error, 1)}
+	term := &terminal{pty: f, dir: cmd.Dir, scr: vt.NewEmulator(cols, lines), done: make(chan error, 1)}
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
@@ -54,6 +105,7 @@ func startTerminal(t *testing.T, env []string, args ...string) *terminal {
 			n, err := f.Read(buf)
 			term.mu.Lock()
 			term.out.Write(buf[:n])
+			_, _ = term.scr.Write(term.osc.filter(buf[:n]))
 			term.mu.Unlock()
 			if err != nil {
 				return
@@ -73,6 +125,55 @@ func (term *terminal) output() string {
 	term.mu.Lock()
 	defer term.mu.Unlock()
 	return term.out.String()
+}
+
+// screen is the emulated screen's rows down to the last that is not
+// blank, trailing spaces trimmed.
+func (term *terminal) screen() []string {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	rows := strings.Split(term.scr.String(), "\n")
+	for len(rows) > 0 && strings.TrimSpace(rows[len(rows)-1]) == "" {
+		rows = rows[:len(rows)-1]
+	}
+	return rows
+}
+
+// waitScreen polls the screen until ok accepts it.
+func (term *terminal) waitScreen(t *testing.T, what string, ok func(rows []string) bool) []string {
+	t.Helper()
+	var rows []string
+	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if rows = term.screen(); !ok(rows) {
+			return fmt.Errorf("screen does not show %s:\n%s", what, strings.Join(rows, "\n"))
+		}
+		return nil
+	})
+	return rows
+}
+
+// waitBox waits until the bottom of the screen is the idle prompt box
+// holding text: rule, "❯" and a no-break space before the text, rule,
+// footer.
+func (term *terminal) waitBox(t *testing.T, text string) []string {
+	t.Helper()
+	return term.waitScreen(t, fmt.Sprintf("the prompt box with %q", text), func(rows []string) bool {
+		return slices.Equal(bottom(rows, 4), box("❯", text, "  ⏵⏵ auto mode on (shift+tab to cycle)"))
+	})
+}
+
+// box is the prompt box's rows at the test terminal's width.
+func box(char, text, footer string) []string {
+	rule := strings.Repeat("─", cols)
+	return []string{rule, char + "\u00a0" + text, rule, footer}
+}
+
+// bottom is the last n rows.
+func bottom(rows []string, n int) []string { return rows[max(0, len(rows)-n):] }
+
+// contains reports whether some row holds s.
+func contains(rows []string, s string) bool {
+	return slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, s) })
 }
 
 func (term *terminal) write(t *testing.T, s string) {
@@ -176,7 +277,7 @@ func TestSimAgentFiresTheRealHooks(t *testing.T) {
 		t.Fatalf("first event = %#v, want a started session", evs[0].Data)
 	}
 	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if !strings.Contains(term.output(), "\x1b[?2004h") || !strings.Contains(term.output(), "❯ ") {
+		if !strings.Contains(term.output(), "\x1b[?2004h") || !strings.Contains(term.output(), "❯\u00a0") {
 			return fmt.Errorf("screen lacks bracketed paste or the ❯ prompt: %q", term.output())
 		}
 		return nil
@@ -251,12 +352,7 @@ func TestSimAgentWithNATSDownKeepsWorking(t *testing.T) {
 	dead := fmt.Sprintf("nats://127.0.0.1:%d", natstest.FreePorts(t, 1)[0])
 	term := startTerminal(t, baseEnv("FLEET_AGENT_ID="+agent, "FLEET_NATS_URL="+dead, "FLEET_SPOOL_DIR="+spool),
 		"--think", "10ms", "--transcript-dir", t.TempDir())
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if !strings.Contains(term.output(), "❯ ") {
-			return errors.New("no prompt yet")
-		}
-		return nil
-	})
+	term.waitBox(t, "")
 	term.prompt(t, "still there?")
 	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		if !strings.Contains(term.output(), "● SIM: still there?") {
@@ -381,12 +477,7 @@ func TestSimAgentOrchestrateMarkerRunsFleetd(t *testing.T) {
 	}
 	term := startTerminal(t, baseEnv("FLEET_AGENT_ID=main-a-1"),
 		"--no-hooks", "--fleetd", script, "--think", "10ms", "--transcript-dir", t.TempDir())
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if !strings.Contains(term.output(), "❯ ") {
-			return errors.New("no prompt yet")
-		}
-		return nil
-	})
+	term.waitBox(t, "")
 	term.prompt(t, "do part A [orchestrate: /p/sub.json --job j1 --spawn]")
 	term.prompt(t, "again [orchestrate: fail]")
 	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {

@@ -5,22 +5,55 @@
 // downstream of the pane — hooks, spool, events, turns — runs for real
 // without a model.
 //
+// The screen and the prompt input reproduce what Claude Code 2.1.328 was
+// measured to do in a real terminal, traps included, so that fleetd's
+// tests against the simulator fail where fleetd would fail against Claude.
+//
 // # Screen
 //
-// It enables bracketed paste (ESC[?2004h), sets the OSC title "✳ Claude
-// Code" when idle and a Braille spinner title ("⠋ Claude Code") while
-// working, and prints a "❯ " prompt line when idle. Launch it with
-// HERDR_AGENT=claude in its environment so herdr (and herdrtest) detect it
-// as a claude agent; fleetd's spawn passes that variable.
+// It enables bracketed paste (ESC[?2004h) before anything else, sets the
+// OSC title "✳ Claude Code" when idle and a Braille spinner title ("⠋
+// Claude Code") while working, and keeps Claude's prompt box at the
+// bottom: a rule of U+2500 as wide as the terminal (TIOCGWINSZ, 80 when
+// unknown), "❯" and a no-break space before the composer's text
+// (continuation lines indented two spaces), a rule, and the footer "  ⏵⏵
+// auto mode on (shift+tab to cycle)". In bash mode the prompt character is
+// "!" and the footer "  ! for shell mode". Past prompts ("❯ …") and
+// replies ("● …") scroll above the box; a turn at work shows a status row
+// above it; a dialog (the shortcuts, /help, a permission prompt) replaces
+// it. Only the box is redrawn — cursor up to its top, clear to the end of
+// the screen, draw — and only when it changed. The box first shows once
+// the session has started: it is the sign of readiness. Launch the agent
+// with HERDR_AGENT=claude in its environment so herdr (and herdrtest)
+// detect it as a claude agent; fleetd's spawn passes that variable.
 //
 // # Input
 //
-// Input is read raw: typed text accumulates; bracketed-paste markers are
-// stripped and a CR inside a paste is a newline of the text; a CR or LF
-// that arrives alone (a separate Enter) submits, as does one that follows
-// only control input in the same read; one that follows text in the same
-// read is part of a paste burst, as in Claude. Backspace edits, Ctrl-C
-// clears the line, other escape sequences are ignored.
+// A bracketed paste is inserted at the cursor with tabs made four spaces,
+// format characters (zero-width spaces and joiners, direction marks, BOM,
+// soft hyphen) dropped and line or paragraph separators made newlines. A
+// paste over 800 UTF-16 code units or with more than two newlines shows as
+// "[Pasted text #N +K lines]" and is submitted as
+// "\n\n<pasted_content id=\"XXXX\">\n…\n</pasted_content id=\"XXXX\">\n".
+// A "!" typed or pasted first into an empty prompt switches to bash mode
+// (Backspace on an empty composer leaves it); a "?" typed into an empty
+// composer opens the shortcuts until Esc. Enter (CR) submits unless it
+// follows a backslash, which becomes a newline; a raw LF submits too, so a
+// multi-line text typed without bracketed paste runs early, as in Claude.
+// Home/End, ctrl+a/ctrl+e, the arrows, Delete, Backspace and ctrl+u edit;
+// ctrl+c clears the composer (with nothing to clear it does not cut a turn
+// short). Prompts submitted while a turn works are queued and run in order.
+//
+// Submitting trims trailing white space as JavaScript's trimEnd does. In
+// bash mode the command runs in the agent's directory through /bin/sh,
+// bypassing the model: no prompt hooks. A value that starts with
+// "/name" (letters, digits, ":", "_", "-") then white space or the end is
+// a slash command, never a turn: /clear ends the session (SessionEnd,
+// reason "clear") and starts a new one with a new id and transcript
+// (SessionStart, source "clear"); /compact works a moment and fires
+// SessionStart with source "compact" in the same session; /exit fires
+// SessionEnd and exits; /help shows the help until Esc; any other name is
+// refused as an unknown command. "/tmp/x.go is broken" is a prompt.
 //
 // # Turns
 //
@@ -30,8 +63,8 @@
 // type assistant with message.model and message.usage, type cost-state
 // with totalCostUSD) and fires Stop with last_assistant_message =
 // Config.ReplyPrefix + the prompt. "[fail]" ends the turn with StopFailure
-// instead; "[block]" fires Notification (permission_prompt), shows a
-// permission box and waits for Enter. "/exit" fires SessionEnd and exits.
+// instead; "[block]" fires Notification (permission_prompt) and covers the
+// box with a permission dialog that Enter (or "1") answers.
 //
 // "[orchestrate: ARGS]" in a prompt makes the agent do a main's part the
 // way Claude Code would through Bash: instead of thinking it runs

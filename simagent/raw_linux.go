@@ -1,6 +1,10 @@
 package simagent
 
-import "golang.org/x/sys/unix"
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // MakeRaw puts the terminal on fd in raw mode (no echo, no line editing,
 // no signals from keys, CR kept as CR), as Claude's TUI does, and returns
@@ -22,4 +26,25 @@ func MakeRaw(fd int) (restore func() error, err error) {
 		return nil, err
 	}
 	return func() error { return unix.IoctlSetTermios(fd, unix.TCSETS, old) }, nil
+}
+
+// termWidth is the width of the terminal f is, or 0 when f is not one.
+func termWidth(f any) int {
+	sc, ok := f.(interface {
+		SyscallConn() (syscall.RawConn, error)
+	})
+	if !ok {
+		return 0
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var ws *unix.Winsize
+	if cerr := rc.Control(func(fd uintptr) {
+		ws, err = unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ)
+	}); cerr != nil || err != nil {
+		return 0
+	}
+	return int(ws.Col)
 }
