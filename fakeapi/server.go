@@ -46,6 +46,8 @@ type Request struct {
 	System    string
 	// ToolResults are the tool results after the prompt.
 	ToolResults []ToolResult
+	// Attached are the files attached to the prompt (see Call.Attached).
+	Attached []Attachment
 	// Rule names the rule that answered; empty for other endpoints.
 	Rule string
 	// Status is the HTTP status the fake answered.
@@ -258,7 +260,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.Model, rec.Prompt, rec.Stream = call.Model, call.Prompt, call.Stream
-	rec.MaxTokens, rec.System, rec.ToolResults = call.MaxTokens, call.System, call.ToolResults
+	rec.MaxTokens, rec.System, rec.ToolResults, rec.Attached = call.MaxTokens, call.System, call.ToolResults, call.Attached
 
 	rule, reply := s.answer(call)
 	rec.Rule = rule
