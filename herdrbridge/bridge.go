@@ -465,14 +465,11 @@ func (b *Bridge) apply(ev events.Event) {
 			a.hookStatus = d.Status
 			b.readyLocked(a, d.Status.Ready())
 		}
-	case events.AgentTyped, events.AgentSubmitted:
-		if changed && t.Agent == ev.Subject && (t.State == lifecycle.StateTyped && t.Enter == 0 || t.State == lifecycle.StateSubmitted) {
+	case events.AgentTyped:
+		if changed && t.Agent == ev.Subject && t.State == lifecycle.StateTyped && t.Enter == 0 {
 			// A new turn in flight: what the agent shows from now on is
 			// about it.
-			if _, typed := d.(events.AgentTyped); typed {
-				a.busySinceTyped, a.sessionsSinceTyped = false, nil
-			}
-			a.readySince = time.Time{}
+			a.busySinceTyped, a.sessionsSinceTyped, a.readySince = false, nil, time.Time{}
 		}
 	case events.AgentReplied:
 		if changed && t.StrayReplies > 0 && !t.State.Final() {

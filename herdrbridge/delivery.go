@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/roles"
 )
 
 // The ways a prompt reaches a pane, as recorded in AgentTyped.Method.
@@ -59,6 +60,10 @@ func (b *Bridge) step(ctx context.Context, id string) {
 		blocked := !a.blockedFrom.IsZero() && now.Sub(a.blockedFrom) >= b.cfg.BlockedTimeout
 		b.mu.Unlock()
 		switch {
+		case ended && t.Kind() == lifecycle.KindCommand && roles.CommandName(t.Command) == "/exit":
+			// The command did what it says.
+			ack, err := b.append(ctx, id, t.ID, events.AgentReplied{})
+			b.settled(ctx, id, ack, err)
 		case ended:
 			b.fail(ctx, id, t.ID, events.ReasonAgentExited, "the agent's Claude Code session ended while the turn was in flight")
 		case blocked:

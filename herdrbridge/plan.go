@@ -7,6 +7,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // How a turn's text reaches the model (events.AgentTyped.Delivery).
@@ -133,6 +135,9 @@ func mustGoAsFile(text string, l Limits) string {
 	}
 	if r, _ := utf8.DecodeLastRuneInString(text); unicode.IsSpace(r) || r == '\ufeff' {
 		return "it ends in whitespace, which Claude Code trims"
+	}
+	if !norm.NFC.IsNormalString(text) {
+		return "it is not in Unicode normal form C, which Claude Code applies (a letter and its combining accent become one character)"
 	}
 	for _, r := range text {
 		switch {

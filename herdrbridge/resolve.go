@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/roles"
 )
 
 // inFlight is what the settling of a turn in flight needs to know about
@@ -16,7 +17,7 @@ type inFlight struct {
 	turn                lifecycle.Turn
 	pane                string
 	lastSeq             uint64
-	up, hooked          bool
+	up, hooked, ended   bool
 	recognised, working bool // herdr recognises the agent; it showed working since the typing
 	readySince          time.Time
 	strayAt             time.Time
@@ -33,7 +34,7 @@ func (b *Bridge) inFlight(agent, turn string) (inFlight, bool) {
 		return inFlight{}, false
 	}
 	return inFlight{
-		turn: t, pane: a.pane, lastSeq: a.lastSeq, up: b.herdr == linkUp, hooked: a.sessionSeen,
+		turn: t, pane: a.pane, lastSeq: a.lastSeq, up: b.herdr == linkUp, hooked: a.sessionSeen, ended: a.sessionEnded(),
 		recognised: a.label != "" && !a.promptRefused, working: a.busySinceTyped,
 		readySince: a.readySince, strayAt: a.strayAt, sessions: a.sessionsSinceTyped, changed: b.changed,
 	}, true
@@ -66,8 +67,8 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 	var evidenceAt time.Time
 	for ctx.Err() == nil {
 		f, ok := b.inFlight(agent, turn)
-		if !ok || f.turn.State != lifecycle.StateTyped {
-			return
+		if !ok || f.turn.State != lifecycle.StateTyped || f.ended {
+			return // step settles a turn whose session ended
 		}
 		t := f.turn
 		now := b.cfg.Now()
@@ -146,8 +147,8 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 	poll := b.cfg.Poll
 	for ctx.Err() == nil {
 		f, ok := b.inFlight(agent, turn)
-		if !ok || f.turn.State != lifecycle.StateTyped {
-			return
+		if !ok || f.turn.State != lifecycle.StateTyped || f.ended {
+			return // step settles a turn whose session ended
 		}
 		t := f.turn
 		now := b.cfg.Now()
@@ -187,10 +188,7 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 // hooks reports it); another command is done once its box stayed empty a
 // moment with no work seen.
 func (b *Bridge) commandDone(command string, f inFlight, since time.Duration) bool {
-	name := command
-	if i := indexSpace(name); i >= 0 {
-		name = name[:i]
-	}
+	name := roles.CommandName(command)
 	if f.hooked && (name == "/clear" || name == "/compact") {
 		for _, s := range f.sessions {
 			if "/"+s == name {
@@ -200,15 +198,6 @@ func (b *Bridge) commandDone(command string, f inFlight, since time.Duration) bo
 		return false
 	}
 	return !f.working && since >= time.Second
-}
-
-func indexSpace(s string) int {
-	for i, r := range s {
-		if r == ' ' || r == '\n' || r == '\t' {
-			return i
-		}
-	}
-	return -1
 }
 
 // herdrReady reports whether herdr's latest view of the agent is idle or

@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/fleetd/fleetd/events"
 )
 
@@ -338,8 +340,8 @@ func (b *Book) strayFor(ev events.Event) *Turn {
 // composer keeps exactly, so they are equal; the comparison tolerates what
 // the composer is known to change in a text that reached it another way
 // (a person's paste, an older delivery): tabs expanded, trailing
-// whitespace trimmed, invisible format characters dropped, and a long
-// paste wrapped in <pasted_content>.
+// whitespace trimmed, invisible format characters dropped, Unicode
+// composed (NFC), and a long paste wrapped in <pasted_content>.
 func SamePrompt(prompt, expected string) bool {
 	if prompt == expected {
 		return true
@@ -361,15 +363,16 @@ func unwrapPaste(p string) string {
 	return p
 }
 
-// canonical is s with runs of whitespace as one space, no leading or
-// trailing whitespace and no format characters (Unicode Cf).
+// canonical is s in Unicode normal form C, with runs of whitespace as one
+// space, no leading or trailing whitespace and no format characters
+// (Unicode Cf).
 func canonical(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.Is(unicode.Cf, r) {
 			return -1
 		}
 		return r
-	}, s)
+	}, norm.NFC.String(s))
 	return strings.Join(strings.Fields(s), " ")
 }
 

@@ -47,6 +47,11 @@ type GatewayConfig struct {
 	// SubmitTimeout bounds the wait for proof a typed prompt was
 	// submitted before Enter is pressed again (default 5s).
 	SubmitTimeout time.Duration
+	// ExitGrace: how long the turns of an agent whose session ended wait
+	// for a new one (default 30s).
+	ExitGrace time.Duration
+	// MaxText bounds a turn's text (default 1 MiB).
+	MaxText int
 	// HostTTL: a host silent this long has its agents marked stale.
 	HostTTL time.Duration
 	// IdleTTL closes a named session's pane on this host once it has been
@@ -178,7 +183,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	g.herdrMetrics = herdrbridge.NewMetrics()
 	g.shim, err = leadshim.New(leadshim.Config{
 		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
-		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(),
+		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
 	})
 	if err != nil {
 		ln.Close()
@@ -224,7 +229,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 	}
 	br, err := herdrbridge.NewBridge(herdrbridge.BridgeConfig{
 		Host: g.cfg.Host, SocketPath: socket, Log: g.Log, Roles: g.Roles, Logger: g.log,
-		SubmitTimeout: g.cfg.SubmitTimeout, Metrics: g.herdrMetrics,
+		SubmitTimeout: g.cfg.SubmitTimeout, ExitGrace: g.cfg.ExitGrace, Metrics: g.herdrMetrics,
 		Launch: herdrbridge.Launch{
 			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, AgentCreds: paneCreds(g.cfg.Creds), FleetURL: "http://" + g.httpAddr,
 			SpoolDir: spool, Settings: settings,

@@ -29,6 +29,8 @@ type UpCmd struct {
 	HostTTL       time.Duration `name:"host-ttl" help:"A host silent this long (no heartbeat) has its agents marked stale in the roster; keep it a few heartbeats long." default:"15s" env:"FLEET_HOST_TTL"`
 	IdleTTL       time.Duration `name:"idle-ttl" help:"Close a named session's pane once it has been idle this long (0: never); the session stays resumable by name." default:"30m" env:"FLEET_IDLE_TTL"`
 	SubmitTimeout time.Duration `help:"How long a typed prompt may go without proof of submission before Enter is pressed once more, and as long again before its turn fails as indeterminate; raise it on a slow or loaded host." default:"5s" env:"FLEET_SUBMIT_TIMEOUT"`
+	ExitGrace     time.Duration `help:"Turns queued for an agent whose Claude Code session ended fail as agent_exited when no session starts again within this long." default:"30s" env:"FLEET_EXIT_GRACE"`
+	MaxText       int           `help:"Largest text a turn may carry, in bytes once control sequences are removed (longer: 413). Texts Claude Code's prompt box would not keep exactly reach the agent as a file." default:"1048576" env:"FLEET_MAX_TEXT"`
 }
 
 // Run starts the gateway and blocks until SIGINT or SIGTERM.
@@ -86,6 +88,8 @@ func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
 		HostTTL:       c.HostTTL,
 		IdleTTL:       c.IdleTTL,
 		SubmitTimeout: c.SubmitTimeout,
+		ExitGrace:     c.ExitGrace,
+		MaxText:       c.MaxText,
 		Logger:        g.Logger(),
 	}, nil
 }
