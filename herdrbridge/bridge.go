@@ -288,6 +288,14 @@ type agentState struct {
 	worker   bool // a delivery worker runs for it
 }
 
+// recognised reports whether the agent is typed into with agent.prompt:
+// herdr names an agent in its pane, and has not refused agent.prompt for
+// it — unless the agent has no hooks, which leave no other way to know it
+// is idle.
+func (a *agentState) recognised() bool {
+	return a.label != "" && (!a.promptRefused || !a.sessionSeen)
+}
+
 // sessionEnded reports whether the agent's hooks said its Claude Code
 // session ended and none started since.
 func (a *agentState) sessionEnded() bool { return a.sessionSeen && !a.sessionLive }

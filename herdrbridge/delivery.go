@@ -143,7 +143,7 @@ func (b *Bridge) snapshot(agent string) (target, bool) {
 	}
 	return target{
 		pane: a.pane, role: a.role, cwd: cwd, lastSeq: a.lastSeq,
-		recognised: a.label != "" && !a.promptRefused, freshView: a.fresh, status: a.status,
+		recognised: a.recognised(), freshView: a.fresh, status: a.status,
 		hook: a.hookStatus, clears: a.clears, attention: a.attention, hooked: a.sessionSeen,
 	}, true
 }
@@ -363,16 +363,20 @@ func refusalReason(err error) string {
 }
 
 // backoff spaces the next readiness check of an agent that was not ready,
-// doubling up to MaxReconnectBackoff; any event about the agent still
-// wakes its worker, but it looks again only when the time has come.
-func (b *Bridge) backoff(agent string) {
+// from Poll, doubling up to MaxReconnectBackoff; any event about the agent
+// still wakes its worker, but it looks again only when the time has come.
+func (b *Bridge) backoff(agent string) { b.backoffFrom(agent, b.cfg.Poll) }
+
+// backoffFrom is backoff starting at first: a prompt box that is about to
+// be drawn (the agent just went idle) is worth looking for again soon.
+func (b *Bridge) backoffFrom(agent string, first time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	a := b.agents[agent]
 	if a == nil {
 		return
 	}
-	a.backoff = min(max(2*a.backoff, b.cfg.Poll), b.cfg.MaxReconnectBackoff)
+	a.backoff = min(max(2*a.backoff, first), b.cfg.MaxReconnectBackoff)
 	a.nextCheck = b.cfg.Now().Add(a.backoff)
 }
 

@@ -1,6 +1,10 @@
 package herdrbridge
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the bridge's Prometheus series: what fleetd asks of herdr,
 // by method, and the turns it typed, so the requests each turn costs
@@ -9,6 +13,8 @@ import "github.com/prometheus/client_golang/prometheus"
 type Metrics struct {
 	HerdrRequests *prometheus.CounterVec
 	TurnsTyped    prometheus.Counter
+
+	requests atomic.Uint64
 }
 
 // NewMetrics returns unregistered series; register Collectors where the
@@ -30,4 +36,10 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 }
 
 // Observe counts one request; it is a Client observer (WithObserver).
-func (m *Metrics) Observe(method string) { m.HerdrRequests.WithLabelValues(method).Inc() }
+func (m *Metrics) Observe(method string) {
+	m.HerdrRequests.WithLabelValues(method).Inc()
+	m.requests.Add(1)
+}
+
+// Requests is how many requests were counted, all methods together.
+func (m *Metrics) Requests() uint64 { return m.requests.Load() }

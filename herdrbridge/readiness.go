@@ -37,6 +37,20 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		}
 		*tg = fresh
 	}
+	if tg.recognised && !tg.status.Ready() && tg.hooked && tg.hook.Ready() {
+		// The hooks say the turn is over; herdr's screen detection
+		// confirms idle only after a few checks, and its event comes up
+		// to a poll later still: ask it now rather than wait.
+		if err := b.syncPane(ctx, tg.pane, ""); err == nil {
+			if fresh, ok := b.snapshot(agent); ok {
+				*tg = fresh
+			}
+		}
+		if !tg.status.Ready() {
+			b.backoffFrom(agent, 20*time.Millisecond)
+			return false
+		}
+	}
 	switch {
 	case tg.recognised && !tg.status.Ready():
 		return false // working, blocked or unknown: herdr's next event wakes us
@@ -73,7 +87,7 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		if b.noBoxFor(agent) >= b.cfg.AttentionAfter {
 			b.attend(ctx, agent, AttentionNoPromptBox, "the agent is idle but its prompt box is not on screen (a dialog or overlay is open?): "+clip(lastRows(r.Text, 3), 160))
 		}
-		b.backoff(agent)
+		b.backoffFrom(agent, 20*time.Millisecond)
 		return false
 	}
 	b.mu.Lock()

@@ -35,7 +35,7 @@ func (b *Bridge) inFlight(agent, turn string) (inFlight, bool) {
 	}
 	return inFlight{
 		turn: t, pane: a.pane, lastSeq: a.lastSeq, up: b.herdr == linkUp, hooked: a.sessionSeen, ended: a.sessionEnded(),
-		recognised: a.label != "" && !a.promptRefused, working: a.busySinceTyped,
+		recognised: a.recognised(), working: a.busySinceTyped,
 		readySince: a.readySince, strayAt: a.strayAt, sessions: a.sessionsSinceTyped, changed: b.changed,
 	}, true
 }

@@ -242,6 +242,16 @@ func (b *Bridge) onLifecycle(ctx context.Context, ev Event, known map[string]boo
 			return err
 		}
 		if ev.Kind == EventPaneAgentDetected {
+			if ev.Agent != "" {
+				// herdr sees the agent as the pane's foreground process
+				// again (a child command it ran has ended): agent.prompt
+				// will be accepted.
+				b.mu.Lock()
+				if a := b.agents[agent]; a != nil {
+					a.promptRefused = false
+				}
+				b.mu.Unlock()
+			}
 			b.checkBoundary(ctx, agent)
 		}
 	}

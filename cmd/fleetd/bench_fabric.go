@@ -208,6 +208,8 @@ type turnSet struct {
 	// span: typed stored → replied stored, the agent's part of a turn.
 	span   Sample
 	events uint64
+	// requests: herdr requests fleetd's gateway made for the turns.
+	requests uint64
 }
 
 // Sample is bench.Sample, short.
@@ -229,6 +231,7 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		}
 		text := fmt.Sprintf("bench turn %d: say hello", i+1)
 		var env leadshim.Envelope
+		reqs := r.fab.gw.herdrMetrics.Requests()
 		t0 := time.Now()
 		_, err = r.fab.client.do(ctx, http.MethodPost, "/message", leadshim.Message{To: agent, Text: text, Timeout: "2m"}, &env)
 		t1 := time.Now()
@@ -253,6 +256,7 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		if err := r.settle(ctx, agent); err != nil {
 			return ts, err
 		}
+		ts.requests += r.fab.gw.herdrMetrics.Requests() - reqs
 		after, err := r.agentEvents(ctx, agent)
 		if err != nil {
 			return ts, err
@@ -328,7 +332,10 @@ func (ts turnSet) rows(label string, hook Sample) []bench.Row {
 		Note: "herdr agent.prompt straight to the pane → the Stop hook's replied event stored; no fleetd in between"}
 	ev := bench.Row{Name: "events per turn: " + label, N: n, Unit: bench.UnitCount, P50: float64(ts.events) / float64(max(n, 1)),
 		Status: bench.StatusNone, Note: "the agent's events in the log per turn, statuses from herdr and hooks included"}
-	return []bench.Row{whole, floor, ev}
+	req := bench.Row{Name: "herdr requests per turn: " + label, N: n, Unit: bench.UnitCount, P50: float64(ts.requests) / float64(max(n, 1)),
+		Target: "≤ 10", Note: "requests fleetd's gateway sent its herdr from POST /message to the agent idle again (readiness, typing, proof)"}
+	req.Check(req.P50 <= 10)
+	return []bench.Row{whole, floor, ev, req}
 }
 
 // overheadRows are completion latency and fabric overhead.
