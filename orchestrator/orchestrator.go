@@ -414,19 +414,27 @@ func (r *jobRun) send(ctx context.Context, t Task, turnID string) error {
 	if budget == 0 {
 		budget = r.o.cfg.Budget
 	}
-	r.mu.Lock()
-	sl := Select(r.store, sel, budget)
-	r.mu.Unlock()
-	sl.Job, sl.Task, sl.Session, sl.Agent = r.job, t.ID, session, agent
-	ref, err := recordSlice(ctx, r.o.cfg.Log, sl, derivedID(turnID, "sliced"))
-	if err != nil {
-		return err
+	var sl Slice
+	var ref string
+	if t.Command == "" {
+		// A command carries no context: only instructions get a slice.
+		r.mu.Lock()
+		sl = Select(r.store, sel, budget)
+		r.mu.Unlock()
+		sl.Job, sl.Task, sl.Session, sl.Agent = r.job, t.ID, session, agent
+		if ref, err = recordSlice(ctx, r.o.cfg.Log, sl, derivedID(turnID, "sliced")); err != nil {
+			return err
+		}
 	}
 	if err := r.record(ctx, derivedID(turnID, "sent"), events.JobTask{Task: t.ID, State: events.TaskSent, Turn: turnID, Agent: agent, To: t.To}); err != nil {
 		return err
 	}
-	_, err = r.o.cfg.Sender.Send(ctx, Message{Turn: turnID, To: to, Text: Prompt(t.Instructions, sl), From: r.o.cfg.From,
-		Context: sel.Strings(), SliceRef: ref, Job: r.job, Task: t.ID})
+	m := Message{Turn: turnID, To: to, Text: Prompt(t.Instructions, sl), From: r.o.cfg.From,
+		Context: sel.Strings(), SliceRef: ref, Job: r.job, Task: t.ID}
+	if t.Command != "" {
+		m.Text, m.Command, m.Context, m.SliceRef = "", t.Command, nil, ""
+	}
+	_, err = r.o.cfg.Sender.Send(ctx, m)
 	if err != nil {
 		return fmt.Errorf("task %s: %w", t.ID, err)
 	}

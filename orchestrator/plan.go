@@ -30,7 +30,11 @@ type Plan struct {
 type Task struct {
 	ID           string      `json:"id"`
 	To           string      `json:"to"`
-	Instructions string      `json:"instructions"`
+	Instructions string      `json:"instructions,omitempty"`
+	// Command, instead of Instructions, types a slash command the target's
+	// role allows ("/clear" before a fresh start, "/compact"): no slice
+	// goes with it, and its rollup is empty.
+	Command string `json:"command,omitempty"`
 	Needs        []string    `json:"needs,omitempty"`
 	Context      ContextSpec `json:"context,omitzero"`
 	Budget       int         `json:"budget,omitempty"`
@@ -97,6 +101,14 @@ func (p Plan) Validate() error {
 		}
 		if t.Budget < 0 {
 			bad("task %q: budget %d < 0", t.ID, t.Budget)
+		}
+		switch {
+		case t.Command != "" && t.Instructions != "":
+			bad("task %q: give instructions or a command, not both", t.ID)
+		case t.Command == "" && strings.TrimSpace(t.Instructions) == "":
+			bad("task %q: no instructions (or command)", t.ID)
+		case t.Command != "" && (len(t.Context.Keys) > 0 || len(t.Context.Tags) > 0):
+			bad("task %q: a command task takes no context", t.ID)
 		}
 	}
 	for _, t := range p.Tasks {

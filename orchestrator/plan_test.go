@@ -23,6 +23,10 @@ func TestParsePlan(t *testing.T) {
 			{"id":"a","to":"role:W!"},{"id":"a","to":"w-1"},{"id":"b","to":"bogus:x","needs":["zz"]},{"id":"bad id","to":"w-1","budget":-1}],
 			"context":[{"key":"rollup:a","text":"x"},{"text":"y"}]}`,
 			wants: []string{"duplicate id", `role "W!"`, `unknown kind "bogus"`, `unknown task "zz"`, "bad id", "budget -1", "reserved for rollups", "has no key"}},
+		{name: "a command task", plan: `{"tasks":[{"id":"a","to":"w-1","command":"/clear"},{"id":"b","to":"w-1","instructions":"go","needs":["a"]}]}`},
+		{name: "a task types instructions or a command", plan: `{"tasks":[{"id":"a","to":"w-1","command":"/clear","instructions":"x"},
+			{"id":"b","to":"w-1"},{"id":"c","to":"w-1","command":"/compact","context":{"keys":["k"]}}]}`,
+			wants: []string{`task "a": give instructions or a command, not both`, `task "b": no instructions`, `task "c": a command task takes no context`}},
 		{name: "cycle", plan: `{"tasks":[{"id":"a","to":"w-1","needs":["c"]},{"id":"b","to":"w-1","needs":["a"]},{"id":"c","to":"w-1","needs":["b"]}]}`,
 			wants: []string{"dependency cycle a → c → b → a"}},
 	} {
