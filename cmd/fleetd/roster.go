@@ -43,6 +43,11 @@ func (c *RosterCmd) Run(ctx context.Context, g *Globals) error {
 			status += " (exited)"
 		case a.Stale:
 			status += " (stale)"
+		case a.SessionEnded:
+			status += " (session ended)"
+		}
+		if a.NeedsAttention != "" {
+			status += " NEEDS ATTENTION: " + a.NeedsAttention
 		}
 		if a.Violation != "" {
 			status += " BOUNDARY"
