@@ -47,9 +47,12 @@ type SpawnRequest struct {
 // pane's environment (FLEET_* variables, the role's launch env, the
 // request's env), refuses an environment that crosses the role's
 // subscription boundary before touching herdr (an error wrapping
-// roles.ErrBoundary), creates the pane with that env, types the role's
-// command (with --resume when req.Resume is set) into the pane's shell, and registers the agent (Origin
-// "spawned"). Spawn does not need Run: the CLI calls it on a bridge that
+// roles.ErrBoundary), creates the pane with that env, registers the agent
+// (Origin "spawned") while the pane holds only its shell, and then types
+// the role's command (with --resume when req.Resume is set) into it. So
+// the agent's hooks never write before its registration, parallel spawns
+// never race, and a failed spawn leaves nothing live behind (a launch that
+// fails after the registration is recorded as exited). Spawn does not need Run: the CLI calls it on a bridge that
 // is not running, and a running bridge picks the agent up from the log.
 func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegistered, error) {
 	if err := events.ValidAgentID(req.Name); err != nil {
@@ -85,14 +88,11 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if err != nil {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
 	}
-	undo := func(cause error) (events.AgentRegistered, error) {
+	closePane := func(cause error) error {
 		if cerr := b.client.ClosePane(context.WithoutCancel(ctx), pane.PaneID); cerr != nil {
 			cause = errors.Join(cause, fmt.Errorf("close pane %s: %w", pane.PaneID, cerr))
 		}
-		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, cause)
-	}
-	if err := b.client.SendInput(ctx, pane.PaneID, ShellQuote(argv), "enter"); err != nil {
-		return undo(fmt.Errorf("launch %s: %w", argv[0], err))
+		return fmt.Errorf("spawn %s: %w", req.Name, cause)
 	}
 	tier := req.Tier
 	if tier == 0 {
@@ -106,11 +106,23 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 		Agent: req.Name, Host: b.cfg.Host, Pane: pane.PaneID, Role: role.Name, Tier: tier, Parent: req.Parent,
 		Model: role.Model, Cwd: cwd, Session: req.Session, Origin: "spawned", EnvClass: role.EnvClass,
 	}
+	// Register while the pane holds only its shell: the agent's hooks
+	// cannot have written anything yet, so only another registration can
+	// move the aggregate, and a failure here leaves no event behind.
 	if _, err := b.append(ctx, req.Name, "", reg, guard(req.Name, hist.lastSeq)); err != nil {
 		if errors.Is(err, events.ErrConcurrency) {
 			err = fmt.Errorf("%w: someone registered it meanwhile: %w", ErrAgentExists, err)
 		}
-		return undo(fmt.Errorf("register: %w", err))
+		return events.AgentRegistered{}, closePane(fmt.Errorf("register: %w", err))
+	}
+	if err := b.client.SendInput(ctx, pane.PaneID, ShellQuote(argv), "enter"); err != nil {
+		// Registered but never launched: say so in the log, so the agent
+		// is not live and its id can be spawned again.
+		cause := fmt.Errorf("launch %s: %w", argv[0], err)
+		if _, xerr := b.append(context.WithoutCancel(ctx), req.Name, "", events.AgentExited{Pane: pane.PaneID, Reason: "spawn failed: " + cause.Error()}); xerr != nil {
+			cause = errors.Join(cause, fmt.Errorf("record the failed spawn: %w", xerr))
+		}
+		return events.AgentRegistered{}, closePane(cause)
 	}
 	b.log.Info("spawned", "agent", req.Name, "role", role.Name, "pane", pane.PaneID)
 	return reg, nil
