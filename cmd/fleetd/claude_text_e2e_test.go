@@ -53,12 +53,12 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 	h := herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t), Env: claudePaneEnv(), Cols: 120, Rows: 40})
 	home := filepath.Join(dir, "home")
 	work := filepath.Join(dir, "work")
-	for _, d := range []string{work, filepath.Join(dir, "work-new"), filepath.Join(dir, "work-wrap")} {
+	for _, d := range []string{work, filepath.Join(dir, "work-new"), filepath.Join(dir, "work-wrap"), filepath.Join(dir, "work-fresh")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := fakeapi.WriteClaudeHome(home, work, filepath.Join(dir, "work-new"), filepath.Join(dir, "work-wrap")); err != nil {
+	if err := fakeapi.WriteClaudeHome(home, work, filepath.Join(dir, "work-new"), filepath.Join(dir, "work-wrap"), filepath.Join(dir, "work-fresh")); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{
@@ -75,6 +75,12 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 		// A launch herdr cannot see through: the pane's foreground
 		// process is the wrapper shell, not claude.
 		"w-wrapped": role([]string{"sh", "-c", claudeBin + ` --settings "$0"; echo wrapper done`, "{settings}"}),
+		// Every prompt turn starts from a clean context.
+		"w-fresh": func() map[string]any {
+			r := role([]string{claudeBin, "--settings", "{settings}"})
+			r["fresh_context"] = true
+			return r
+		}(),
 	}})
 	dataDir := filepath.Join(dir, "data")
 	up := startUp(t, dataDir, "--herdr", h.Path(), "--roles", rolesFile, "--heartbeat", "1s",
@@ -188,6 +194,22 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 		t.Errorf("wrapped agent typed with %q, want %s", wrapped.Method, herdrbridge.MethodSendInput)
 	}
 	fleet.checkText(ctx, log, "t-wrap", textCase{text: "!touch PWNED-wrap.txt", status: 200, delivery: "pieces"}, filepath.Join(dir, "work-wrap"))
+
+	// A fresh-context role: /clear is typed before each prompt, so the
+	// model sees no earlier turn (the request holds one user message).
+	spawn("t-fresh", "w-fresh", filepath.Join(dir, "work-fresh"))
+	waitReady("t-fresh")
+	for _, text := range []string{"fresh one: remember the word KUMQUAT", "fresh two: which word?"} {
+		turn := fleet.checkText(ctx, log, "t-fresh", textCase{text: text, status: 200, delivery: "paste"}, filepath.Join(dir, "work-fresh"))
+		if !turn.Clear {
+			t.Errorf("%q: typed without /clear first", text)
+		}
+	}
+	for _, req := range api.Requests() {
+		if req.Prompt == "fresh two: which word?" && strings.Contains(string(req.Body), "KUMQUAT") {
+			t.Errorf("the second fresh turn's request still holds the first turn")
+		}
+	}
 
 	// After the session ends (an explicit /exit), nothing is typed into
 	// the pane, whose shell is in the foreground again: a send is refused,
