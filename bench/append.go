@@ -3,8 +3,9 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
-	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -52,124 +53,133 @@ func (r rawMsg) msg(i int) *nats.Msg {
 	return m
 }
 
-// LogAppend benchmarks events.Log.Append: one event per op, each waiting
-// for its ack (what the shim, the bridge and the hooks do).
-func LogAppend(log events.Log) func(*testing.B) {
-	return func(b *testing.B) {
-		ctx := context.Background()
-		i := 0
-		for b.Loop() {
-			i++
-			if _, err := log.Append(ctx, status(i)); err != nil {
-				b.Fatal(err)
+// Op is one operation of a workload; i counts the operations from 1. The
+// same Ops run under `go test -bench` (OpBench in the test files) and in
+// `fleetd bench` (Run), so both measure the same bodies; the package does
+// not import "testing", so the fleetd binary does not link it.
+type Op func(ctx context.Context, i int) error
+
+// LogAppend is events.Log.Append: one event per op, each waiting for its
+// ack (what the shim, the bridge and the hooks do).
+func LogAppend(log events.Log) Op {
+	return func(ctx context.Context, i int) error {
+		_, err := log.Append(ctx, status(i))
+		return err
+	}
+}
+
+// RawPublish is js.PublishMsg of the same bytes with a fresh Nats-Msg-Id,
+// one per op, each waiting for its ack: the floor under LogAppend.
+func RawPublish(js jetstream.JetStream) Op {
+	r := newRawMsg("a-1")
+	return func(ctx context.Context, i int) error {
+		_, err := js.PublishMsg(ctx, r.msg(i), jetstream.WithExpectStream(events.Stream))
+		return err
+	}
+}
+
+// LogAppendBatch is events.Log.AppendBatch: one op is one atomic batch of
+// BatchSize events.
+func LogAppendBatch(log events.Log) Op {
+	batch := make([]events.Event, BatchSize)
+	return func(ctx context.Context, i int) error {
+		for k := range batch {
+			batch[k] = status((i-1)*BatchSize + k + 1)
+		}
+		_, err := log.AppendBatch(ctx, batch)
+		return err
+	}
+}
+
+// RawPublishAsync is BatchSize js.PublishMsgAsync calls and the wait for
+// all their acks per op: the floor under LogAppendBatch.
+func RawPublishAsync(js jetstream.JetStream) Op {
+	r := newRawMsg("a-1")
+	return func(ctx context.Context, i int) error {
+		for k := range BatchSize {
+			if _, err := js.PublishMsgAsync(r.msg((i-1)*BatchSize + k + 1)); err != nil {
+				return err
 			}
+		}
+		select {
+		case <-js.PublishAsyncComplete():
+			return nil
+		case <-time.After(30 * time.Second):
+			return errors.New("async publishes not acknowledged in 30s")
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
 
-// RawPublish benchmarks js.PublishMsg of the same bytes with a fresh
-// Nats-Msg-Id, one per op, each waiting for its ack: the floor under
-// LogAppend.
-func RawPublish(js jetstream.JetStream) func(*testing.B) {
-	return func(b *testing.B) {
-		ctx := context.Background()
-		r := newRawMsg("a-1")
-		i := 0
-		for b.Loop() {
-			i++
-			if _, err := js.PublishMsg(ctx, r.msg(i), jetstream.WithExpectStream(events.Stream)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-}
-
-// LogAppendBatch benchmarks events.Log.AppendBatch: one op is one atomic
-// batch of BatchSize events.
-func LogAppendBatch(log events.Log) func(*testing.B) {
-	return func(b *testing.B) {
-		ctx := context.Background()
-		batch := make([]events.Event, BatchSize)
-		i := 0
-		for b.Loop() {
-			for k := range batch {
-				i++
-				batch[k] = status(i)
-			}
-			if _, err := log.AppendBatch(ctx, batch); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-}
-
-// RawPublishAsync benchmarks BatchSize js.PublishMsgAsync calls and the
-// wait for all their acks per op: the floor under LogAppendBatch.
-func RawPublishAsync(js jetstream.JetStream) func(*testing.B) {
-	return func(b *testing.B) {
-		r := newRawMsg("a-1")
-		i := 0
-		for b.Loop() {
-			for range BatchSize {
-				i++
-				if _, err := js.PublishMsgAsync(r.msg(i)); err != nil {
-					b.Fatal(err)
+// RawAtomicBatch is what AppendBatch asks of JetStream, without fleetd:
+// BatchSize pre-encoded events as one atomic batch (Nats-Batch-* headers,
+// a commit request on the last). It shows how much of the batched row is
+// the server's atomic-batch staging rather than the log's code.
+func RawAtomicBatch(js jetstream.JetStream) Op {
+	r := newRawMsg("a-1")
+	nc := js.Conn()
+	return func(ctx context.Context, i int) error {
+		id := r.prefix + "b" + strconv.Itoa(i)
+		for k := range BatchSize {
+			m := r.msg((i-1)*BatchSize + k + 1)
+			m.Header.Set("Nats-Batch-Id", id)
+			m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(k+1))
+			if k < BatchSize-1 {
+				if err := nc.PublishMsg(m); err != nil {
+					return err
 				}
+				continue
 			}
-			select {
-			case <-js.PublishAsyncComplete():
-			case <-time.After(30 * time.Second):
-				b.Fatal("async publishes not acknowledged in 30s")
+			m.Header.Set("Nats-Batch-Commit", "1")
+			resp, err := nc.RequestMsgWithContext(ctx, m)
+			if err != nil {
+				return err
+			}
+			var ack struct {
+				Error *jetstream.APIError `json:"error"`
+			}
+			if err := json.Unmarshal(resp.Data, &ack); err != nil {
+				return err
+			}
+			if ack.Error != nil {
+				return fmt.Errorf("atomic batch: %w", ack.Error)
 			}
 		}
+		return nil
 	}
 }
 
-// PerSecond converts a benchmark result whose op carries perOp events to
-// events per second.
-func PerSecond(r testing.BenchmarkResult, perOp int) float64 {
-	if r.NsPerOp() == 0 {
+// Result is a timed run of an Op.
+type Result struct {
+	N       int
+	Elapsed time.Duration
+}
+
+// PerSecond is the rate of events, an op carrying perOp of them.
+func (r Result) PerSecond(perOp int) float64 {
+	if r.N == 0 || r.Elapsed <= 0 {
 		return 0
 	}
-	return float64(perOp) * 1e9 / (float64(r.T.Nanoseconds()) / float64(r.N))
+	return float64(perOp*r.N) / r.Elapsed.Seconds()
 }
 
-// RawAtomicBatch benchmarks what AppendBatch asks of JetStream, without
-// fleetd: BatchSize pre-encoded events as one atomic batch (Nats-Batch-*
-// headers, a commit request on the last). It shows how much of the batched
-// row is the server's atomic-batch staging rather than the log's code.
-func RawAtomicBatch(js jetstream.JetStream) func(*testing.B) {
-	return func(b *testing.B) {
-		ctx := context.Background()
-		r := newRawMsg("a-1")
-		nc := js.Conn()
-		i, batch := 0, 0
-		for b.Loop() {
-			batch++
-			id := r.prefix + "b" + strconv.Itoa(batch)
-			for k := range BatchSize {
-				i++
-				m := r.msg(i)
-				m.Header.Set("Nats-Batch-Id", id)
-				m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(k+1))
-				if k < BatchSize-1 {
-					if err := nc.PublishMsg(m); err != nil {
-						b.Fatal(err)
-					}
-					continue
-				}
-				m.Header.Set("Nats-Batch-Commit", "1")
-				resp, err := nc.RequestMsgWithContext(ctx, m)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var ack struct {
-					Error *jetstream.APIError `json:"error"`
-				}
-				if err := json.Unmarshal(resp.Data, &ack); err != nil || ack.Error != nil {
-					b.Fatalf("atomic batch: %v %v", err, ack.Error)
-				}
-			}
+// Run repeats op for about d (at least once, after one untimed warm-up
+// op), as testing.Benchmark would with -benchtime d.
+func Run(ctx context.Context, d time.Duration, op Op) (Result, error) {
+	if err := op(ctx, 1); err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	n := 0
+	for n == 0 || time.Since(start) < d {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		n++
+		if err := op(ctx, n+1); err != nil {
+			return Result{}, err
 		}
 	}
+	return Result{N: n, Elapsed: time.Since(start)}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"testing"
 )
 
 // ClaudeVersion is the Claude Code release the fake was verified against and
@@ -198,7 +197,7 @@ type Claude struct {
 
 // SetupClaude finds claude (see RequireClaude) and prepares temp dirs for its
 // home and working directory, pointed at the fake at baseURL.
-func SetupClaude(tb testing.TB, baseURL string) Claude {
+func SetupClaude(tb TB, baseURL string) Claude {
 	tb.Helper()
 	bin := RequireClaude(tb)
 	if out, err := exec.Command(bin, "--version").Output(); err == nil {
@@ -214,7 +213,7 @@ func SetupClaude(tb testing.TB, baseURL string) Claude {
 
 // RequireClaude returns the path of the claude executable on PATH. Without
 // one it skips the test, unless CI=true, where a missing CLI is a failure.
-func RequireClaude(tb testing.TB) string {
+func RequireClaude(tb TB) string {
 	tb.Helper()
 	bin, err := exec.LookPath("claude")
 	if err == nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"testing"
 	"time"
 
 	"github.com/fleetd/fleetd/bench"
@@ -224,10 +222,4 @@ type benchStage struct {
 
 func (s benchStage) progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench:   "+format+"\n", args...)
-}
-
-// setBenchTime makes testing.Benchmark run each benchmark for d.
-func setBenchTime(d time.Duration) error {
-	testing.Init()
-	return flag.Set("test.benchtime", d.String())
 }

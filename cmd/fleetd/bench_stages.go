@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/fleetd/fleetd/bench"
@@ -24,24 +23,21 @@ func quietLogger() *slog.Logger {
 }
 
 // micro: events.Log appends against raw JetStream publishes, one at a
-// time and batched, through testing.Benchmark (the same bodies as the
-// events package's Go benchmarks).
+// time and batched (the same bodies as the events package's Go
+// benchmarks).
 func (s benchStage) micro(ctx context.Context) ([]bench.Row, error) {
-	if err := setBenchTime(s.size.benchTime); err != nil {
-		return nil, err
-	}
 	n, err := bench.StartNATS(ctx, filepath.Join(s.dir, "nats"), s.sync)
 	if err != nil {
 		return nil, err
 	}
 	defer n.Close()
-	run := func(name string, f func(*testing.B), perOp int) (float64, int, error) {
-		r := testing.Benchmark(f)
-		if r.N == 0 {
-			return 0, 0, fmt.Errorf("benchmark %s failed", name)
+	run := func(name string, op bench.Op, perOp int) (float64, int, error) {
+		r, err := bench.Run(ctx, s.size.benchTime, op)
+		if err != nil {
+			return 0, 0, fmt.Errorf("benchmark %s: %w", name, err)
 		}
-		s.progress("%s: %d ops, %.0f ev/s", name, r.N, bench.PerSecond(r, perOp))
-		return bench.PerSecond(r, perOp), r.N * perOp, nil
+		s.progress("%s: %d ops, %.0f ev/s", name, r.N, r.PerSecond(perOp))
+		return r.PerSecond(perOp), r.N * perOp, nil
 	}
 	logOne, nOne, err := run("Log.Append", bench.LogAppend(n.Log), 1)
 	if err != nil {

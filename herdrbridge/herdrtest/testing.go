@@ -4,8 +4,17 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"testing"
 )
+
+// TB is the part of testing.TB Start uses. *testing.T and *testing.B
+// satisfy it; the package does not import "testing", so a program that
+// embeds the fake (fleetd demo, fleetd dev-herdr) does not link it.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Errorf(format string, args ...any)
+	Cleanup(func())
+}
 
 // Start runs a Server for one test: it listens on herdr.sock in a fresh
 // short temp directory (Unix socket paths are limited to ~108 bytes),
@@ -13,7 +22,7 @@ import (
 // herdr's schema — failing the test on any violation unless cfg.OnInvalid
 // says otherwise — and closes the server, its panes and the directory when
 // the test ends. cfg.SocketPath, if set, is used instead of the temp path.
-func Start(tb testing.TB, cfg Config) *Server {
+func Start(tb TB, cfg Config) *Server {
 	tb.Helper()
 	if cfg.SocketPath == "" {
 		dir, err := os.MkdirTemp("", "herdrtest-")
