@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"log/slog"
 	"sync"
 	"time"
@@ -24,7 +25,7 @@ type BridgeConfig struct {
 	// whose AgentRegistered.Host is Host.
 	Host string
 	// Client talks to the local herdr. When nil, one is made for SocketPath.
-	Client     *Client
+	Client     *herdrapi.Client
 	SocketPath string
 	// Log is the fleet's event log.
 	Log events.Log
@@ -121,7 +122,7 @@ func (c *BridgeConfig) setDefaults() {
 		c.Metrics = NewMetrics()
 	}
 	if c.Client == nil && c.SocketPath != "" {
-		c.Client = New(c.SocketPath, WithObserver(c.Metrics.Observe))
+		c.Client = herdrapi.New(c.SocketPath, herdrapi.WithObserver(c.Metrics.Observe))
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -201,7 +202,7 @@ func (c *BridgeConfig) Validate() error {
 // where the last one stopped.
 type Bridge struct {
 	cfg    BridgeConfig
-	client *Client
+	client *herdrapi.Client
 	log    *slog.Logger
 	source string
 
@@ -241,7 +242,7 @@ type agentState struct {
 	// What herdr showed in the current connection (fresh is false until
 	// the first observation after a (re)connect).
 	fresh       bool
-	status      AgentStatus
+	status      herdrapi.AgentStatus
 	seq         uint64
 	label       string // herdr's agent label; "" = not recognised
 	workingSeq  uint64 // highest state_change_seq seen together with working

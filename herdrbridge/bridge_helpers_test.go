@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"log/slog"
 	"os"
 	"strings"
@@ -28,7 +29,7 @@ const testHost = "h1"
 type fleet struct {
 	t      *testing.T
 	herdr  *herdrtest.Server
-	client *herdrbridge.Client
+	client *herdrapi.Client
 	log    events.Log
 	newID  func() string
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 func TestQueuedTurnTypedOnceAfterPaneIsIdle(t *testing.T) {
 	f := newFleet(t)
 	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(busyAgent)})
-	statusIs(t, f.client, p.ID, herdrbridge.StatusWorking)
+	statusIs(t, f.client, p.ID, herdrapi.StatusWorking)
 	f.start(nil)
 	f.register("w-1", p.ID)
 	turn := f.queue("w-1", "hello from the lead", time.Time{})
@@ -56,7 +57,7 @@ func TestTwoTurnsTypedInOrderSecondAfterFirstReplied(t *testing.T) {
 	f.waitTurn(first, lifecycle.StateSubmitted)
 	// The agent is idle again, but the first turn is not replied: the
 	// second must wait.
-	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	if n := f.typedCount(p.ID, "second task"); n != 0 {
 		t.Fatalf("second turn typed before the first was replied")
 	}
@@ -112,7 +113,7 @@ func TestHerdrRestartLosesAndDuplicatesNothing(t *testing.T) {
 	f.waitOutput(p.ID, "ANSWER: before the outage")
 	f.waitTurn(before, lifecycle.StateSubmitted)
 	f.add("w-1", events.AgentReplied{Reply: "ok"}, before)
-	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 
 	host := "fleet.host." + testHost + ".herdr"
 	f.herdr.KillSocket()
@@ -169,7 +170,7 @@ func TestHerdrRestartLosesAndDuplicatesNothing(t *testing.T) {
 func TestRestartBetweenTypedAndSubmittedNeverRetypes(t *testing.T) {
 	f := newFleet(t)
 	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(mutedAgent)})
-	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	slow := func(c *herdrbridge.BridgeConfig) { c.SubmitTimeout = time.Minute }
 
@@ -222,7 +223,7 @@ func TestRestartBetweenTypedAndSubmittedNeverRetypes(t *testing.T) {
 func TestDeadlineAndPaneExitFailTurns(t *testing.T) {
 	f := newFleet(t)
 	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(foreverBusy)})
-	statusIs(t, f.client, p.ID, herdrbridge.StatusWorking)
+	statusIs(t, f.client, p.ID, herdrapi.StatusWorking)
 	f.register("w-1", p.ID)
 	f.start(nil)
 	late := f.queue("w-1", "too late", time.Now().Add(300*time.Millisecond))
@@ -307,7 +308,7 @@ func TestAdoptedPaneCrossingBoundaryIsReported(t *testing.T) {
 	}
 	ctx := context.Background()
 	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent), Env: map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
-	if _, err := b.Adopt(ctx, "w9:p9", "w-3", "w-claude"); !errors.Is(err, herdrbridge.ErrPaneNotFound) {
+	if _, err := b.Adopt(ctx, "w9:p9", "w-3", "w-claude"); !errors.Is(err, herdrapi.ErrPaneNotFound) {
 		t.Errorf("Adopt of a missing pane = %v, want ErrPaneNotFound", err)
 	}
 	reg, err := b.Adopt(ctx, p.ID, "w-3", "w-claude")
@@ -333,7 +334,7 @@ func TestTurnFailsWhenAgentStaysBlocked(t *testing.T) {
 	// After reading a prompt the agent asks for permission and waits.
 	asks := box + `box; IFS= read -r line; echo "Allow this? esc to cancel · enter to confirm"; exec sleep 600`
 	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(asks)})
-	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.BlockedTimeout = 500 * time.Millisecond })
 	turn := f.queue("w-1", "needs permission", time.Time{})

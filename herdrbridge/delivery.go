@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
@@ -118,7 +119,7 @@ type target struct {
 	lastSeq           uint64
 	recognised        bool // herdr will agent.prompt it
 	freshView         bool
-	status            AgentStatus
+	status            herdrapi.AgentStatus
 	hook              events.Status
 	clears            int
 	attention         string
@@ -189,7 +190,7 @@ func (b *Bridge) typeTurn(ctx context.Context, agent string, t lifecycle.Turn) {
 	b.waitApplied(ctx, ack.Seq)
 	switch {
 	case err == nil:
-	case !wrote && errors.Is(err, ErrPaneNotFound):
+	case !wrote && errors.Is(err, herdrapi.ErrPaneNotFound):
 		b.fail(ctx, agent, t.ID, events.ReasonPaneExited, "herdr refused the prompt: "+err.Error())
 	case !wrote:
 		b.defer_(ctx, agent, t, err)
@@ -243,7 +244,7 @@ func (b *Bridge) execute(ctx context.Context, agent string, tg target, typed eve
 		}
 	}
 	if typed.Method == MethodPrompt {
-		_, err := b.client.Prompt(ctx, PromptRequest{Target: tg.pane, Text: plan.Pieces[0]})
+		_, err := b.client.Prompt(ctx, herdrapi.PromptRequest{Target: tg.pane, Text: plan.Pieces[0]})
 		return typed.Clear, err
 	}
 	wrote = typed.Clear
@@ -274,7 +275,7 @@ func (b *Bridge) execute(ctx context.Context, agent string, tg target, typed eve
 // agent, else a paste, ≥300 ms, then Enter.
 func (b *Bridge) submit(ctx context.Context, pane string, recognised bool, line string) error {
 	if recognised {
-		_, err := b.client.Prompt(ctx, PromptRequest{Target: pane, Text: line})
+		_, err := b.client.Prompt(ctx, herdrapi.PromptRequest{Target: pane, Text: line})
 		return err
 	}
 	if err := b.client.SendInput(ctx, pane, line); err != nil {
@@ -301,7 +302,7 @@ func (b *Bridge) awaitClear(ctx context.Context, agent string, tg target) error 
 			return nil
 		}
 		if !tg.hooked {
-			if r, err := b.client.Read(ctx, ReadRequest{PaneID: tg.pane, Source: SourceVisible}); err == nil && ParseComposer(r.Text).Empty() {
+			if r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: tg.pane, Source: herdrapi.SourceVisible}); err == nil && ParseComposer(r.Text).Empty() {
 				return nil
 			}
 		}
@@ -324,7 +325,7 @@ func (b *Bridge) awaitClear(ctx context.Context, agent string, tg target) error 
 // defer_ sends a turn herdr refused (having typed nothing) back to the
 // head of its agent's queue, or fails it after MaxDeferrals.
 func (b *Bridge) defer_(ctx context.Context, agent string, t lifecycle.Turn, cause error) {
-	if errors.Is(cause, ErrAgentNotReady) || errors.Is(cause, ErrAgentNotFound) {
+	if errors.Is(cause, herdrapi.ErrAgentNotReady) || errors.Is(cause, herdrapi.ErrAgentNotFound) {
 		// herdr does not see the agent as the pane's foreground process
 		// (a wrapped launch, a child command): from now on type into the
 		// pane as into one herdr does not recognise, when the hooks say
@@ -352,11 +353,11 @@ func (b *Bridge) defer_(ctx context.Context, agent string, t lifecycle.Turn, cau
 // refusalReason is the code of a herdr refusal, or a word for a transport
 // error.
 func refusalReason(err error) string {
-	var api *APIError
+	var api *herdrapi.APIError
 	if errors.As(err, &api) {
 		return api.Code
 	}
-	if errors.Is(err, ErrNotRunning) {
+	if errors.Is(err, herdrapi.ErrNotRunning) {
 		return "herdr_unreachable"
 	}
 	return "herdr_error"

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"net"
 	"testing"
 	"time"
 
-	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 )
@@ -20,18 +20,18 @@ var fast = herdrtest.Config{PollInterval: 20 * time.Millisecond, DetectInterval:
 // startHerdr starts a fake herdr and a client whose every request is
 // validated against herdr's schema on the way out (the server validates
 // them again on the way in, and its own answers too).
-func startHerdr(t *testing.T, cfg herdrtest.Config) (*herdrtest.Server, *herdrbridge.Client) {
+func startHerdr(t *testing.T, cfg herdrtest.Config) (*herdrtest.Server, *herdrapi.Client) {
 	t.Helper()
 	v := herdrschema.Schema(t)
 	cfg.Validator = v
 	srv := herdrtest.Start(t, cfg)
-	return srv, herdrbridge.New(srv.Path(), herdrbridge.WithDialer(validatingDialer(v, func(err error) {
+	return srv, herdrapi.New(srv.Path(), herdrapi.WithDialer(validatingDialer(v, func(err error) {
 		t.Errorf("client sent an invalid request: %v", err)
 	})))
 }
 
 // validatingDialer checks each request line the client writes.
-func validatingDialer(v *herdrschema.Validator, report func(error)) herdrbridge.Dialer {
+func validatingDialer(v *herdrschema.Validator, report func(error)) herdrapi.Dialer {
 	return func(ctx context.Context, path string) (net.Conn, error) {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "unix", path)
@@ -82,11 +82,11 @@ func checkFor(t *testing.T, total, step time.Duration, fn func() error) {
 }
 
 // readContains waits until the pane's recent text contains want.
-func readContains(t *testing.T, c *herdrbridge.Client, paneID, want string) string {
+func readContains(t *testing.T, c *herdrapi.Client, paneID, want string) string {
 	t.Helper()
 	var text string
 	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
-		r, err := c.Read(context.Background(), herdrbridge.ReadRequest{PaneID: paneID, Source: herdrbridge.SourceRecent})
+		r, err := c.Read(context.Background(), herdrapi.ReadRequest{PaneID: paneID, Source: herdrapi.SourceRecent})
 		if err != nil {
 			return err
 		}
@@ -100,9 +100,9 @@ func readContains(t *testing.T, c *herdrbridge.Client, paneID, want string) stri
 }
 
 // statusIs waits until agent.get reports one of want.
-func statusIs(t *testing.T, c *herdrbridge.Client, target string, want ...herdrbridge.AgentStatus) herdrbridge.AgentInfo {
+func statusIs(t *testing.T, c *herdrapi.Client, target string, want ...herdrapi.AgentStatus) herdrapi.AgentInfo {
 	t.Helper()
-	var info herdrbridge.AgentInfo
+	var info herdrapi.AgentInfo
 	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
 		var err error
 		if info, err = c.Agent(context.Background(), target); err != nil {
@@ -120,7 +120,7 @@ func statusIs(t *testing.T, c *herdrbridge.Client, target string, want ...herdrb
 
 // nextEvent returns the next event of one of kinds for paneID, skipping
 // others, within 5 s.
-func nextEvent(t *testing.T, s *herdrbridge.Stream, paneID string, kinds ...herdrbridge.EventKind) herdrbridge.Event {
+func nextEvent(t *testing.T, s *herdrapi.Stream, paneID string, kinds ...herdrapi.EventKind) herdrapi.Event {
 	t.Helper()
 	timeout := time.After(5 * time.Second)
 	for {

@@ -2,6 +2,7 @@ package herdrbridge
 
 import (
 	"context"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -64,7 +65,7 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		b.backoff(agent)
 		return false
 	}
-	r, err := b.client.Read(ctx, ReadRequest{PaneID: tg.pane, Source: SourceVisible})
+	r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: tg.pane, Source: herdrapi.SourceVisible})
 	if err != nil {
 		b.log.Warn("read the pane before typing", "agent", agent, "pane", tg.pane, "err", err)
 		b.backoff(agent)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
@@ -94,7 +95,7 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 			deadline = now.Add(b.cfg.Poll) // the screen and Enter need herdr; wait for it
 			continue
 		default:
-			box, rerr := b.client.Read(ctx, ReadRequest{PaneID: f.pane, Source: SourceVisible})
+			box, rerr := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: f.pane, Source: herdrapi.SourceVisible})
 			c := ParseComposer(box.Text)
 			switch {
 			case rerr == nil && c.Empty():
@@ -156,7 +157,7 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 			wait(ctx, f.changed, b.cfg.Poll)
 			continue
 		}
-		r, rerr := b.client.Read(ctx, ReadRequest{PaneID: f.pane, Source: SourceVisible})
+		r, rerr := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: f.pane, Source: herdrapi.SourceVisible})
 		c := ParseComposer(r.Text)
 		idle := !f.recognised || b.herdrReady(agent)
 		var ack events.Ack

@@ -1,6 +1,7 @@
 package herdrbridge_test
 
 import (
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 func TestARefusalThatTypedNothingDefersTheTurn(t *testing.T) {
 	f := newFleet(t)
 	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
-	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.herdr.FailNext("agent.prompt", "agent_not_ready", "agent "+p.ID+" is no longer the pane foreground process", 3)
 	f.start(nil)
@@ -42,7 +43,7 @@ func TestARefusalThatTypedNothingDefersTheTurn(t *testing.T) {
 func TestATurnHerdrKeepsRefusingFailsAsNotReady(t *testing.T) {
 	f := newFleet(t)
 	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
-	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.herdr.FailNext("agent.prompt", "agent_not_ready", "not the foreground process", 100)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.MaxDeferrals = 3 })
@@ -62,7 +63,7 @@ func TestATurnHerdrKeepsRefusingFailsAsNotReady(t *testing.T) {
 func TestAnUnmatchedReplySettlesTheTurnAndTheNextOneGoes(t *testing.T) {
 	f := newFleet(t)
 	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
-	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.ReplyGrace = 200 * time.Millisecond })
 	first := f.queue("w-1", "first", time.Time{})
@@ -87,7 +88,7 @@ func TestAnUnmatchedReplySettlesTheTurnAndTheNextOneGoes(t *testing.T) {
 func TestASubmittedTurnWithoutAStopHookIsSettled(t *testing.T) {
 	f := newFleet(t)
 	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
-	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.IdleGrace = 500 * time.Millisecond })
 	turn := f.queue("w-1", "no stop hook comes", time.Time{})
@@ -102,7 +103,7 @@ func TestASubmittedTurnWithoutAStopHookIsSettled(t *testing.T) {
 func TestATurnCostsHerdrAFewRequests(t *testing.T) {
 	f := newFleet(t)
 	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
-	statusIs(t, f.client, p.ID, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.start(nil)
 	// The first turn pays for the connection (snapshot, subscriptions).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -168,14 +169,14 @@ func withModel(r roles.Role, model string) roles.Role {
 
 // createPane opens the agent's pane: a split of SplitFrom, or a new tab,
 // or a new workspace when herdr has none yet.
-func (b *Bridge) createPane(ctx context.Context, req SpawnRequest, env map[string]string) (PaneInfo, error) {
+func (b *Bridge) createPane(ctx context.Context, req SpawnRequest, env map[string]string) (herdrapi.PaneInfo, error) {
 	if req.SplitFrom != "" {
-		return b.client.Split(ctx, SplitRequest{Direction: SplitRight, TargetPaneID: req.SplitFrom, CWD: req.Cwd, Env: env})
+		return b.client.Split(ctx, herdrapi.SplitRequest{Direction: herdrapi.SplitRight, TargetPaneID: req.SplitFrom, CWD: req.Cwd, Env: env})
 	}
-	tab, err := b.client.CreateTab(ctx, CreateRequest{WorkspaceID: req.Workspace, CWD: req.Cwd, Label: req.Name, Env: env})
-	var apiErr *APIError
+	tab, err := b.client.CreateTab(ctx, herdrapi.CreateRequest{WorkspaceID: req.Workspace, CWD: req.Cwd, Label: req.Name, Env: env})
+	var apiErr *herdrapi.APIError
 	if errors.As(err, &apiErr) && apiErr.Code == "no_active_workspace" && req.Workspace == "" {
-		ws, err := b.client.CreateWorkspace(ctx, CreateRequest{CWD: req.Cwd, Label: req.Name, Env: env})
+		ws, err := b.client.CreateWorkspace(ctx, herdrapi.CreateRequest{CWD: req.Cwd, Label: req.Name, Env: env})
 		return ws.RootPane, err
 	}
 	return tab.RootPane, err

@@ -3,6 +3,7 @@ package herdrbridge
 import (
 	"context"
 	"errors"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"sync"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // lifecycleKinds are the herdr events the bridge follows for every pane.
-var lifecycleKinds = []EventKind{EventPaneCreated, EventPaneClosed, EventPaneExited, EventPaneAgentDetected, EventPaneUpdated}
+var lifecycleKinds = []herdrapi.EventKind{herdrapi.EventPaneCreated, herdrapi.EventPaneClosed, herdrapi.EventPaneExited, herdrapi.EventPaneAgentDetected, herdrapi.EventPaneUpdated}
 
 // watchHerdr keeps a session with herdr open: it reconnects with backoff
 // after herdr went away, and records each connect and loss once.
@@ -60,7 +61,7 @@ func (b *Bridge) lost(ctx context.Context, cause error) {
 // paneStatus is one per-pane status event, tagged with its pane.
 type paneStatus struct {
 	pane string
-	ev   Event
+	ev   herdrapi.Event
 }
 
 // session is one connection's life: snapshot, subscribe to lifecycle
@@ -75,7 +76,7 @@ func (b *Bridge) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lc, err := b.client.Subscribe(ctx, Lifecycle(lifecycleKinds...))
+	lc, err := b.client.Subscribe(ctx, herdrapi.Lifecycle(lifecycleKinds...))
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func (b *Bridge) session(ctx context.Context) error {
 
 	sctx, cancel := context.WithCancel(ctx)
 	var fwd sync.WaitGroup
-	subs := map[string]*Stream{}
+	subs := map[string]*herdrapi.Stream{}
 	statuses := make(chan paneStatus, 64)
 	defer func() {
 		cancel()
@@ -111,7 +112,7 @@ func (b *Bridge) session(ctx context.Context) error {
 		if known[a.pane] {
 			continue
 		}
-		if _, err := b.client.Pane(ctx, a.pane); errors.Is(err, ErrPaneNotFound) {
+		if _, err := b.client.Pane(ctx, a.pane); errors.Is(err, herdrapi.ErrPaneNotFound) {
 			b.exitAgent(ctx, a.id, a.pane, "pane gone while herdr was unreachable")
 		}
 	}
@@ -137,7 +138,7 @@ func (b *Bridge) session(ctx context.Context) error {
 				if err := lc.Err(); err != nil {
 					return err
 				}
-				return ErrDisconnected
+				return herdrapi.ErrDisconnected
 			}
 			if err := b.onLifecycle(ctx, ev, known); err != nil {
 				return err
@@ -173,7 +174,7 @@ func (b *Bridge) ownedAgents() []agentState {
 // each costs herdr CPU. A new subscription is followed by a sync through
 // agent.get (covering whatever changed before it started) and a boundary
 // check of the pane's processes.
-func (b *Bridge) reconcile(ctx context.Context, subs map[string]*Stream, out chan<- paneStatus, fwd *sync.WaitGroup) error {
+func (b *Bridge) reconcile(ctx context.Context, subs map[string]*herdrapi.Stream, out chan<- paneStatus, fwd *sync.WaitGroup) error {
 	want := map[string]string{}
 	for _, a := range b.ownedAgents() {
 		want[a.pane] = a.id
@@ -188,8 +189,8 @@ func (b *Bridge) reconcile(ctx context.Context, subs map[string]*Stream, out cha
 		if subs[pane] != nil {
 			continue
 		}
-		s, err := b.client.Subscribe(ctx, []Subscription{{Type: EventPaneAgentStatusChanged, PaneID: pane}})
-		if errors.Is(err, ErrPaneNotFound) {
+		s, err := b.client.Subscribe(ctx, []herdrapi.Subscription{{Type: herdrapi.EventPaneAgentStatusChanged, PaneID: pane}})
+		if errors.Is(err, herdrapi.ErrPaneNotFound) {
 			b.exitAgent(ctx, agent, pane, "pane not found")
 			continue
 		}
@@ -218,30 +219,30 @@ func (b *Bridge) reconcile(ctx context.Context, subs map[string]*Stream, out cha
 // 512 old ones to every new subscriber) are harmless: a created pane the
 // snapshot had is skipped, and an exit is only believed when herdr no
 // longer has the pane.
-func (b *Bridge) onLifecycle(ctx context.Context, ev Event, known map[string]bool) error {
+func (b *Bridge) onLifecycle(ctx context.Context, ev herdrapi.Event, known map[string]bool) error {
 	agent := b.ownerOf(ev.PaneID)
 	switch ev.Kind {
-	case EventPaneCreated:
+	case herdrapi.EventPaneCreated:
 		known[ev.PaneID] = true
-	case EventPaneClosed, EventPaneExited:
+	case herdrapi.EventPaneClosed, herdrapi.EventPaneExited:
 		if agent == "" {
 			return nil
 		}
 		_, err := b.client.Pane(ctx, ev.PaneID)
 		switch {
-		case errors.Is(err, ErrPaneNotFound):
+		case errors.Is(err, herdrapi.ErrPaneNotFound):
 			b.exitAgent(ctx, agent, ev.PaneID, string(ev.Kind))
 		case err != nil:
 			return err
 		}
-	case EventPaneAgentDetected, EventPaneUpdated:
+	case herdrapi.EventPaneAgentDetected, herdrapi.EventPaneUpdated:
 		if agent == "" {
 			return nil
 		}
 		if err := b.syncPane(ctx, ev.PaneID, ""); err != nil {
 			return err
 		}
-		if ev.Kind == EventPaneAgentDetected {
+		if ev.Kind == herdrapi.EventPaneAgentDetected {
 			if ev.Agent != "" {
 				// herdr sees the agent as the pane's foreground process
 				// again (a child command it ran has ended): agent.prompt
@@ -262,7 +263,7 @@ func (b *Bridge) onLifecycle(ctx context.Context, ev Event, known map[string]boo
 // what fleetd needs (the status, and the agent it is about): asking herdr
 // with agent.get on every event would cost it a request per transition
 // for nothing.
-func (b *Bridge) onStatus(ctx context.Context, pane string, ev Event) error {
+func (b *Bridge) onStatus(ctx context.Context, pane string, ev herdrapi.Event) error {
 	b.mu.Lock()
 	var label string
 	owned := false
@@ -299,17 +300,17 @@ func (b *Bridge) ownerOf(pane string) string {
 // syncPane reads the pane's agent from herdr and records what it shows;
 // transition, when set, is the status an event reported (it may already
 // have moved on, and the transition is what the log must show).
-func (b *Bridge) syncPane(ctx context.Context, pane string, transition AgentStatus) error {
+func (b *Bridge) syncPane(ctx context.Context, pane string, transition herdrapi.AgentStatus) error {
 	info, err := b.client.Agent(ctx, pane)
-	var st AgentStatus
+	var st herdrapi.AgentStatus
 	var seq uint64
 	var label string
 	switch {
 	case err == nil:
 		st, seq, label = info.AgentStatus, info.StateChangeSeq, info.Agent
-	case errors.Is(err, ErrAgentNotFound):
+	case errors.Is(err, herdrapi.ErrAgentNotFound):
 		p, perr := b.client.Pane(ctx, pane)
-		if errors.Is(perr, ErrPaneNotFound) {
+		if errors.Is(perr, herdrapi.ErrPaneNotFound) {
 			if agent := b.ownerOf(pane); agent != "" {
 				b.exitAgent(ctx, agent, pane, "pane not found")
 			}
@@ -331,7 +332,7 @@ func (b *Bridge) syncPane(ctx context.Context, pane string, transition AgentStat
 // observe updates the herdr view of the pane's agent and appends a status
 // event when the status differs from the last one the log has from herdr:
 // repeated same-status events and re-syncs after a reconnect add nothing.
-func (b *Bridge) observe(ctx context.Context, pane string, st AgentStatus, seq uint64, label string) error {
+func (b *Bridge) observe(ctx context.Context, pane string, st herdrapi.AgentStatus, seq uint64, label string) error {
 	b.mu.Lock()
 	var a *agentState
 	for _, x := range b.agents {
@@ -363,15 +364,15 @@ func (b *Bridge) observe(ctx context.Context, pane string, st AgentStatus, seq u
 }
 
 // noteLocked records a herdr observation of a's pane.
-func (b *Bridge) noteLocked(a *agentState, st AgentStatus, seq uint64, label string) {
+func (b *Bridge) noteLocked(a *agentState, st herdrapi.AgentStatus, seq uint64, label string) {
 	a.fresh, a.status, a.label = true, st, label
 	if seq > a.seq {
 		a.seq = seq
 	}
-	if st == StatusWorking {
+	if st == herdrapi.StatusWorking {
 		a.workingSeq = max(a.workingSeq, seq, a.seq)
 	}
-	if st == StatusWorking || st == StatusBlocked {
+	if st == herdrapi.StatusWorking || st == herdrapi.StatusBlocked {
 		// The agent took something: it works, or asks permission for it.
 		a.busySinceTyped = true
 	}
@@ -381,7 +382,7 @@ func (b *Bridge) noteLocked(a *agentState, st AgentStatus, seq uint64, label str
 		b.readyLocked(a, st.Ready())
 	}
 	switch {
-	case st != StatusBlocked:
+	case st != herdrapi.StatusBlocked:
 		a.blockedFrom = time.Time{}
 	case a.blockedFrom.IsZero():
 		a.blockedFrom = b.cfg.Now()

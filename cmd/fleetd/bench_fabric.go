@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,7 +20,6 @@ import (
 	"github.com/fleetd/fleetd/bench"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
-	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/roles"
 )
@@ -33,7 +33,7 @@ const turnHops = 3
 type fabricRun struct {
 	benchStage
 	fab    *fabric
-	herdr  *herdrbridge.Client
+	herdr  *herdrapi.Client
 	stream jetstream.Stream
 	reg    *events.Registry
 }
@@ -85,7 +85,7 @@ func (s benchStage) fabric(ctx context.Context) ([]bench.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &fabricRun{benchStage: s, fab: fab, herdr: herdrbridge.New(fab.herdr.Path()), stream: st, reg: events.NewRegistry()}
+	r := &fabricRun{benchStage: s, fab: fab, herdr: herdrapi.New(fab.herdr.Path()), stream: st, reg: events.NewRegistry()}
 
 	specs := []agentSpec{{Role: "w-sim", Name: "w-sim-1", Cwd: work}}
 	if claude {
@@ -300,7 +300,7 @@ func (r *fabricRun) floorTurn(ctx context.Context, agent string, i int) (time.Du
 	}
 	text := fmt.Sprintf("floor turn %d: say hello", i)
 	t0 := time.Now()
-	if _, err := r.herdr.Prompt(ctx, herdrbridge.PromptRequest{Target: pane, Text: text}); err != nil {
+	if _, err := r.herdr.Prompt(ctx, herdrapi.PromptRequest{Target: pane, Text: text}); err != nil {
 		return 0, fmt.Errorf("floor turn %d: %w", i, err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)

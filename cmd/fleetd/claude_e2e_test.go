@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"io"
 	"net/http"
 	"os"
@@ -475,7 +476,7 @@ func (f *claudeFleet) dumpOnFailure() {
 	defer cancel()
 	out, err := f.cli(ctx, "tail", "--since", "all", "--no-follow")
 	t.Logf("---- fleetd tail --since all --no-follow (%v) ----\n%s", err, out)
-	if c, err := herdrbridge.New(f.herdr.Path()).Snapshot(ctx); err == nil {
+	if c, err := herdrapi.New(f.herdr.Path()).Snapshot(ctx); err == nil {
 		for _, p := range c.Panes {
 			t.Logf("---- pane %s ----\n%s", p.PaneID, lifecycle.NormalizeText(string(f.herdr.Output(p.PaneID))))
 		}

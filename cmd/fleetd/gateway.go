@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"log/slog"
 	"net"
 	"os"
@@ -218,7 +219,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 	socket := g.cfg.HerdrPath
 	if socket == "" {
 		var err error
-		if socket, err = herdrbridge.SocketPath(os.Getenv); err != nil {
+		if socket, err = herdrapi.SocketPath(os.Getenv); err != nil {
 			return fmt.Errorf("herdr socket: %w (or run with --no-herdr)", err)
 		}
 	}
@@ -244,7 +245,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 	// One fleet-wide reaper per host, for this host's panes only.
 	g.Sessions, err = orchestrator.NewSessions(orchestrator.SessionConfig{
 		Log: g.Log, Views: g.Views, AllTiers: true, Host: g.cfg.Host, IdleTTL: g.cfg.IdleTTL,
-		Spawner: &herdrSpawner{bridge: br, herdr: herdrbridge.New(socket, herdrbridge.WithObserver(g.herdrMetrics.Observe)), agents: g.Views, host: g.cfg.Host},
+		Spawner: &herdrSpawner{bridge: br, herdr: herdrapi.New(socket, herdrapi.WithObserver(g.herdrMetrics.Observe)), agents: g.Views, host: g.cfg.Host},
 		OnError: func(err error) { g.log.Warn("session reaper", "err", err) },
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"time"
 
 	"github.com/fleetd/fleetd/herdrbridge"
@@ -23,7 +24,7 @@ type agentLookup interface {
 // share it.
 type herdrSpawner struct {
 	bridge *herdrbridge.Bridge
-	herdr  *herdrbridge.Client
+	herdr  *herdrapi.Client
 	agents agentLookup
 	// host is this host's token: panes of agents elsewhere are not ours
 	// to close.
@@ -93,7 +94,7 @@ func (s *herdrSpawner) Close(ctx context.Context, agent string) error {
 	case s.host != "" && a.Host != s.host:
 		return fmt.Errorf("close %s: %w (%s, this is %s)", agent, errForeignPane, a.Host, s.host)
 	}
-	if err := s.herdr.ClosePane(ctx, a.Pane); err != nil && !errors.Is(err, herdrbridge.ErrPaneNotFound) {
+	if err := s.herdr.ClosePane(ctx, a.Pane); err != nil && !errors.Is(err, herdrapi.ErrPaneNotFound) {
 		return fmt.Errorf("close %s (pane %s): %w", agent, a.Pane, err)
 	}
 	return nil

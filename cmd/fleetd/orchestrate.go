@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"io"
 	"os"
 	"strings"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
-	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/orchestrator"
 )
 
@@ -98,7 +98,7 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 			return err
 		}
 		defer done()
-		spawner = &herdrSpawner{bridge: b, herdr: herdrbridge.New(c.socket()), agents: views, host: events.HostToken(host)}
+		spawner = &herdrSpawner{bridge: b, herdr: herdrapi.New(c.socket()), agents: views, host: events.HostToken(host)}
 	}
 	sessions, err := orchestrator.NewSessions(orchestrator.SessionConfig{
 		Log: log, Views: views, Spawner: spawner, Role: c.SessionRole,
@@ -157,7 +157,7 @@ func (c *OrchestrateCmd) socket() string {
 	if c.Herdr != "" {
 		return c.Herdr
 	}
-	p, _ := herdrbridge.SocketPath(os.Getenv)
+	p, _ := herdrapi.SocketPath(os.Getenv)
 	return p
 }
 

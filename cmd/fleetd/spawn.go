@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"os"
 	"path/filepath"
 
@@ -64,7 +65,7 @@ func (f *herdrFlags) bridge(g *Globals) (*herdrbridge.Bridge, func(), error) {
 	}
 	socket := f.Herdr
 	if socket == "" {
-		if socket, err = herdrbridge.SocketPath(os.Getenv); err != nil {
+		if socket, err = herdrapi.SocketPath(os.Getenv); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package herdrbridge_test
+package herdrapi_test
 
 import (
 	"bytes"
@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 )
 
 func TestCheckAcceptsProtocol20(t *testing.T) {
 	srv, _ := startHerdr(t, fast)
-	c, err := herdrbridge.Connect(context.Background(), srv.Path())
+	c, err := herdrapi.Connect(context.Background(), srv.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestCheckAcceptsProtocol20(t *testing.T) {
 func TestShellPaneRunsInput(t *testing.T) {
 	srv, c := startHerdr(t, fast)
 	ctx := context.Background()
-	ws, err := c.CreateWorkspace(ctx, herdrbridge.CreateRequest{Label: "work"})
+	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{Label: "work"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +38,8 @@ func TestShellPaneRunsInput(t *testing.T) {
 		t.Errorf("CreateWorkspace = %+v", ws)
 	}
 	dir := t.TempDir()
-	pane, err := c.Split(ctx, herdrbridge.SplitRequest{
-		Direction: herdrbridge.SplitRight, TargetPaneID: ws.RootPane.PaneID, CWD: dir,
+	pane, err := c.Split(ctx, herdrapi.SplitRequest{
+		Direction: herdrapi.SplitRight, TargetPaneID: ws.RootPane.PaneID, CWD: dir,
 		Env: map[string]string{"FLEET_GREETING": "hello", "HERDR_PANE_ID": "spoofed"},
 	})
 	if err != nil {
@@ -67,11 +67,11 @@ func TestShellPaneRunsInput(t *testing.T) {
 	if err != nil || len(snap.Panes) != 2 || len(snap.Layouts) != 1 || snap.Protocol != 20 {
 		t.Errorf("Snapshot = %+v, %v", snap, err)
 	}
-	tab, err := c.CreateTab(ctx, herdrbridge.CreateRequest{WorkspaceID: ws.Workspace.WorkspaceID})
+	tab, err := c.CreateTab(ctx, herdrapi.CreateRequest{WorkspaceID: ws.Workspace.WorkspaceID})
 	if err != nil || tab.RootPane.TabID != tab.Tab.TabID || tab.Tab.TabID == ws.Tab.TabID {
 		t.Errorf("CreateTab = %+v, %v", tab, err)
 	}
-	if _, err := c.Split(ctx, herdrbridge.SplitRequest{Direction: herdrbridge.SplitDown, Env: map[string]string{"BAD=KEY": "x"}}); !errors.Is(err, herdrbridge.ErrInvalidEnv) {
+	if _, err := c.Split(ctx, herdrapi.SplitRequest{Direction: herdrapi.SplitDown, Env: map[string]string{"BAD=KEY": "x"}}); !errors.Is(err, herdrapi.ErrInvalidEnv) {
 		t.Errorf("Split with a bad env key = %v, want ErrInvalidEnv", err)
 	}
 }
@@ -79,7 +79,7 @@ func TestShellPaneRunsInput(t *testing.T) {
 func TestSendTextIsRawAndKeysAreSeparate(t *testing.T) {
 	srv, c := startHerdr(t, fast)
 	ctx := context.Background()
-	ws, err := c.CreateWorkspace(ctx, herdrbridge.CreateRequest{})
+	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +105,8 @@ func TestSendTextIsRawAndKeysAreSeparate(t *testing.T) {
 
 	for _, bad := range [][]string{{"prefix+c"}, {"enter", "hyperspace"}, {"ctrl+"}} {
 		err := c.SendKeys(ctx, id, bad...)
-		var apiErr *herdrbridge.APIError
-		if !errors.Is(err, herdrbridge.ErrInvalidKey) || !errors.As(err, &apiErr) || apiErr.Message == "" {
+		var apiErr *herdrapi.APIError
+		if !errors.Is(err, herdrapi.ErrInvalidKey) || !errors.As(err, &apiErr) || apiErr.Message == "" {
 			t.Errorf("SendKeys(%q) = %v, want ErrInvalidKey with a message", bad, err)
 		}
 	}
@@ -118,28 +118,28 @@ func TestSendTextIsRawAndKeysAreSeparate(t *testing.T) {
 func TestAgentDetectedFromForegroundProcess(t *testing.T) {
 	srv, c := startHerdr(t, fast)
 	ctx := context.Background()
-	stream, err := c.Subscribe(ctx, herdrbridge.Lifecycle(herdrbridge.EventPaneAgentDetected))
+	stream, err := c.Subscribe(ctx, herdrapi.Lifecycle(herdrapi.EventPaneAgentDetected))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stream.Close()
-	ws, err := c.CreateWorkspace(ctx, herdrbridge.CreateRequest{})
+	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := ws.RootPane.PaneID
-	if _, err := c.Agent(ctx, id); !errors.Is(err, herdrbridge.ErrAgentNotFound) {
+	if _, err := c.Agent(ctx, id); !errors.Is(err, herdrapi.ErrAgentNotFound) {
 		t.Errorf("Agent(plain shell) = %v, want ErrAgentNotFound", err)
 	}
 	// Typed into the shell, the wrapper becomes the foreground job.
 	if err := c.SendInput(ctx, id, "env HERDR_AGENT=claude-code sh -c 'echo started; sleep 30'", "enter"); err != nil {
 		t.Fatal(err)
 	}
-	ev := nextEvent(t, stream, id, herdrbridge.EventPaneAgentDetected)
+	ev := nextEvent(t, stream, id, herdrapi.EventPaneAgentDetected)
 	if ev.Agent != "claude" || !ev.Lifecycle {
 		t.Errorf("detected event = %+v, want agent claude (claude-code normalised)", ev)
 	}
-	info := statusIs(t, c, id, herdrbridge.StatusIdle, herdrbridge.StatusDone)
+	info := statusIs(t, c, id, herdrapi.StatusIdle, herdrapi.StatusDone)
 	if info.Agent != "claude" {
 		t.Errorf("Agent = %+v, want claude", info)
 	}
@@ -151,7 +151,7 @@ func TestAgentDetectedFromForegroundProcess(t *testing.T) {
 	if err := c.SendKeys(ctx, id, "ctrl+c"); err != nil {
 		t.Fatal(err)
 	}
-	ev = nextEvent(t, stream, id, herdrbridge.EventPaneAgentDetected)
+	ev = nextEvent(t, stream, id, herdrapi.EventPaneAgentDetected)
 	if ev.Agent != "" {
 		t.Errorf("after ctrl+c detected %+v, want no agent", ev)
 	}
@@ -170,17 +170,17 @@ func TestStatusFollowsScreenRules(t *testing.T) {
 	srv, c := startHerdr(t, fast)
 	ctx := context.Background()
 	p := spawn(t, srv, herdrtest.PaneSpec{Argv: agentScript(screenScript), Name: "screen"})
-	fresh := statusIs(t, c, "screen", herdrbridge.StatusIdle) // started, never worked: seen
+	fresh := statusIs(t, c, "screen", herdrapi.StatusIdle) // started, never worked: seen
 	// Subscribed now, the stream sees exactly the transitions below: it
 	// starts at the current sequence and, unfiltered, sends no initial event.
-	stream, err := c.Subscribe(ctx, []herdrbridge.Subscription{{Type: herdrbridge.EventPaneAgentStatusChanged, PaneID: p.ID}})
+	stream, err := c.Subscribe(ctx, []herdrapi.Subscription{{Type: herdrapi.EventPaneAgentStatusChanged, PaneID: p.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stream.Close()
 
 	c.SendKeys(ctx, p.ID, "enter")
-	working := statusIs(t, c, "screen", herdrbridge.StatusWorking)
+	working := statusIs(t, c, "screen", herdrapi.StatusWorking)
 	if working.StateChangeSeq <= fresh.StateChangeSeq {
 		t.Errorf("state_change_seq %d after %d, want it to grow", working.StateChangeSeq, fresh.StateChangeSeq)
 	}
@@ -188,30 +188,30 @@ func TestStatusFollowsScreenRules(t *testing.T) {
 		t.Errorf("title stripped = %q, want Claude", working.TerminalTitleStripped)
 	}
 	c.SendKeys(ctx, p.ID, "enter")
-	done := statusIs(t, c, p.ID, herdrbridge.StatusDone) // finished, not yet seen
+	done := statusIs(t, c, p.ID, herdrapi.StatusDone) // finished, not yet seen
 	if done.StateChangeSeq <= working.StateChangeSeq {
 		t.Errorf("state_change_seq %d after %d, want it to grow", done.StateChangeSeq, working.StateChangeSeq)
 	}
 	c.SendKeys(ctx, p.ID, "enter")
-	statusIs(t, c, p.ID, herdrbridge.StatusBlocked)
+	statusIs(t, c, p.ID, herdrapi.StatusBlocked)
 	c.SendKeys(ctx, p.ID, "enter")
-	statusIs(t, c, p.ID, herdrbridge.StatusWorking)
+	statusIs(t, c, p.ID, herdrapi.StatusWorking)
 	c.SendKeys(ctx, p.ID, "enter")
-	done = statusIs(t, c, p.ID, herdrbridge.StatusDone)
+	done = statusIs(t, c, p.ID, herdrapi.StatusDone)
 
 	// Focus marks it seen: done → idle without a new state change.
 	if _, err := c.FocusPane(ctx, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	idle := statusIs(t, c, p.ID, herdrbridge.StatusIdle)
+	idle := statusIs(t, c, p.ID, herdrapi.StatusIdle)
 	if idle.StateChangeSeq != done.StateChangeSeq {
 		t.Errorf("focus changed state_change_seq %d → %d", done.StateChangeSeq, idle.StateChangeSeq)
 	}
 
 	// The per-pane subscription saw every transition, in the dotted format.
-	var seen []herdrbridge.AgentStatus
-	for _, want := range []herdrbridge.AgentStatus{"working", "done", "blocked", "working", "done", "idle"} {
-		ev := nextEvent(t, stream, p.ID, herdrbridge.EventPaneAgentStatusChanged)
+	var seen []herdrapi.AgentStatus
+	for _, want := range []herdrapi.AgentStatus{"working", "done", "blocked", "working", "done", "idle"} {
+		ev := nextEvent(t, stream, p.ID, herdrapi.EventPaneAgentStatusChanged)
 		if ev.Lifecycle || !bytes.Contains(ev.Raw, []byte(`"event":"pane.agent_status_changed"`)) || ev.Agent != "claude" {
 			t.Errorf("status event %s, want a dotted untagged line for claude", ev.Raw)
 		}
@@ -226,36 +226,36 @@ func TestReportAgentAuthority(t *testing.T) {
 	srv, c := startHerdr(t, fast)
 	ctx := context.Background()
 	p := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
-	report := func(state herdrbridge.AgentStatus, source string, seq uint64) {
+	report := func(state herdrapi.AgentStatus, source string, seq uint64) {
 		t.Helper()
-		err := c.ReportAgent(ctx, herdrbridge.ReportAgentRequest{PaneID: p.ID, Source: source, Agent: "claude", State: state, Seq: seq})
+		err := c.ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: p.ID, Source: source, Agent: "claude", State: state, Seq: seq})
 		if err != nil {
 			t.Fatalf("ReportAgent(%s, %s, %d) = %v, want ok", state, source, seq, err)
 		}
 	}
-	report(herdrbridge.StatusWorking, "fleetd:claude", 10)
-	first := statusIs(t, c, p.ID, herdrbridge.StatusWorking) // a hook label makes it an agent
-	report(herdrbridge.StatusIdle, "fleetd:claude", 9)       // stale: ignored, still ok
-	report(herdrbridge.StatusIdle, "herdr:claude", 50)       // herdr's own source: state ignored
-	if info, _ := c.Agent(ctx, p.ID); info.AgentStatus != herdrbridge.StatusWorking || info.StateChangeSeq != first.StateChangeSeq {
+	report(herdrapi.StatusWorking, "fleetd:claude", 10)
+	first := statusIs(t, c, p.ID, herdrapi.StatusWorking) // a hook label makes it an agent
+	report(herdrapi.StatusIdle, "fleetd:claude", 9)       // stale: ignored, still ok
+	report(herdrapi.StatusIdle, "herdr:claude", 50)       // herdr's own source: state ignored
+	if info, _ := c.Agent(ctx, p.ID); info.AgentStatus != herdrapi.StatusWorking || info.StateChangeSeq != first.StateChangeSeq {
 		t.Errorf("after ignored reports: %+v, want still working", info)
 	}
-	report(herdrbridge.StatusIdle, "fleetd:claude", 11)
-	statusIs(t, c, p.ID, herdrbridge.StatusDone)
+	report(herdrapi.StatusIdle, "fleetd:claude", 11)
+	statusIs(t, c, p.ID, herdrapi.StatusDone)
 
 	// Hook authority beats the screen: this agent's title says working.
 	q := spawn(t, srv, herdrtest.PaneSpec{Argv: agentScript(`printf '\033]0;⠋ busy\007'; sleep 30`)})
-	statusIs(t, c, q.ID, herdrbridge.StatusWorking)
-	if err := c.ReportAgent(ctx, herdrbridge.ReportAgentRequest{PaneID: q.ID, Source: "fleetd:claude", Agent: "claude", State: herdrbridge.StatusBlocked, Seq: 1}); err != nil {
+	statusIs(t, c, q.ID, herdrapi.StatusWorking)
+	if err := c.ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: q.ID, Source: "fleetd:claude", Agent: "claude", State: herdrapi.StatusBlocked, Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
-	statusIs(t, c, q.ID, herdrbridge.StatusBlocked)
+	statusIs(t, c, q.ID, herdrapi.StatusBlocked)
 	// A label that contradicts the detected agent is ignored.
-	c.ReportAgent(ctx, herdrbridge.ReportAgentRequest{PaneID: q.ID, Source: "other", Agent: "codex", State: herdrbridge.StatusIdle, Seq: 1})
-	if info, _ := c.Agent(ctx, q.ID); info.AgentStatus != herdrbridge.StatusBlocked {
+	c.ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: q.ID, Source: "other", Agent: "codex", State: herdrapi.StatusIdle, Seq: 1})
+	if info, _ := c.Agent(ctx, q.ID); info.AgentStatus != herdrapi.StatusBlocked {
 		t.Errorf("conflicting label changed status to %s", info.AgentStatus)
 	}
-	if err := c.ReportAgent(ctx, herdrbridge.ReportAgentRequest{PaneID: "w9:p9", Source: "s", Agent: "claude", State: herdrbridge.StatusIdle}); !errors.Is(err, herdrbridge.ErrPaneNotFound) {
+	if err := c.ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: "w9:p9", Source: "s", Agent: "claude", State: herdrapi.StatusIdle}); !errors.Is(err, herdrapi.ErrPaneNotFound) {
 		t.Errorf("ReportAgent on a missing pane = %v, want ErrPaneNotFound", err)
 	}
 }
@@ -269,10 +269,10 @@ func TestReportAgentRejectsDone(t *testing.T) {
 	cfg.OnInvalid = func(err error) { violations = append(violations, err) }
 	cfg.Validator = herdrschema.Schema(t)
 	srv := herdrtest.Start(t, cfg)
-	c := herdrbridge.New(srv.Path())
+	c := herdrapi.New(srv.Path())
 	p := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
-	err := c.ReportAgent(context.Background(), herdrbridge.ReportAgentRequest{PaneID: p.ID, Source: "fleetd:claude", Agent: "claude", State: herdrbridge.StatusDone, Seq: 1})
-	if !errors.Is(err, herdrbridge.ErrInvalidRequest) {
+	err := c.ReportAgent(context.Background(), herdrapi.ReportAgentRequest{PaneID: p.ID, Source: "fleetd:claude", Agent: "claude", State: herdrapi.StatusDone, Seq: 1})
+	if !errors.Is(err, herdrapi.ErrInvalidRequest) {
 		t.Errorf("ReportAgent(done) = %v, want ErrInvalidRequest", err)
 	}
 	if len(violations) != 1 || !strings.Contains(violations[0].Error(), "state") {
@@ -283,19 +283,19 @@ func TestReportAgentRejectsDone(t *testing.T) {
 func TestSubscribeReplaysLifecycleEvents(t *testing.T) {
 	srv, c := startHerdr(t, fast)
 	ctx := context.Background()
-	ws, err := c.CreateWorkspace(ctx, herdrbridge.CreateRequest{})
+	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	split, err := c.Split(ctx, herdrbridge.SplitRequest{Direction: herdrbridge.SplitDown})
+	split, err := c.Split(ctx, herdrapi.SplitRequest{Direction: herdrapi.SplitDown})
 	if err != nil {
 		t.Fatal(err)
 	}
 	agent := spawn(t, srv, herdrtest.PaneSpec{Argv: agentScript(`printf '❯ \n'; sleep 30`)})
-	statusIs(t, c, agent.ID, herdrbridge.StatusIdle)
+	statusIs(t, c, agent.ID, herdrapi.StatusIdle)
 
-	subs := append(herdrbridge.Lifecycle(herdrbridge.EventPaneCreated, herdrbridge.EventLayoutUpdated, herdrbridge.EventWorkspaceCreated),
-		herdrbridge.Subscription{Type: herdrbridge.EventPaneAgentStatusChanged, PaneID: agent.ID, AgentStatus: herdrbridge.StatusIdle})
+	subs := append(herdrapi.Lifecycle(herdrapi.EventPaneCreated, herdrapi.EventLayoutUpdated, herdrapi.EventWorkspaceCreated),
+		herdrapi.Subscription{Type: herdrapi.EventPaneAgentStatusChanged, PaneID: agent.ID, AgentStatus: herdrapi.StatusIdle})
 	stream, err := c.Subscribe(ctx, subs)
 	if err != nil {
 		t.Fatal(err)
@@ -304,11 +304,11 @@ func TestSubscribeReplaysLifecycleEvents(t *testing.T) {
 	// Events from before the subscription are replayed, in order, and a
 	// filtered status subscription starts with the current status.
 	var created []string
-	var status *herdrbridge.Event
+	var status *herdrapi.Event
 	for len(created) < 3 || status == nil {
-		ev := nextEvent(t, stream, "", herdrbridge.EventPaneCreated, herdrbridge.EventPaneAgentStatusChanged)
+		ev := nextEvent(t, stream, "", herdrapi.EventPaneCreated, herdrapi.EventPaneAgentStatusChanged)
 		switch ev.Kind {
-		case herdrbridge.EventPaneCreated:
+		case herdrapi.EventPaneCreated:
 			if !ev.Lifecycle || ev.Pane == nil || !bytes.Contains(ev.Raw, []byte(`"event":"pane_created"`)) {
 				t.Errorf("replayed %s, want a snake_case lifecycle line with the pane", ev.Raw)
 			}
@@ -320,30 +320,30 @@ func TestSubscribeReplaysLifecycleEvents(t *testing.T) {
 	if want := []string{ws.RootPane.PaneID, split.PaneID, agent.ID}; fmt.Sprint(created) != fmt.Sprint(want) {
 		t.Errorf("replayed pane_created for %v, want %v", created, want)
 	}
-	if status.AgentStatus != herdrbridge.StatusIdle || status.Lifecycle || status.PaneID != agent.ID {
+	if status.AgentStatus != herdrapi.StatusIdle || status.Lifecycle || status.PaneID != agent.ID {
 		t.Errorf("initial status event = %+v, want idle for %s in the dotted format", status, agent.ID)
 	}
-	if _, err := c.Subscribe(ctx, []herdrbridge.Subscription{{Type: herdrbridge.EventPaneAgentStatusChanged, PaneID: "w9:p9"}}); !errors.Is(err, herdrbridge.ErrPaneNotFound) {
+	if _, err := c.Subscribe(ctx, []herdrapi.Subscription{{Type: herdrapi.EventPaneAgentStatusChanged, PaneID: "w9:p9"}}); !errors.Is(err, herdrapi.ErrPaneNotFound) {
 		t.Errorf("Subscribe on a missing pane = %v, want ErrPaneNotFound", err)
 	}
 	// Live events follow the replay.
-	third, err := c.Split(ctx, herdrbridge.SplitRequest{Direction: herdrbridge.SplitRight})
+	third, err := c.Split(ctx, herdrapi.SplitRequest{Direction: herdrapi.SplitRight})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nextEvent(t, stream, third.PaneID, herdrbridge.EventPaneCreated)
+	nextEvent(t, stream, third.PaneID, herdrapi.EventPaneCreated)
 }
 
 func TestOutputMatchedSubscription(t *testing.T) {
 	_, c := startHerdr(t, fast)
 	ctx := context.Background()
-	ws, err := c.CreateWorkspace(ctx, herdrbridge.CreateRequest{})
+	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := ws.RootPane.PaneID
-	stream, err := c.Subscribe(ctx, []herdrbridge.Subscription{{Type: herdrbridge.EventPaneOutputMatched, PaneID: id,
-		Source: herdrbridge.SourceRecent, Match: &herdrbridge.OutputMatch{Type: "regex", Value: `RESULT=\d+$`}}})
+	stream, err := c.Subscribe(ctx, []herdrapi.Subscription{{Type: herdrapi.EventPaneOutputMatched, PaneID: id,
+		Source: herdrapi.SourceRecent, Match: &herdrapi.OutputMatch{Type: "regex", Value: `RESULT=\d+$`}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,12 +352,12 @@ func TestOutputMatchedSubscription(t *testing.T) {
 	// so the pattern is anchored only at the end; the echoed command does
 	// not match it.
 	c.SendInput(ctx, id, "echo RESULT=$((6*7))", "enter")
-	ev := nextEvent(t, stream, id, herdrbridge.EventPaneOutputMatched)
+	ev := nextEvent(t, stream, id, herdrapi.EventPaneOutputMatched)
 	if !strings.HasSuffix(ev.MatchedLine, "RESULT=42") || ev.Read == nil || ev.Read.PaneID != id {
 		t.Errorf("output event = %+v, want matched line RESULT=42 with the read", ev)
 	}
-	if _, err := c.Subscribe(ctx, []herdrbridge.Subscription{{Type: herdrbridge.EventPaneOutputMatched, PaneID: id,
-		Source: herdrbridge.SourceRecent, Match: &herdrbridge.OutputMatch{Type: "regex", Value: `(`}}}); !errors.Is(err, herdrbridge.ErrInvalidRegex) {
+	if _, err := c.Subscribe(ctx, []herdrapi.Subscription{{Type: herdrapi.EventPaneOutputMatched, PaneID: id,
+		Source: herdrapi.SourceRecent, Match: &herdrapi.OutputMatch{Type: "regex", Value: `(`}}}); !errors.Is(err, herdrapi.ErrInvalidRegex) {
 		t.Errorf("Subscribe with a bad regex = %v, want ErrInvalidRegex", err)
 	}
 }
@@ -367,27 +367,27 @@ func TestPaneExitEmitsExitedThenClosed(t *testing.T) {
 	ctx := context.Background()
 	keep := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
 	p := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "read x; echo bye; exit 3"}})
-	stream, err := c.Subscribe(ctx, herdrbridge.Lifecycle(herdrbridge.EventPaneExited, herdrbridge.EventPaneClosed))
+	stream, err := c.Subscribe(ctx, herdrapi.Lifecycle(herdrapi.EventPaneExited, herdrapi.EventPaneClosed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stream.Close()
 	c.SendKeys(ctx, p.ID, "enter")
-	if ev := nextEvent(t, stream, p.ID, herdrbridge.EventPaneExited, herdrbridge.EventPaneClosed); ev.Kind != herdrbridge.EventPaneExited || ev.WorkspaceID != p.WorkspaceID {
+	if ev := nextEvent(t, stream, p.ID, herdrapi.EventPaneExited, herdrapi.EventPaneClosed); ev.Kind != herdrapi.EventPaneExited || ev.WorkspaceID != p.WorkspaceID {
 		t.Errorf("first event = %+v, want pane.exited", ev)
 	}
-	nextEvent(t, stream, p.ID, herdrbridge.EventPaneClosed)
+	nextEvent(t, stream, p.ID, herdrapi.EventPaneClosed)
 	if !bytes.Contains(srv.Output(p.ID), []byte("bye")) {
 		t.Errorf("output %q lacks the last words", srv.Output(p.ID))
 	}
-	if _, err := c.Pane(ctx, p.ID); !errors.Is(err, herdrbridge.ErrPaneNotFound) {
+	if _, err := c.Pane(ctx, p.ID); !errors.Is(err, herdrapi.ErrPaneNotFound) {
 		t.Errorf("Pane after exit = %v, want ErrPaneNotFound", err)
 	}
 	// pane.close kills the process and reports only pane.closed.
 	if err := c.ClosePane(ctx, keep.ID); err != nil {
 		t.Fatal(err)
 	}
-	if ev := nextEvent(t, stream, keep.ID, herdrbridge.EventPaneExited, herdrbridge.EventPaneClosed); ev.Kind != herdrbridge.EventPaneClosed {
+	if ev := nextEvent(t, stream, keep.ID, herdrapi.EventPaneExited, herdrapi.EventPaneClosed); ev.Kind != herdrapi.EventPaneClosed {
 		t.Errorf("close emitted %s first, want pane.closed", ev.Kind)
 	}
 }
@@ -396,12 +396,12 @@ func TestSocketKilledAndRestarted(t *testing.T) {
 	srv, c := startHerdr(t, fast)
 	ctx := context.Background()
 	p := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "echo still-here; sleep 30"}})
-	stream, err := c.Subscribe(ctx, herdrbridge.Lifecycle(herdrbridge.EventPaneCreated))
+	stream, err := c.Subscribe(ctx, herdrapi.Lifecycle(herdrapi.EventPaneCreated))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stream.Close()
-	nextEvent(t, stream, p.ID, herdrbridge.EventPaneCreated)
+	nextEvent(t, stream, p.ID, herdrapi.EventPaneCreated)
 
 	srv.KillSocket()
 	select {
@@ -412,10 +412,10 @@ func TestSocketKilledAndRestarted(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("stream still open after the socket was killed")
 	}
-	if !errors.Is(stream.Err(), herdrbridge.ErrDisconnected) {
+	if !errors.Is(stream.Err(), herdrapi.ErrDisconnected) {
 		t.Errorf("stream.Err() = %v, want ErrDisconnected", stream.Err())
 	}
-	if _, err := c.Ping(ctx); !errors.Is(err, herdrbridge.ErrNotRunning) {
+	if _, err := c.Ping(ctx); !errors.Is(err, herdrapi.ErrNotRunning) {
 		t.Errorf("Ping with the socket gone = %v, want ErrNotRunning", err)
 	}
 
@@ -426,12 +426,12 @@ func TestSocketKilledAndRestarted(t *testing.T) {
 		t.Fatalf("Check after restart: %v", err)
 	}
 	readContains(t, c, p.ID, "still-here") // the pane survived
-	again, err := c.Subscribe(ctx, herdrbridge.Lifecycle(herdrbridge.EventPaneCreated))
+	again, err := c.Subscribe(ctx, herdrapi.Lifecycle(herdrapi.EventPaneCreated))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	nextEvent(t, again, p.ID, herdrbridge.EventPaneCreated) // replayed again
+	nextEvent(t, again, p.ID, herdrapi.EventPaneCreated) // replayed again
 	if err := stream.Close(); err != nil {
 		t.Errorf("Close after disconnect = %v", err)
 	}
@@ -445,14 +445,14 @@ func TestPromptSendsEnterSeparatelyAfter300ms(t *testing.T) {
 	srv, c := startHerdr(t, fast)
 	ctx := context.Background()
 	p := spawn(t, srv, herdrtest.PaneSpec{Argv: agentScript(promptScript)})
-	before := statusIs(t, c, p.ID, herdrbridge.StatusIdle)
+	before := statusIs(t, c, p.ID, herdrapi.StatusIdle)
 	if !before.InteractiveReady {
 		t.Errorf("idle detected agent not interactive_ready: %+v", before)
 	}
 	// An agent with nothing on screen yet is idle too (herdr's fallback):
 	// wait for the composer, which comes with bracketed paste on.
 	readContains(t, c, p.ID, "❯")
-	info, err := c.Prompt(ctx, herdrbridge.PromptRequest{Target: p.ID, Text: "fix the\nbug"})
+	info, err := c.Prompt(ctx, herdrapi.PromptRequest{Target: p.ID, Text: "fix the\nbug"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,22 +476,22 @@ func TestPromptSendsEnterSeparatelyAfter300ms(t *testing.T) {
 	if gap := in[1].At.Sub(in[0].At); gap < 300*time.Millisecond {
 		t.Errorf("Enter came %v after the text, want ≥300ms", gap)
 	}
-	after := statusIs(t, c, p.ID, herdrbridge.StatusWorking)
+	after := statusIs(t, c, p.ID, herdrapi.StatusWorking)
 	if after.StateChangeSeq <= before.StateChangeSeq {
 		t.Errorf("state_change_seq did not grow: %d → %d", before.StateChangeSeq, after.StateChangeSeq)
 	}
 
-	if _, err := c.Prompt(ctx, herdrbridge.PromptRequest{Target: p.ID}); !errors.Is(err, herdrbridge.ErrEmptyAgentPrompt) {
+	if _, err := c.Prompt(ctx, herdrapi.PromptRequest{Target: p.ID}); !errors.Is(err, herdrapi.ErrEmptyAgentPrompt) {
 		t.Errorf("empty Prompt = %v, want ErrEmptyAgentPrompt", err)
 	}
 	shell := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
-	if _, err := c.Prompt(ctx, herdrbridge.PromptRequest{Target: shell.ID, Text: "x"}); !errors.Is(err, herdrbridge.ErrAgentNotFound) {
+	if _, err := c.Prompt(ctx, herdrapi.PromptRequest{Target: shell.ID, Text: "x"}); !errors.Is(err, herdrapi.ErrAgentNotFound) {
 		t.Errorf("Prompt to a plain shell = %v, want ErrAgentNotFound", err)
 	}
 	// A hook label alone does not make a prompt target ready: the
 	// foreground process is not the agent.
-	c.ReportAgent(ctx, herdrbridge.ReportAgentRequest{PaneID: shell.ID, Source: "fleetd:claude", Agent: "claude", State: herdrbridge.StatusIdle, Seq: 1})
-	if _, err := c.Prompt(ctx, herdrbridge.PromptRequest{Target: shell.ID, Text: "x"}); !errors.Is(err, herdrbridge.ErrAgentNotReady) {
+	c.ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: shell.ID, Source: "fleetd:claude", Agent: "claude", State: herdrapi.StatusIdle, Seq: 1})
+	if _, err := c.Prompt(ctx, herdrapi.PromptRequest{Target: shell.ID, Text: "x"}); !errors.Is(err, herdrapi.ErrAgentNotReady) {
 		t.Errorf("Prompt to a hook-only agent = %v, want ErrAgentNotReady", err)
 	}
 }
@@ -502,21 +502,21 @@ func TestPromptWithWait(t *testing.T) {
 	// Works on a prompt, then shows the prompt box and an idle title.
 	script := `printf '\033[?2004h❯ \n'; while read line; do printf '\033]0;⠋ Claude\007'; sleep 0.3; printf '\033]0;✳ Claude\007❯ \n'; done`
 	p := spawn(t, srv, herdrtest.PaneSpec{Argv: agentScript(script)})
-	before := statusIs(t, c, p.ID, herdrbridge.StatusIdle)
-	info, err := c.Prompt(ctx, herdrbridge.PromptRequest{Target: p.ID, Text: "go", Wait: &herdrbridge.WaitOptions{Timeout: 10 * time.Second}})
+	before := statusIs(t, c, p.ID, herdrapi.StatusIdle)
+	info, err := c.Prompt(ctx, herdrapi.PromptRequest{Target: p.ID, Text: "go", Wait: &herdrapi.WaitOptions{Timeout: 10 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !info.AgentStatus.Ready() || info.StateChangeSeq <= before.StateChangeSeq {
 		t.Errorf("Prompt with wait = %+v, want finished with a newer state_change_seq than %d", info, before.StateChangeSeq)
 	}
-	got, err := c.WaitAgent(ctx, p.ID, herdrbridge.WaitOptions{Until: []herdrbridge.AgentStatus{herdrbridge.StatusDone}, Timeout: time.Second})
-	if err != nil || got.AgentStatus != herdrbridge.StatusDone {
+	got, err := c.WaitAgent(ctx, p.ID, herdrapi.WaitOptions{Until: []herdrapi.AgentStatus{herdrapi.StatusDone}, Timeout: time.Second})
+	if err != nil || got.AgentStatus != herdrapi.StatusDone {
 		t.Errorf("WaitAgent(done) = %+v, %v; want an immediate done", got, err)
 	}
 	start := time.Now()
-	_, err = c.WaitAgent(ctx, p.ID, herdrbridge.WaitOptions{Until: []herdrbridge.AgentStatus{herdrbridge.StatusBlocked}, Timeout: 200 * time.Millisecond})
-	if !errors.Is(err, herdrbridge.ErrTimeout) || time.Since(start) < 200*time.Millisecond {
+	_, err = c.WaitAgent(ctx, p.ID, herdrapi.WaitOptions{Until: []herdrapi.AgentStatus{herdrapi.StatusBlocked}, Timeout: 200 * time.Millisecond})
+	if !errors.Is(err, herdrapi.ErrTimeout) || time.Since(start) < 200*time.Millisecond {
 		t.Errorf("WaitAgent(blocked) = %v after %v, want ErrTimeout after 200ms", err, time.Since(start))
 	}
 }

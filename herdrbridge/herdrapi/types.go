@@ -1,4 +1,4 @@
-package herdrbridge
+package herdrapi
 
 // Protocol is the herdr socket protocol version this package speaks
 // (herdr 0.8.x). Check refuses a server that reports another one.

@@ -1,4 +1,4 @@
-package herdrbridge
+package herdrapi
 
 import (
 	"bufio"
