@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"router":                      {"events", "lifecycle", "projections", "roles"},
 	"leadshim":                    {"events", "lifecycle", "projections", "roles", "orchestrator"},
 	"orchestrator":                {"events", "lifecycle", "projections"},
+	"internal/checkfor":           {},
 	"internal/fleettest":          {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "orchestrator"},
 	"natsauth":                    {"events"},
 	"fakeapi":                     {},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,23 +113,6 @@ func (term *terminal) paste(t *testing.T, text string) {
 	}
 }
 
-// checkFor polls fn every step until it returns nil or total has passed, and
-// then fails with fn's last error.
-func checkFor(t *testing.T, total, step time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(step)
-	}
-}
-
 // hookPayload is the part of Claude Code's hook stdin the tests look at.
 type hookPayload struct {
 	SessionID            string `json:"session_id"`
@@ -145,7 +129,7 @@ type hookPayload struct {
 func waitHooks(t *testing.T, dir, event string, n int, term *terminal) []hookPayload {
 	t.Helper()
 	var got []hookPayload
-	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+	checkfor.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		raws, err := fakeapi.ReadHookPayloads(dir, event)
 		if err != nil {
 			return err
@@ -196,7 +180,7 @@ func startInteractive(t *testing.T, settings fakeapi.ClaudeSettings, events ...s
 	start := waitHooks(t, hooks, "SessionStart", 1, term)[0]
 	// The prompt box is painted a few hundred ms after SessionStart; text
 	// typed before it is kept, but typing at process start loses the Enter.
-	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+	checkfor.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		if !strings.Contains(term.output(), "❯") {
 			return errors.New("no prompt box yet; screen tail: " + tail(term.output(), 600))
 		}
@@ -294,7 +278,7 @@ func TestClaudeInteractiveAPIErrorFiresStopFailure(t *testing.T) {
 func waitRaw(t *testing.T, dir, event string, term *terminal) json.RawMessage {
 	t.Helper()
 	var raw json.RawMessage
-	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+	checkfor.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		raws, err := fakeapi.ReadHookPayloads(dir, event)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"log/slog"
 	"os"
 	"strings"
@@ -172,7 +173,7 @@ func (f *fleet) turn(id string) lifecycle.Turn {
 func (f *fleet) waitTurn(id string, want ...lifecycle.State) lifecycle.Turn {
 	f.t.Helper()
 	var t lifecycle.Turn
-	checkFor(f.t, 20*time.Second, 50*time.Millisecond, func() error {
+	checkfor.Eventually(f.t, 20*time.Second, 50*time.Millisecond, func() error {
 		t = f.turn(id)
 		for _, w := range want {
 			if t.State == w {
@@ -220,7 +221,7 @@ func (f *fleet) typedAt(pane, s string) time.Time {
 
 func (f *fleet) waitOutput(pane, s string) {
 	f.t.Helper()
-	checkFor(f.t, 20*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(f.t, 20*time.Second, 20*time.Millisecond, func() error {
 		if !bytes.Contains(f.herdr.Output(pane), []byte(s)) {
 			return fmt.Errorf("pane %s has not printed %q", pane, s)
 		}
@@ -232,7 +233,7 @@ func (f *fleet) waitOutput(pane, s string) {
 func (f *fleet) waitEvent(subject string, match func(events.Event) bool) events.Event {
 	f.t.Helper()
 	var found events.Event
-	checkFor(f.t, 20*time.Second, 50*time.Millisecond, func() error {
+	checkfor.Eventually(f.t, 20*time.Second, 50*time.Millisecond, func() error {
 		for _, ev := range eventstest.ReadAll(f.t, f.log, events.Query{Subjects: []string{subject}}) {
 			if match(ev) {
 				found = ev

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"net"
 	"testing"
 	"time"
@@ -64,28 +65,11 @@ func (c *validatingConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
-// checkFor polls fn every step until it returns nil, failing the test with
-// fn's last error after total.
-func checkFor(t *testing.T, total, step time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(step)
-	}
-}
-
 // readContains waits until the pane's recent text contains want.
 func readContains(t *testing.T, c *herdrapi.Client, paneID, want string) string {
 	t.Helper()
 	var text string
-	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
 		r, err := c.Read(context.Background(), herdrapi.ReadRequest{PaneID: paneID, Source: herdrapi.SourceRecent})
 		if err != nil {
 			return err
@@ -103,7 +87,7 @@ func readContains(t *testing.T, c *herdrapi.Client, paneID, want string) string 
 func statusIs(t *testing.T, c *herdrapi.Client, target string, want ...herdrapi.AgentStatus) herdrapi.AgentInfo {
 	t.Helper()
 	var info herdrapi.AgentInfo
-	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
 		var err error
 		if info, err = c.Agent(context.Background(), target); err != nil {
 			return err

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
@@ -16,22 +15,6 @@ import (
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/orchestrator"
 )
-
-// checkFor polls fn every step until it returns nil or total passes.
-func checkFor(t testing.TB, total, step time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(step)
-	}
-}
 
 // fleet is one test's fabric: real embedded NATS, the event log, views
 // folded from it, a fake spawner and the agent-playing driver.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"slices"
 	"strings"
 	"sync"
@@ -62,7 +63,7 @@ func TestKilledJobResumesWithoutResendingAndReattachesInFlight(t *testing.T) {
 	ctx1, kill := context.WithCancel(f.ctx)
 	errc := make(chan error, 1)
 	go func() { _, err := o1.Run(ctx1, plan, "job2"); errc <- err }()
-	checkFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 5*time.Millisecond, func() error {
 		if !first.has("a:replied") || !first.has("b:sent") {
 			return fmt.Errorf("progress %v", first.all())
 		}
@@ -86,7 +87,7 @@ func TestKilledJobResumesWithoutResendingAndReattachesInFlight(t *testing.T) {
 		res, err = o2.Run(f.ctx, plan, "job2")
 		errc2 <- err
 	}()
-	checkFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 5*time.Millisecond, func() error {
 		if !second.has("b:reattached") {
 			return fmt.Errorf("progress %v", second.all())
 		}

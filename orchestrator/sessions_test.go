@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"fmt"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -32,7 +33,7 @@ func turn(t *testing.T, f *fleet, to, text string) string {
 
 func waitAgent(t *testing.T, f *fleet, agent string, ok func(projections.Agent) bool) {
 	t.Helper()
-	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, func() error {
 		a, known := f.views.Agent(agent)
 		if !known || !ok(a) {
 			return fmt.Errorf("agent %s = %+v", agent, a)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"math"
 	"net"
 	"os"
@@ -143,7 +144,7 @@ func (term *terminal) screen() []string {
 func (term *terminal) waitScreen(t *testing.T, what string, ok func(rows []string) bool) []string {
 	t.Helper()
 	var rows []string
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 		if rows = term.screen(); !ok(rows) {
 			return fmt.Errorf("screen does not show %s:\n%s", what, strings.Join(rows, "\n"))
 		}
@@ -189,29 +190,13 @@ func (term *terminal) prompt(t *testing.T, text string) {
 	t.Helper()
 	before := strings.Count(term.output(), text)
 	term.write(t, "\x1b[200~"+text+"\x1b[201~")
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 		if strings.Count(term.output(), text) <= before {
 			return fmt.Errorf("no echo of %q yet", text)
 		}
 		return nil
 	})
 	term.write(t, "\r")
-}
-
-// checkFor polls fn every step until it returns nil or total has passed.
-func checkFor(t *testing.T, total, step time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(step)
-	}
 }
 
 // baseEnv is this process's environment without herdr's or fleet's
@@ -232,7 +217,7 @@ func waitEvents(t *testing.T, log events.Log, n int) []events.Event {
 	t.Helper()
 	s, _ := events.AgentAll(agent)
 	var got []events.Event
-	checkFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+	checkfor.Eventually(t, 15*time.Second, 50*time.Millisecond, func() error {
 		got = eventstest.ReadAll(t, log, events.Query{Subjects: []string{s}})
 		if len(got) < n {
 			return fmt.Errorf("%d events, want %d: %v", len(got), n, types(got))
@@ -276,7 +261,7 @@ func TestSimAgentFiresTheRealHooks(t *testing.T) {
 	if !ok || session.State != "started" || session.SessionID == "" || session.Model != "claude-sim-1" || session.TranscriptPath == "" {
 		t.Fatalf("first event = %#v, want a started session", evs[0].Data)
 	}
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 		if !strings.Contains(term.output(), "\x1b[?2004h") || !strings.Contains(term.output(), "❯\u00a0") {
 			return fmt.Errorf("screen lacks bracketed paste or the ❯ prompt: %q", term.output())
 		}
@@ -354,7 +339,7 @@ func TestSimAgentWithNATSDownKeepsWorking(t *testing.T) {
 		"--think", "10ms", "--transcript-dir", t.TempDir())
 	term.waitBox(t, "")
 	term.prompt(t, "still there?")
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 		if !strings.Contains(term.output(), "● SIM: still there?") {
 			return errors.New("no reply on screen yet")
 		}
@@ -393,7 +378,7 @@ func TestSimAgentLooksLikeClaudeToHerdr(t *testing.T) {
 	}
 	waitStatus := func(want ...string) {
 		t.Helper()
-		checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		checkfor.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
 			got := status()
 			for _, w := range want {
 				if got == w {
@@ -480,7 +465,7 @@ func TestSimAgentOrchestrateMarkerRunsFleetd(t *testing.T) {
 	term.waitBox(t, "")
 	term.prompt(t, "do part A [orchestrate: /p/sub.json --job j1 --spawn]")
 	term.prompt(t, "again [orchestrate: fail]")
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 		out := term.output()
 		if !strings.Contains(out, "● rollup of orchestrate /p/sub.json --job j1 --spawn by main-a-1") {
 			return errors.New("no rollup reply on screen yet")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"io"
 	"net/http"
 	"os"
@@ -93,7 +94,7 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 	}
 	// Ready = the SessionStart hook ran (a session id) and the agent is idle.
 	var roster []projections.Agent
-	e2eWaitFor(t, 60*time.Second, 100*time.Millisecond, func() error {
+	checkfor.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
 		var err error
 		if roster, err = fleet.roster(ctx); err != nil {
 			return err
@@ -197,7 +198,7 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 	}
 
 	// The roster: both idle (or done), nothing in flight, tokens counted.
-	e2eWaitFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+	checkfor.Eventually(t, 20*time.Second, 100*time.Millisecond, func() error {
 		var rosterTokens int64
 		roster, err := fleet.roster(ctx)
 		if err != nil {
@@ -220,7 +221,7 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 	})
 
 	// The nats CLI saw every reply as it was appended.
-	e2eWaitFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+	checkfor.Eventually(t, 20*time.Second, 100*time.Millisecond, func() error {
 		out := tap.output()
 		// The printed events, by reply text. A hook's correlation id is
 		// best effort, so the turn is told by the reply's prompt id.
@@ -317,7 +318,7 @@ func (f *claudeFleet) checkTurnEvents(ctx context.Context, all []events.Event, t
 	}
 
 	// The turn projection (KV fleet_turns, written behind the fold).
-	e2eWaitFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
 		entry, err := turnsKV.Get(ctx, e.ID)
 		if err != nil {
 			return fmt.Errorf("turn %s in fleet_turns: %w", e.ID, err)
@@ -675,22 +676,5 @@ func writeJSONFile(t *testing.T, path string, v any) {
 	}
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// e2eWaitFor polls fn every step until it returns nil, and fails the test
-// with fn's last error once total has passed.
-func e2eWaitFor(t *testing.T, total, step time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(step)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -103,7 +104,7 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 	}
 	waitReady := func(name string) {
 		t.Helper()
-		e2eWaitFor(t, 90*time.Second, 100*time.Millisecond, func() error {
+		checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
 			roster, err := fleet.roster(ctx)
 			if err != nil {
 				return err
@@ -171,7 +172,7 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 	// A multi-line text sent the moment a new agent is registered: it is
 	// typed only once the agent's prompt box is up, so it arrives whole.
 	spawn("t-new", "w-local", filepath.Join(dir, "work-new"))
-	e2eWaitFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 		roster, err := fleet.roster(ctx)
 		if err != nil {
 			return err
@@ -217,7 +218,7 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 	if r := fleet.send(ctx, leadshim.Message{To: "t-1", Command: "/exit", Timeout: "2m"}); r.status != 200 || r.env.Status != "replied" {
 		t.Fatalf("/exit: HTTP %d %s", r.status, r.body)
 	}
-	e2eWaitFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+	checkfor.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
 		roster, err := fleet.roster(ctx)
 		if err != nil {
 			return err

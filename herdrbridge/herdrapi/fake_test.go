@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/internal/checkfor"
 
 	"strings"
 	"testing"
@@ -464,7 +465,7 @@ func TestPromptSendsEnterSeparatelyAfter300ms(t *testing.T) {
 		t.Fatalf("writes right after Prompt = %q, want only the bracketed text", in)
 	}
 	var in []herdrtest.InputWrite
-	checkFor(t, 3*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 3*time.Second, 20*time.Millisecond, func() error {
 		if in = srv.Input(p.ID); len(in) < 2 {
 			return fmt.Errorf("%d writes, want the Enter", len(in))
 		}

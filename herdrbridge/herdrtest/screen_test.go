@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"io"
 	"os"
 	"strings"
@@ -84,23 +85,6 @@ func readPane(t *testing.T, path, paneID, params string) map[string]any {
 	return read
 }
 
-// checkFor polls fn every step until it returns nil, failing the test with
-// fn's last error after total.
-func checkFor(t *testing.T, total, step time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(step)
-	}
-}
-
 func TestTerminalScreen(t *testing.T) {
 	term := newTerminal(20, 5, 1<<20)
 	term.write([]byte("a\u00a0b  \u00a0  \r\n日本 ok\r\n"))
@@ -146,7 +130,7 @@ func TestPaneReadShowsTheScreen(t *testing.T) {
 	}
 	want := make([]string, 24)
 	want[4], want[9], want[11] = "❯ hello", "footer", "red"
-	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
 		if got := readPane(t, s.Path(), p.ID, `"source":"visible"`)["text"]; got != strings.Join(want, "\n") {
 			return fmt.Errorf("visible = %q, want %q", got, strings.Join(want, "\n"))
 		}
@@ -184,7 +168,7 @@ func TestPaneReadShowsTheScreen(t *testing.T) {
 // waitStatus polls agent.get until the pane's status is one of want.
 func waitStatus(t *testing.T, path, paneID string, want ...string) {
 	t.Helper()
-	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
 		m := ask(t, path, "agent.get", fmt.Sprintf(`{"target":%q}`, paneID))
 		res, _ := m["result"].(map[string]any)
 		agent, _ := res["agent"].(map[string]any)
@@ -240,7 +224,7 @@ func TestTerminalQueriesAreAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	var line string
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 		text, _ := readPane(t, s.Path(), p.ID, `"source":"visible"`)["text"].(string)
 		for _, r := range strings.Split(text, "\n") {
 			if strings.HasPrefix(r, "ANSWER ") {
@@ -267,7 +251,7 @@ func TestUnreadAnswersDoNotStallOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+	checkfor.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
 		if !bytes.Contains(s.Output(p.ID), []byte("ALL-ASKED")) {
 			return fmt.Errorf("output stalled after %d bytes", len(s.Output(p.ID)))
 		}
