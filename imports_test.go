@@ -13,30 +13,31 @@ const module = "github.com/fleetd/fleetd"
 // allowed lists, for every package, the fleetd packages it may import
 // (directly or not). A new package must be added here on purpose.
 var allowed = map[string][]string{
-	"":                            {}, // the root: this test only
-	"events":                      {},
-	"events/eventstest":           {"events"},
-	"embeddednats":                {},
-	"embeddednats/natstest":       {"embeddednats"},
-	"lifecycle":                   {"events"},
-	"roles":                       {},
-	"projections/projectionstest": {"events"},
-	"projections":                 {"events", "lifecycle"},
-	"herdrbridge":                 {"events", "lifecycle", "roles", "herdrbridge/herdrapi"},
-	"herdrbridge/herdrapi":        {},
-	"herdrbridge/herdrtest":       {},
-	"herdrbridge/herdrschema":     {},
-	"claudehook":                  {"events", "herdrbridge/herdrapi"},
-	"simagent":                    {"events", "claudehook", "herdrbridge/herdrapi"},
-	"router":                      {"events", "lifecycle", "projections", "roles"},
-	"leadshim":                    {"events", "lifecycle", "projections", "roles", "orchestrator"},
-	"orchestrator":                {"events", "lifecycle", "projections"},
-	"internal/checkfor":           {},
-	"internal/fleettest":          {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "orchestrator"},
-	"natsauth":                    {"events"},
-	"fakeapi":                     {},
-	"bench":                       {"embeddednats", "events", "lifecycle", "projections"},
-	"cmd/fleetd":                  nil, // cmd wires everything
+	"":                                  {}, // the root: this test only
+	"events":                            {},
+	"events/eventstest":                 {"events"},
+	"embeddednats":                      {},
+	"embeddednats/natstest":             {"embeddednats"},
+	"lifecycle":                         {"events"},
+	"roles":                             {},
+	"projections/projectionstest":       {"events"},
+	"projections":                       {"events", "lifecycle"},
+	"herdrbridge":                       {"events", "lifecycle", "roles", "herdrbridge/herdrapi"},
+	"herdrbridge/herdrapi":              {},
+	"herdrbridge/herdrapi/herdrapitest": {"herdrbridge/herdrapi", "herdrbridge/herdrschema", "herdrbridge/herdrtest", "internal/checkfor"},
+	"herdrbridge/herdrtest":             {},
+	"herdrbridge/herdrschema":           {},
+	"claudehook":                        {"events", "herdrbridge/herdrapi"},
+	"simagent":                          {"events", "claudehook", "herdrbridge/herdrapi"},
+	"router":                            {"events", "lifecycle", "projections", "roles"},
+	"leadshim":                          {"events", "lifecycle", "projections", "roles", "orchestrator"},
+	"orchestrator":                      {"events", "lifecycle", "projections"},
+	"internal/checkfor":                 {},
+	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "orchestrator"},
+	"natsauth":                          {"events"},
+	"fakeapi":                           {},
+	"bench":                             {"embeddednats", "events", "lifecycle", "projections"},
+	"cmd/fleetd":                        nil, // cmd wires everything
 }
 
 func TestImportDirection(t *testing.T) {

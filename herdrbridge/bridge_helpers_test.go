@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi/herdrapitest"
 	"github.com/fleetd/fleetd/internal/checkfor"
 	"log/slog"
 	"os"
@@ -37,7 +38,7 @@ type fleet struct {
 
 func newFleet(t *testing.T) *fleet {
 	t.Helper()
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ns := natstest.Start(t)
 	if _, err := events.EnsureStream(context.Background(), ns.JS, events.StreamOptions{}); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi/herdrapitest"
 	"testing"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 
 func TestQueuedTurnTypedOnceAfterPaneIsIdle(t *testing.T) {
 	f := newFleet(t)
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(busyAgent)})
-	statusIs(t, f.client, p.ID, herdrapi.StatusWorking)
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(busyAgent)})
+	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusWorking)
 	f.start(nil)
 	f.register("w-1", p.ID)
 	turn := f.queue("w-1", "hello from the lead", time.Time{})
@@ -47,7 +48,7 @@ func TestQueuedTurnTypedOnceAfterPaneIsIdle(t *testing.T) {
 
 func TestTwoTurnsTypedInOrderSecondAfterFirstReplied(t *testing.T) {
 	f := newFleet(t)
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
 	f.register("w-1", p.ID)
 	first := f.queue("w-1", "first task", time.Time{})
 	second := f.queue("w-1", "second task", time.Time{})
@@ -57,7 +58,7 @@ func TestTwoTurnsTypedInOrderSecondAfterFirstReplied(t *testing.T) {
 	f.waitTurn(first, lifecycle.StateSubmitted)
 	// The agent is idle again, but the first turn is not replied: the
 	// second must wait.
-	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
+	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	if n := f.typedCount(p.ID, "second task"); n != 0 {
 		t.Fatalf("second turn typed before the first was replied")
 	}
@@ -81,7 +82,7 @@ func TestTwoTurnsTypedInOrderSecondAfterFirstReplied(t *testing.T) {
 
 func TestControlSequencesNeverReachThePane(t *testing.T) {
 	f := newFleet(t)
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
 	f.register("w-1", p.ID)
 	f.start(nil)
 	text := "look \x1b]0;pwned\x07at \x1b[31mred\x1b[0m\x1b[201~ \u009b2J\x1b[A done\x03"
@@ -106,14 +107,14 @@ func TestControlSequencesNeverReachThePane(t *testing.T) {
 
 func TestHerdrRestartLosesAndDuplicatesNothing(t *testing.T) {
 	f := newFleet(t)
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
 	f.register("w-1", p.ID)
 	f.start(nil)
 	before := f.queue("w-1", "before the outage", time.Time{})
 	f.waitOutput(p.ID, "ANSWER: before the outage")
 	f.waitTurn(before, lifecycle.StateSubmitted)
 	f.add("w-1", events.AgentReplied{Reply: "ok"}, before)
-	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
+	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 
 	host := "fleet.host." + testHost + ".herdr"
 	f.herdr.KillSocket()
@@ -154,7 +155,7 @@ func TestHerdrRestartLosesAndDuplicatesNothing(t *testing.T) {
 	}
 	// A marker pane closed after the restart: once its exit is recorded,
 	// the replayed pane_closed events ahead of it have been handled.
-	m := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
+	m := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
 	f.register("w-marker", m.ID)
 	f.waitEvent("fleet.agent.w-marker.status", func(events.Event) bool { return true })
 	if err := f.client.ClosePane(context.Background(), m.ID); err != nil {
@@ -169,8 +170,8 @@ func TestHerdrRestartLosesAndDuplicatesNothing(t *testing.T) {
 
 func TestRestartBetweenTypedAndSubmittedNeverRetypes(t *testing.T) {
 	f := newFleet(t)
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(mutedAgent)})
-	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(mutedAgent)})
+	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	slow := func(c *herdrbridge.BridgeConfig) { c.SubmitTimeout = time.Minute }
 
@@ -222,8 +223,8 @@ func TestRestartBetweenTypedAndSubmittedNeverRetypes(t *testing.T) {
 
 func TestDeadlineAndPaneExitFailTurns(t *testing.T) {
 	f := newFleet(t)
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(foreverBusy)})
-	statusIs(t, f.client, p.ID, herdrapi.StatusWorking)
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(foreverBusy)})
+	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusWorking)
 	f.register("w-1", p.ID)
 	f.start(nil)
 	late := f.queue("w-1", "too late", time.Now().Add(300*time.Millisecond))
@@ -307,7 +308,7 @@ func TestAdoptedPaneCrossingBoundaryIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent), Env: map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent), Env: map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
 	if _, err := b.Adopt(ctx, "w9:p9", "w-3", "w-claude"); !errors.Is(err, herdrapi.ErrPaneNotFound) {
 		t.Errorf("Adopt of a missing pane = %v, want ErrPaneNotFound", err)
 	}
@@ -333,8 +334,8 @@ func TestTurnFailsWhenAgentStaysBlocked(t *testing.T) {
 	f := newFleet(t)
 	// After reading a prompt the agent asks for permission and waits.
 	asks := box + `box; IFS= read -r line; echo "Allow this? esc to cancel · enter to confirm"; exec sleep 600`
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(asks)})
-	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(asks)})
+	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.BlockedTimeout = 500 * time.Millisecond })
 	turn := f.queue("w-1", "needs permission", time.Time{})

@@ -2,6 +2,7 @@ package herdrbridge_test
 
 import (
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi/herdrapitest"
 	"testing"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 // event; once herdr accepts, the turn is typed exactly once and replied.
 func TestARefusalThatTypedNothingDefersTheTurn(t *testing.T) {
 	f := newFleet(t)
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
-	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
+	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.herdr.FailNext("agent.prompt", "agent_not_ready", "agent "+p.ID+" is no longer the pane foreground process", 3)
 	f.start(nil)
@@ -42,8 +43,8 @@ func TestARefusalThatTypedNothingDefersTheTurn(t *testing.T) {
 // and nothing reaches the pane.
 func TestATurnHerdrKeepsRefusingFailsAsNotReady(t *testing.T) {
 	f := newFleet(t)
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
-	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
+	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.herdr.FailNext("agent.prompt", "agent_not_ready", "not the foreground process", 100)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.MaxDeferrals = 3 })
@@ -62,8 +63,8 @@ func TestATurnHerdrKeepsRefusingFailsAsNotReady(t *testing.T) {
 // nothing wedges it.
 func TestAnUnmatchedReplySettlesTheTurnAndTheNextOneGoes(t *testing.T) {
 	f := newFleet(t)
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
-	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
+	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.ReplyGrace = 200 * time.Millisecond })
 	first := f.queue("w-1", "first", time.Time{})
@@ -87,8 +88,8 @@ func TestAnUnmatchedReplySettlesTheTurnAndTheNextOneGoes(t *testing.T) {
 // Stop hook is settled too.
 func TestASubmittedTurnWithoutAStopHookIsSettled(t *testing.T) {
 	f := newFleet(t)
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
-	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
+	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.IdleGrace = 500 * time.Millisecond })
 	turn := f.queue("w-1", "no stop hook comes", time.Time{})
@@ -102,8 +103,8 @@ func TestASubmittedTurnWithoutAStopHookIsSettled(t *testing.T) {
 // submission come from herdr's events and one look at the screen.
 func TestATurnCostsHerdrAFewRequests(t *testing.T) {
 	f := newFleet(t)
-	p := spawn(t, f.herdr, herdrtest.PaneSpec{Argv: agentScript(quickAgent)})
-	statusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
+	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
+	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
 	f.register("w-1", p.ID)
 	f.start(nil)
 	// The first turn pays for the connection (snapshot, subscriptions).

@@ -201,7 +201,7 @@ func replied(tasks []events.JobTask) bool {
 // was done; every prompt is exactly its instructions plus its recorded
 // slice; the final rollup carries every worker's result; and a main
 // reaped for idleness is resumed by name with its Claude session id.
-func TestF5ThreeLevelRunInHerdrPanesSurvivesKillAndResumesSessions(t *testing.T) {
+func TestAThreeLevelRunInHerdrPanesSurvivesKillAndResumesSessions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three-level run over real panes (about 30 s)")
 	}
@@ -344,7 +344,7 @@ func TestF5ThreeLevelRunInHerdrPanesSurvivesKillAndResumesSessions(t *testing.T)
 			t.Errorf("main-a-2 replied in session %q, want %q", d.SessionID, mainA.SessionID)
 		}
 	}
-	t.Logf("F5 done in %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("three-level run done in %s", time.Since(start).Round(time.Millisecond))
 }
 
 // checkSlices checks every task of job: the turn it was sent as carries

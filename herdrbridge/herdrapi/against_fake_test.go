@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi/herdrapitest"
 	"github.com/fleetd/fleetd/internal/checkfor"
 
 	"strings"
@@ -17,7 +18,7 @@ import (
 )
 
 func TestCheckAcceptsProtocol20(t *testing.T) {
-	srv, _ := startHerdr(t, fast)
+	srv, _ := herdrapitest.Start(t, herdrapitest.Fast)
 	c, err := herdrapi.Connect(context.Background(), srv.Path())
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +30,7 @@ func TestCheckAcceptsProtocol20(t *testing.T) {
 }
 
 func TestShellPaneRunsInput(t *testing.T) {
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
 	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{Label: "work"})
 	if err != nil {
@@ -53,8 +54,8 @@ func TestShellPaneRunsInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The caller's env reaches the shell; herdr's own variables win.
-	readContains(t, c, pane.PaneID, "hello-5 "+pane.PaneID+" 1")
-	readContains(t, c, pane.PaneID, dir)
+	herdrapitest.ReadContains(t, c, pane.PaneID, "hello-5 "+pane.PaneID+" 1")
+	herdrapitest.ReadContains(t, c, pane.PaneID, dir)
 
 	in := srv.Input(pane.PaneID)
 	if len(in) != 1 || !strings.HasSuffix(string(in[0].Data), "; pwd\r") || bytes.Contains(in[0].Data, []byte("\x1b[200~")) {
@@ -78,7 +79,7 @@ func TestShellPaneRunsInput(t *testing.T) {
 }
 
 func TestSendTextIsRawAndKeysAreSeparate(t *testing.T) {
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
 	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{})
 	if err != nil {
@@ -88,11 +89,11 @@ func TestSendTextIsRawAndKeysAreSeparate(t *testing.T) {
 	if err := c.SendText(ctx, id, "echo raw-$((40+2))"); err != nil {
 		t.Fatal(err)
 	}
-	readContains(t, c, id, "echo raw-$((40+2))") // echoed, not yet run
+	herdrapitest.ReadContains(t, c, id, "echo raw-$((40+2))") // echoed, not yet run
 	if err := c.SendKeys(ctx, id, "enter", "C-l", "ctrl+u", "alt+b", "F5", "shift+tab", "x"); err != nil {
 		t.Fatal(err)
 	}
-	readContains(t, c, id, "raw-42")
+	herdrapitest.ReadContains(t, c, id, "raw-42")
 	got := srv.Input(id)
 	want := []string{"echo raw-$((40+2))", "\r", "\x0c", "\x15", "\x1bb", "\x1b[15~", "\x1b[Z", "x"}
 	if len(got) != len(want) {
@@ -117,7 +118,7 @@ func TestSendTextIsRawAndKeysAreSeparate(t *testing.T) {
 }
 
 func TestAgentDetectedFromForegroundProcess(t *testing.T) {
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
 	stream, err := c.Subscribe(ctx, herdrapi.Lifecycle(herdrapi.EventPaneAgentDetected))
 	if err != nil {
@@ -136,11 +137,11 @@ func TestAgentDetectedFromForegroundProcess(t *testing.T) {
 	if err := c.SendInput(ctx, id, "env HERDR_AGENT=claude-code sh -c 'echo started; sleep 30'", "enter"); err != nil {
 		t.Fatal(err)
 	}
-	ev := nextEvent(t, stream, id, herdrapi.EventPaneAgentDetected)
+	ev := herdrapitest.NextEvent(t, stream, id, herdrapi.EventPaneAgentDetected)
 	if ev.Agent != "claude" || !ev.Lifecycle {
 		t.Errorf("detected event = %+v, want agent claude (claude-code normalised)", ev)
 	}
-	info := statusIs(t, c, id, herdrapi.StatusIdle, herdrapi.StatusDone)
+	info := herdrapitest.StatusIs(t, c, id, herdrapi.StatusIdle, herdrapi.StatusDone)
 	if info.Agent != "claude" {
 		t.Errorf("Agent = %+v, want claude", info)
 	}
@@ -152,7 +153,7 @@ func TestAgentDetectedFromForegroundProcess(t *testing.T) {
 	if err := c.SendKeys(ctx, id, "ctrl+c"); err != nil {
 		t.Fatal(err)
 	}
-	ev = nextEvent(t, stream, id, herdrapi.EventPaneAgentDetected)
+	ev = herdrapitest.NextEvent(t, stream, id, herdrapi.EventPaneAgentDetected)
 	if ev.Agent != "" {
 		t.Errorf("after ctrl+c detected %+v, want no agent", ev)
 	}
@@ -168,10 +169,10 @@ printf '\033]0;⠙ Claude\007working again\n'; read d
 printf '❯ \n'; printf '\033]0;✳ Claude\007'; sleep 30`
 
 func TestStatusFollowsScreenRules(t *testing.T) {
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
-	p := spawn(t, srv, herdrtest.PaneSpec{Argv: agentScript(screenScript), Name: "screen"})
-	fresh := statusIs(t, c, "screen", herdrapi.StatusIdle) // started, never worked: seen
+	p := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(screenScript), Name: "screen"})
+	fresh := herdrapitest.StatusIs(t, c, "screen", herdrapi.StatusIdle) // started, never worked: seen
 	// Subscribed now, the stream sees exactly the transitions below: it
 	// starts at the current sequence and, unfiltered, sends no initial event.
 	stream, err := c.Subscribe(ctx, []herdrapi.Subscription{{Type: herdrapi.EventPaneAgentStatusChanged, PaneID: p.ID}})
@@ -181,7 +182,7 @@ func TestStatusFollowsScreenRules(t *testing.T) {
 	defer stream.Close()
 
 	c.SendKeys(ctx, p.ID, "enter")
-	working := statusIs(t, c, "screen", herdrapi.StatusWorking)
+	working := herdrapitest.StatusIs(t, c, "screen", herdrapi.StatusWorking)
 	if working.StateChangeSeq <= fresh.StateChangeSeq {
 		t.Errorf("state_change_seq %d after %d, want it to grow", working.StateChangeSeq, fresh.StateChangeSeq)
 	}
@@ -189,22 +190,22 @@ func TestStatusFollowsScreenRules(t *testing.T) {
 		t.Errorf("title stripped = %q, want Claude", working.TerminalTitleStripped)
 	}
 	c.SendKeys(ctx, p.ID, "enter")
-	done := statusIs(t, c, p.ID, herdrapi.StatusDone) // finished, not yet seen
+	done := herdrapitest.StatusIs(t, c, p.ID, herdrapi.StatusDone) // finished, not yet seen
 	if done.StateChangeSeq <= working.StateChangeSeq {
 		t.Errorf("state_change_seq %d after %d, want it to grow", done.StateChangeSeq, working.StateChangeSeq)
 	}
 	c.SendKeys(ctx, p.ID, "enter")
-	statusIs(t, c, p.ID, herdrapi.StatusBlocked)
+	herdrapitest.StatusIs(t, c, p.ID, herdrapi.StatusBlocked)
 	c.SendKeys(ctx, p.ID, "enter")
-	statusIs(t, c, p.ID, herdrapi.StatusWorking)
+	herdrapitest.StatusIs(t, c, p.ID, herdrapi.StatusWorking)
 	c.SendKeys(ctx, p.ID, "enter")
-	done = statusIs(t, c, p.ID, herdrapi.StatusDone)
+	done = herdrapitest.StatusIs(t, c, p.ID, herdrapi.StatusDone)
 
 	// Focus marks it seen: done → idle without a new state change.
 	if _, err := c.FocusPane(ctx, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	idle := statusIs(t, c, p.ID, herdrapi.StatusIdle)
+	idle := herdrapitest.StatusIs(t, c, p.ID, herdrapi.StatusIdle)
 	if idle.StateChangeSeq != done.StateChangeSeq {
 		t.Errorf("focus changed state_change_seq %d → %d", done.StateChangeSeq, idle.StateChangeSeq)
 	}
@@ -212,7 +213,7 @@ func TestStatusFollowsScreenRules(t *testing.T) {
 	// The per-pane subscription saw every transition, in the dotted format.
 	var seen []herdrapi.AgentStatus
 	for _, want := range []herdrapi.AgentStatus{"working", "done", "blocked", "working", "done", "idle"} {
-		ev := nextEvent(t, stream, p.ID, herdrapi.EventPaneAgentStatusChanged)
+		ev := herdrapitest.NextEvent(t, stream, p.ID, herdrapi.EventPaneAgentStatusChanged)
 		if ev.Lifecycle || !bytes.Contains(ev.Raw, []byte(`"event":"pane.agent_status_changed"`)) || ev.Agent != "claude" {
 			t.Errorf("status event %s, want a dotted untagged line for claude", ev.Raw)
 		}
@@ -224,9 +225,9 @@ func TestStatusFollowsScreenRules(t *testing.T) {
 }
 
 func TestReportAgentAuthority(t *testing.T) {
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
-	p := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
+	p := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
 	report := func(state herdrapi.AgentStatus, source string, seq uint64) {
 		t.Helper()
 		err := c.ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: p.ID, Source: source, Agent: "claude", State: state, Seq: seq})
@@ -235,22 +236,22 @@ func TestReportAgentAuthority(t *testing.T) {
 		}
 	}
 	report(herdrapi.StatusWorking, "fleetd:claude", 10)
-	first := statusIs(t, c, p.ID, herdrapi.StatusWorking) // a hook label makes it an agent
-	report(herdrapi.StatusIdle, "fleetd:claude", 9)       // stale: ignored, still ok
-	report(herdrapi.StatusIdle, "herdr:claude", 50)       // herdr's own source: state ignored
+	first := herdrapitest.StatusIs(t, c, p.ID, herdrapi.StatusWorking) // a hook label makes it an agent
+	report(herdrapi.StatusIdle, "fleetd:claude", 9)                    // stale: ignored, still ok
+	report(herdrapi.StatusIdle, "herdr:claude", 50)                    // herdr's own source: state ignored
 	if info, _ := c.Agent(ctx, p.ID); info.AgentStatus != herdrapi.StatusWorking || info.StateChangeSeq != first.StateChangeSeq {
 		t.Errorf("after ignored reports: %+v, want still working", info)
 	}
 	report(herdrapi.StatusIdle, "fleetd:claude", 11)
-	statusIs(t, c, p.ID, herdrapi.StatusDone)
+	herdrapitest.StatusIs(t, c, p.ID, herdrapi.StatusDone)
 
 	// Hook authority beats the screen: this agent's title says working.
-	q := spawn(t, srv, herdrtest.PaneSpec{Argv: agentScript(`printf '\033]0;⠋ busy\007'; sleep 30`)})
-	statusIs(t, c, q.ID, herdrapi.StatusWorking)
+	q := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(`printf '\033]0;⠋ busy\007'; sleep 30`)})
+	herdrapitest.StatusIs(t, c, q.ID, herdrapi.StatusWorking)
 	if err := c.ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: q.ID, Source: "fleetd:claude", Agent: "claude", State: herdrapi.StatusBlocked, Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
-	statusIs(t, c, q.ID, herdrapi.StatusBlocked)
+	herdrapitest.StatusIs(t, c, q.ID, herdrapi.StatusBlocked)
 	// A label that contradicts the detected agent is ignored.
 	c.ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: q.ID, Source: "other", Agent: "codex", State: herdrapi.StatusIdle, Seq: 1})
 	if info, _ := c.Agent(ctx, q.ID); info.AgentStatus != herdrapi.StatusBlocked {
@@ -266,12 +267,12 @@ func TestReportAgentAuthority(t *testing.T) {
 // checks that both the schema and the server refuse it.
 func TestReportAgentRejectsDone(t *testing.T) {
 	var violations []error
-	cfg := fast
+	cfg := herdrapitest.Fast
 	cfg.OnInvalid = func(err error) { violations = append(violations, err) }
 	cfg.Validator = herdrschema.Schema(t)
 	srv := herdrtest.Start(t, cfg)
 	c := herdrapi.New(srv.Path())
-	p := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
+	p := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
 	err := c.ReportAgent(context.Background(), herdrapi.ReportAgentRequest{PaneID: p.ID, Source: "fleetd:claude", Agent: "claude", State: herdrapi.StatusDone, Seq: 1})
 	if !errors.Is(err, herdrapi.ErrInvalidRequest) {
 		t.Errorf("ReportAgent(done) = %v, want ErrInvalidRequest", err)
@@ -282,7 +283,7 @@ func TestReportAgentRejectsDone(t *testing.T) {
 }
 
 func TestSubscribeReplaysLifecycleEvents(t *testing.T) {
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
 	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{})
 	if err != nil {
@@ -292,8 +293,8 @@ func TestSubscribeReplaysLifecycleEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := spawn(t, srv, herdrtest.PaneSpec{Argv: agentScript(`printf '❯ \n'; sleep 30`)})
-	statusIs(t, c, agent.ID, herdrapi.StatusIdle)
+	agent := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(`printf '❯ \n'; sleep 30`)})
+	herdrapitest.StatusIs(t, c, agent.ID, herdrapi.StatusIdle)
 
 	subs := append(herdrapi.Lifecycle(herdrapi.EventPaneCreated, herdrapi.EventLayoutUpdated, herdrapi.EventWorkspaceCreated),
 		herdrapi.Subscription{Type: herdrapi.EventPaneAgentStatusChanged, PaneID: agent.ID, AgentStatus: herdrapi.StatusIdle})
@@ -307,7 +308,7 @@ func TestSubscribeReplaysLifecycleEvents(t *testing.T) {
 	var created []string
 	var status *herdrapi.Event
 	for len(created) < 3 || status == nil {
-		ev := nextEvent(t, stream, "", herdrapi.EventPaneCreated, herdrapi.EventPaneAgentStatusChanged)
+		ev := herdrapitest.NextEvent(t, stream, "", herdrapi.EventPaneCreated, herdrapi.EventPaneAgentStatusChanged)
 		switch ev.Kind {
 		case herdrapi.EventPaneCreated:
 			if !ev.Lifecycle || ev.Pane == nil || !bytes.Contains(ev.Raw, []byte(`"event":"pane_created"`)) {
@@ -332,11 +333,11 @@ func TestSubscribeReplaysLifecycleEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nextEvent(t, stream, third.PaneID, herdrapi.EventPaneCreated)
+	herdrapitest.NextEvent(t, stream, third.PaneID, herdrapi.EventPaneCreated)
 }
 
 func TestOutputMatchedSubscription(t *testing.T) {
-	_, c := startHerdr(t, fast)
+	_, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
 	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{})
 	if err != nil {
@@ -353,7 +354,7 @@ func TestOutputMatchedSubscription(t *testing.T) {
 	// so the pattern is anchored only at the end; the echoed command does
 	// not match it.
 	c.SendInput(ctx, id, "echo RESULT=$((6*7))", "enter")
-	ev := nextEvent(t, stream, id, herdrapi.EventPaneOutputMatched)
+	ev := herdrapitest.NextEvent(t, stream, id, herdrapi.EventPaneOutputMatched)
 	if !strings.HasSuffix(ev.MatchedLine, "RESULT=42") || ev.Read == nil || ev.Read.PaneID != id {
 		t.Errorf("output event = %+v, want matched line RESULT=42 with the read", ev)
 	}
@@ -364,20 +365,20 @@ func TestOutputMatchedSubscription(t *testing.T) {
 }
 
 func TestPaneExitEmitsExitedThenClosed(t *testing.T) {
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
-	keep := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
-	p := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "read x; echo bye; exit 3"}})
+	keep := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
+	p := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "read x; echo bye; exit 3"}})
 	stream, err := c.Subscribe(ctx, herdrapi.Lifecycle(herdrapi.EventPaneExited, herdrapi.EventPaneClosed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stream.Close()
 	c.SendKeys(ctx, p.ID, "enter")
-	if ev := nextEvent(t, stream, p.ID, herdrapi.EventPaneExited, herdrapi.EventPaneClosed); ev.Kind != herdrapi.EventPaneExited || ev.WorkspaceID != p.WorkspaceID {
+	if ev := herdrapitest.NextEvent(t, stream, p.ID, herdrapi.EventPaneExited, herdrapi.EventPaneClosed); ev.Kind != herdrapi.EventPaneExited || ev.WorkspaceID != p.WorkspaceID {
 		t.Errorf("first event = %+v, want pane.exited", ev)
 	}
-	nextEvent(t, stream, p.ID, herdrapi.EventPaneClosed)
+	herdrapitest.NextEvent(t, stream, p.ID, herdrapi.EventPaneClosed)
 	if !bytes.Contains(srv.Output(p.ID), []byte("bye")) {
 		t.Errorf("output %q lacks the last words", srv.Output(p.ID))
 	}
@@ -388,21 +389,21 @@ func TestPaneExitEmitsExitedThenClosed(t *testing.T) {
 	if err := c.ClosePane(ctx, keep.ID); err != nil {
 		t.Fatal(err)
 	}
-	if ev := nextEvent(t, stream, keep.ID, herdrapi.EventPaneExited, herdrapi.EventPaneClosed); ev.Kind != herdrapi.EventPaneClosed {
+	if ev := herdrapitest.NextEvent(t, stream, keep.ID, herdrapi.EventPaneExited, herdrapi.EventPaneClosed); ev.Kind != herdrapi.EventPaneClosed {
 		t.Errorf("close emitted %s first, want pane.closed", ev.Kind)
 	}
 }
 
 func TestSocketKilledAndRestarted(t *testing.T) {
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
-	p := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "echo still-here; sleep 30"}})
+	p := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "echo still-here; sleep 30"}})
 	stream, err := c.Subscribe(ctx, herdrapi.Lifecycle(herdrapi.EventPaneCreated))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stream.Close()
-	nextEvent(t, stream, p.ID, herdrapi.EventPaneCreated)
+	herdrapitest.NextEvent(t, stream, p.ID, herdrapi.EventPaneCreated)
 
 	srv.KillSocket()
 	select {
@@ -426,13 +427,13 @@ func TestSocketKilledAndRestarted(t *testing.T) {
 	if _, err := c.Check(ctx); err != nil {
 		t.Fatalf("Check after restart: %v", err)
 	}
-	readContains(t, c, p.ID, "still-here") // the pane survived
+	herdrapitest.ReadContains(t, c, p.ID, "still-here") // the pane survived
 	again, err := c.Subscribe(ctx, herdrapi.Lifecycle(herdrapi.EventPaneCreated))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	nextEvent(t, again, p.ID, herdrapi.EventPaneCreated) // replayed again
+	herdrapitest.NextEvent(t, again, p.ID, herdrapi.EventPaneCreated) // replayed again
 	if err := stream.Close(); err != nil {
 		t.Errorf("Close after disconnect = %v", err)
 	}
@@ -443,16 +444,16 @@ func TestSocketKilledAndRestarted(t *testing.T) {
 const promptScript = `printf '\033[?2004h╭─╮\n│ ❯ \n'; while read line; do printf '\033]0;⠋ Claude\007got:%s\n' "$line"; done`
 
 func TestPromptSendsEnterSeparatelyAfter300ms(t *testing.T) {
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
-	p := spawn(t, srv, herdrtest.PaneSpec{Argv: agentScript(promptScript)})
-	before := statusIs(t, c, p.ID, herdrapi.StatusIdle)
+	p := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(promptScript)})
+	before := herdrapitest.StatusIs(t, c, p.ID, herdrapi.StatusIdle)
 	if !before.InteractiveReady {
 		t.Errorf("idle detected agent not interactive_ready: %+v", before)
 	}
 	// An agent with nothing on screen yet is idle too (herdr's fallback):
 	// wait for the composer, which comes with bracketed paste on.
-	readContains(t, c, p.ID, "❯")
+	herdrapitest.ReadContains(t, c, p.ID, "❯")
 	info, err := c.Prompt(ctx, herdrapi.PromptRequest{Target: p.ID, Text: "fix the\nbug"})
 	if err != nil {
 		t.Fatal(err)
@@ -477,7 +478,7 @@ func TestPromptSendsEnterSeparatelyAfter300ms(t *testing.T) {
 	if gap := in[1].At.Sub(in[0].At); gap < 300*time.Millisecond {
 		t.Errorf("Enter came %v after the text, want ≥300ms", gap)
 	}
-	after := statusIs(t, c, p.ID, herdrapi.StatusWorking)
+	after := herdrapitest.StatusIs(t, c, p.ID, herdrapi.StatusWorking)
 	if after.StateChangeSeq <= before.StateChangeSeq {
 		t.Errorf("state_change_seq did not grow: %d → %d", before.StateChangeSeq, after.StateChangeSeq)
 	}
@@ -485,7 +486,7 @@ func TestPromptSendsEnterSeparatelyAfter300ms(t *testing.T) {
 	if _, err := c.Prompt(ctx, herdrapi.PromptRequest{Target: p.ID}); !errors.Is(err, herdrapi.ErrEmptyAgentPrompt) {
 		t.Errorf("empty Prompt = %v, want ErrEmptyAgentPrompt", err)
 	}
-	shell := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
+	shell := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c", "sleep 30"}})
 	if _, err := c.Prompt(ctx, herdrapi.PromptRequest{Target: shell.ID, Text: "x"}); !errors.Is(err, herdrapi.ErrAgentNotFound) {
 		t.Errorf("Prompt to a plain shell = %v, want ErrAgentNotFound", err)
 	}
@@ -498,12 +499,12 @@ func TestPromptSendsEnterSeparatelyAfter300ms(t *testing.T) {
 }
 
 func TestPromptWithWait(t *testing.T) {
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
 	// Works on a prompt, then shows the prompt box and an idle title.
 	script := `printf '\033[?2004h❯ \n'; while read line; do printf '\033]0;⠋ Claude\007'; sleep 0.3; printf '\033]0;✳ Claude\007❯ \n'; done`
-	p := spawn(t, srv, herdrtest.PaneSpec{Argv: agentScript(script)})
-	before := statusIs(t, c, p.ID, herdrapi.StatusIdle)
+	p := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(script)})
+	before := herdrapitest.StatusIs(t, c, p.ID, herdrapi.StatusIdle)
 	info, err := c.Prompt(ctx, herdrapi.PromptRequest{Target: p.ID, Text: "go", Wait: &herdrapi.WaitOptions{Timeout: 10 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
@@ -523,19 +524,19 @@ func TestPromptWithWait(t *testing.T) {
 }
 
 func TestBracketedPasteFollowsTheProgram(t *testing.T) {
-	srv, c := startHerdr(t, fast)
+	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
-	p := spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c",
+	p := herdrapitest.Spawn(t, srv, herdrtest.PaneSpec{Argv: []string{"sh", "-c",
 		`printf '\033[?2004hon\n'; read a; printf '\033[?2004loff\n'; read b; echo "b=$b"; sleep 30`}})
-	readContains(t, c, p.ID, "on")
+	herdrapitest.ReadContains(t, c, p.ID, "on")
 	if err := c.SendInput(ctx, p.ID, "one", "enter"); err != nil {
 		t.Fatal(err)
 	}
-	readContains(t, c, p.ID, "off")
+	herdrapitest.ReadContains(t, c, p.ID, "off")
 	if err := c.SendInput(ctx, p.ID, "two", "enter"); err != nil {
 		t.Fatal(err)
 	}
-	readContains(t, c, p.ID, "b=two")
+	herdrapitest.ReadContains(t, c, p.ID, "b=two")
 	in := srv.Input(p.ID)
 	want := []string{"\x1b[200~one\x1b[201~\r", "two\r"}
 	if len(in) != 2 || string(in[0].Data) != want[0] || string(in[1].Data) != want[1] {

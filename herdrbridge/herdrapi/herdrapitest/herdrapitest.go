@@ -1,38 +1,42 @@
-package herdrbridge_test
+// Package herdrapitest holds what tests of code that talks to herdr share:
+// a fake herdr (herdrtest) with a client whose every request is validated
+// against herdr's schema, and waits on panes, statuses and events. It is
+// imported by tests only.
+package herdrapitest
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 )
 
-// fast speeds up the fake's pacing where pacing is not what a test checks;
+// Fast speeds up the fake's pacing where pacing is not what a test checks;
 // SubmitDelay stays herdr's 300 ms because tests assert it.
-var fast = herdrtest.Config{PollInterval: 20 * time.Millisecond, DetectInterval: 20 * time.Millisecond}
+var Fast = herdrtest.Config{PollInterval: 20 * time.Millisecond, DetectInterval: 20 * time.Millisecond}
 
-// startHerdr starts a fake herdr and a client whose every request is
+// Start starts a fake herdr and a client whose every request is
 // validated against herdr's schema on the way out (the server validates
 // them again on the way in, and its own answers too).
-func startHerdr(t *testing.T, cfg herdrtest.Config) (*herdrtest.Server, *herdrapi.Client) {
+func Start(t testing.TB, cfg herdrtest.Config) (*herdrtest.Server, *herdrapi.Client) {
 	t.Helper()
 	v := herdrschema.Schema(t)
 	cfg.Validator = v
 	srv := herdrtest.Start(t, cfg)
-	return srv, herdrapi.New(srv.Path(), herdrapi.WithDialer(validatingDialer(v, func(err error) {
+	return srv, herdrapi.New(srv.Path(), herdrapi.WithDialer(ValidatingDialer(v, func(err error) {
 		t.Errorf("client sent an invalid request: %v", err)
 	})))
 }
 
-// validatingDialer checks each request line the client writes.
-func validatingDialer(v *herdrschema.Validator, report func(error)) herdrapi.Dialer {
+// ValidatingDialer checks each request line the client writes.
+func ValidatingDialer(v *herdrschema.Validator, report func(error)) herdrapi.Dialer {
 	return func(ctx context.Context, path string) (net.Conn, error) {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "unix", path)
@@ -65,8 +69,8 @@ func (c *validatingConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
-// readContains waits until the pane's recent text contains want.
-func readContains(t *testing.T, c *herdrapi.Client, paneID, want string) string {
+// ReadContains waits until the pane's recent text contains want.
+func ReadContains(t testing.TB, c *herdrapi.Client, paneID, want string) string {
 	t.Helper()
 	var text string
 	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
@@ -83,8 +87,8 @@ func readContains(t *testing.T, c *herdrapi.Client, paneID, want string) string 
 	return text
 }
 
-// statusIs waits until agent.get reports one of want.
-func statusIs(t *testing.T, c *herdrapi.Client, target string, want ...herdrapi.AgentStatus) herdrapi.AgentInfo {
+// StatusIs waits until agent.get reports one of want.
+func StatusIs(t testing.TB, c *herdrapi.Client, target string, want ...herdrapi.AgentStatus) herdrapi.AgentInfo {
 	t.Helper()
 	var info herdrapi.AgentInfo
 	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
@@ -102,9 +106,9 @@ func statusIs(t *testing.T, c *herdrapi.Client, target string, want ...herdrapi.
 	return info
 }
 
-// nextEvent returns the next event of one of kinds for paneID, skipping
+// NextEvent returns the next event of one of kinds for paneID, skipping
 // others, within 5 s.
-func nextEvent(t *testing.T, s *herdrapi.Stream, paneID string, kinds ...herdrapi.EventKind) herdrapi.Event {
+func NextEvent(t testing.TB, s *herdrapi.Stream, paneID string, kinds ...herdrapi.EventKind) herdrapi.Event {
 	t.Helper()
 	timeout := time.After(5 * time.Second)
 	for {
@@ -127,7 +131,7 @@ func nextEvent(t *testing.T, s *herdrapi.Stream, paneID string, kinds ...herdrap
 	}
 }
 
-func spawn(t *testing.T, srv *herdrtest.Server, spec herdrtest.PaneSpec) herdrtest.Pane {
+func Spawn(t testing.TB, srv *herdrtest.Server, spec herdrtest.PaneSpec) herdrtest.Pane {
 	t.Helper()
 	p, err := srv.SpawnPane(context.Background(), spec)
 	if err != nil {
@@ -136,8 +140,8 @@ func spawn(t *testing.T, srv *herdrtest.Server, spec herdrtest.PaneSpec) herdrte
 	return p
 }
 
-// agentScript runs script under sh with the HERDR_AGENT=claude wrapper
+// AgentScript runs script under sh with the HERDR_AGENT=claude wrapper
 // hint, so herdr detects the pane as Claude without the real binary.
-func agentScript(script string) []string {
+func AgentScript(script string) []string {
 	return []string{"env", "HERDR_AGENT=claude", "sh", "-c", script}
 }
