@@ -128,7 +128,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	}
 	g.Log = events.New(g.js, events.Options{
-		Source: "fleetd/" + host + "/gateway",
+		Source:   "fleetd/" + host + "/gateway",
+		Registry: events.NewRegistry(events.WithLimits(events.Limits{Text: textLimit(g.cfg.MaxText)})),
 		OnSkip: func(subject string, seq uint64, err error) {
 			g.log.Warn("skipped a message that is not a valid event", "subject", subject, "seq", seq, "err", err)
 		},
@@ -138,6 +139,13 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// textLimit is the bound on events' free-text fields for a host that takes
+// turn texts up to maxText: the default, or maxText and the same margin
+// when --max-text is larger. Every host reading those turns needs it too.
+func textLimit(maxText int) int {
+	return max(events.DefaultTextLimit, maxText+events.DefaultTextLimit-leadshim.DefaultMaxText)
 }
 
 // startComponents runs the projections, the router, the herdr bridge, the
