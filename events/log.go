@@ -71,6 +71,11 @@ type Query struct {
 	// of them; many such readers on one NATS connection keep Prefetch
 	// small.
 	Prefetch int
+	// PrefetchBytes, when set, also bounds the bytes of one pull from the
+	// server, so large messages are pulled a few at a time. It must not
+	// be below the largest message (the server's max_payload), or the
+	// reader stalls.
+	PrefetchBytes int
 	// Skips asks for a placeholder in place of each message that is not a
 	// valid event: an Event with no Data, only Seq and NATSSubject (see
 	// Event.Skipped). A reader that tracks its position in the log (a
@@ -521,7 +526,7 @@ func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 			return
 		}
 		defer l.release(c)
-		it, err := c.Messages(jetstream.PullMaxMessages(prefetch(q)))
+		it, err := c.Messages(pullOpt(q))
 		if err != nil {
 			yield(Event{}, fmt.Errorf("read: %w", err))
 			return
@@ -547,11 +552,16 @@ func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 	}
 }
 
-func prefetch(q Query) int {
-	if q.Prefetch <= 0 {
-		return 512
+// pullOpt is how far a reader of q pulls ahead.
+func pullOpt(q Query) jetstream.PullMessagesOpt {
+	n := q.Prefetch
+	if n <= 0 {
+		n = 512
 	}
-	return q.Prefetch
+	if q.PrefetchBytes > 0 {
+		return jetstream.PullMaxMessagesWithBytesLimit(n, q.PrefetchBytes)
+	}
+	return jetstream.PullMaxMessages(n)
 }
 
 // Follower is a live subscription to the log. Events arrive in stream
@@ -591,7 +601,7 @@ func (l *jsLog) Follow(ctx context.Context, q Query) (*Follower, error) {
 	if err != nil {
 		return nil, err
 	}
-	it, err := c.Messages(jetstream.PullMaxMessages(prefetch(q)))
+	it, err := c.Messages(pullOpt(q))
 	if err != nil {
 		l.release(c)
 		return nil, fmt.Errorf("follow: %w", err)
