@@ -52,6 +52,10 @@ type GatewayConfig struct {
 	ExitGrace time.Duration
 	// MaxText bounds a turn's text (default 1 MiB).
 	MaxText int
+	// MaxEventReaders and MaxConns bound the lead shim's event streams and
+	// connections (0: its defaults).
+	MaxEventReaders int
+	MaxConns        int
 	// HostTTL: a host silent this long has its agents marked stale.
 	HostTTL time.Duration
 	// IdleTTL closes a named session's pane on this host once it has been
@@ -192,6 +196,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	g.shim, err = leadshim.New(leadshim.Config{
 		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
 		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
+		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns,
 	})
 	if err != nil {
 		ln.Close()
