@@ -205,3 +205,19 @@ func TestFiveHundredUnreadEventStreamsLeaveFleetdHealthy(t *testing.T) {
 		t.Fatalf("buffered %d events", st.EventsBuffered)
 	}
 }
+
+// Pulls are bounded in bytes too, never below the largest message: the
+// largest event a stream can meet still arrives.
+func TestAnEventStreamDeliversTheLargestEvents(t *testing.T) {
+	f := fleettest.New(t)
+	text := strings.Repeat(`"`, 1<<20) // 1 MiB, twice that as JSON
+	ack := f.MustAppend(events.Event{Subject: "w1", Data: events.AgentQueued{Text: text}})
+	f.MustAppend(events.Event{Subject: "w1", Data: events.AgentQueued{Text: text}})
+	_, base := newShim(t, f, func(c *leadshim.Config) { c.EventBuffer = 1 })
+	sc := openSSE(t, base+"/events?since=0")
+	sc.Buffer(make([]byte, 0, 4<<20), 4<<20)
+	got := readSSE(t, sc, 2)
+	if got[0].id != ack.Seq || len(got[0].data) < 2<<20 || len(got[1].data) < 2<<20 {
+		t.Fatalf("events #%d (%d bytes), #%d (%d bytes)", got[0].id, len(got[0].data), got[1].id, len(got[1].data))
+	}
+}

@@ -45,6 +45,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.readers.Add(-1)
+	if aerr := s.clampStart(r.Context(), &q); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
 	f, err := s.cfg.Log.Follow(r.Context(), q)
 	if err != nil {
 		writeError(w, fail(http.StatusServiceUnavailable, "nats_unavailable", "follow the log: %v", err))
@@ -133,7 +137,9 @@ func (s *Server) eventQuery(r *http.Request) (events.Query, *apiError) {
 	// at a time) and two decoded events.
 	q := events.Query{New: true, Prefetch: s.cfg.EventBuffer, Buffer: 1}
 	if s.cfg.NC != nil {
-		q.PrefetchBytes = int(s.cfg.NC.MaxPayload())
+		// The server counts a delivery's subject and ack reply too: a
+		// margin, so that a message of max_payload still fits one pull.
+		q.PrefetchBytes = int(s.cfg.NC.MaxPayload()) + 64<<10
 	}
 	subjects := r.URL.Query()["subject"]
 	if len(subjects) > maxSubjectFilters {
@@ -150,7 +156,7 @@ func (s *Server) eventQuery(r *http.Request) (events.Query, *apiError) {
 		}
 		q.Subjects = append(q.Subjects, subj)
 	}
-	var start uint64 // the first sequence wanted, 0: from now
+	var start uint64 // the first sequence wanted (with New false)
 	if v := r.URL.Query().Get("since"); v != "" {
 		seq, err := parseSeq(strings.TrimPrefix(v, "#"))
 		if err != nil {
@@ -170,22 +176,27 @@ func (s *Server) eventQuery(r *http.Request) (events.Query, *apiError) {
 			q.New, start = false, seq+1
 		}
 	}
-	if !q.New && start > 1 {
-		// A start past the log's end (a client of a log that was reset)
-		// means from now: waiting for a sequence the log may never reach
-		// would show nothing.
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		defer cancel()
-		last, err := s.cfg.Log.LastSeq(ctx, events.SubjectAll)
-		if err != nil {
-			return q, fail(http.StatusServiceUnavailable, "nats_unavailable", "read the log's end: %v", err)
-		}
-		if start > last+1 {
-			q.New = true
-		}
-	}
 	q.FromSeq = start
 	return q, nil
+}
+
+// clampStart makes a start past the log's end (a client of a log that was
+// reset, a made-up id) mean from now: waiting for a sequence the log may
+// never reach would show nothing.
+func (s *Server) clampStart(ctx context.Context, q *events.Query) *apiError {
+	if q.New || q.FromSeq <= 1 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	last, err := s.cfg.Log.LastSeq(ctx, events.SubjectAll)
+	if err != nil {
+		return fail(http.StatusServiceUnavailable, "nats_unavailable", "read the log's end: %v", err)
+	}
+	if q.FromSeq > last+1 {
+		q.New, q.FromSeq = true, 0
+	}
+	return nil
 }
 
 // parseSeq reads a stream sequence: decimal digits only, within uint64.
