@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -327,12 +328,12 @@ func (h hookRun) build(hook Hook, p Payload, u Usage) []events.Event {
 		}
 	case UserPromptSubmit:
 		return []events.Event{
-			h.event(events.AgentSubmitted{Via: "hook", PromptID: p.PromptID, SessionID: p.SessionID, Prompt: p.Prompt}),
+			h.event(events.AgentSubmitted{Via: "hook", PromptID: p.PromptID, SessionID: p.SessionID, Prompt: fitText(p.Prompt)}),
 			h.status(events.StatusWorking, "prompt submitted"),
 		}
 	case Stop:
 		return []events.Event{
-			h.event(events.AgentReplied{Reply: p.LastAssistantMessage, PromptID: p.PromptID, SessionID: p.SessionID,
+			h.event(events.AgentReplied{Reply: fitText(p.LastAssistantMessage), PromptID: p.PromptID, SessionID: p.SessionID,
 				Model: u.Model, Tokens: u.Tokens, CostUSD: u.CostUSD, Transcript: p.TranscriptPath}),
 			h.status(events.StatusIdle, "turn over"),
 		}
@@ -344,7 +345,7 @@ func (h hookRun) build(hook Hook, p Payload, u Usage) []events.Event {
 			msg = e + ": " + msg
 		}
 		return []events.Event{
-			h.event(events.AgentFailed{Reason: ReasonAgentError, Message: msg}),
+			h.event(events.AgentFailed{Reason: ReasonAgentError, Message: fitText(msg)}),
 			h.status(events.StatusIdle, "turn failed"),
 		}
 	case Notification:
@@ -355,12 +356,32 @@ func (h hookRun) build(hook Hook, p Payload, u Usage) []events.Event {
 		if p.Message != "" {
 			detail = detail + ": " + p.Message
 		}
-		return []events.Event{h.status(events.StatusBlocked, detail)}
+		return []events.Event{h.status(events.StatusBlocked, fitText(detail))}
 	case SessionEnd:
 		return []events.Event{h.event(events.AgentSession{SessionID: p.SessionID, State: "ended", Reason: p.Reason,
 			TranscriptPath: p.TranscriptPath, Cwd: p.Cwd})}
 	}
 	return nil
+}
+
+// fitText keeps s within what an event's free-text field holds
+// (events.DefaultTextLimit). A longer reply would be refused by the log —
+// readers skip an event over its limits — and its turn would never end; so
+// it is cut on a UTF-8 boundary, with a note of how much was left out (the
+// transcript keeps the whole text).
+func fitText(s string) string {
+	limit := events.DefaultTextLimit
+	if len(s) <= limit {
+		return s
+	}
+	note := func(n int) string {
+		return fmt.Sprintf("\n[fleetd: %d more bytes cut here; the transcript has the whole text]", n)
+	}
+	cut := limit - len(note(len(s)))
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note(len(s)-cut)
 }
 
 // blocking reports whether a Notification means the agent waits for a

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
@@ -538,5 +539,35 @@ func TestStopWaitsForTheReplyToReachTheTranscript(t *testing.T) {
 	}
 	if want := (events.Tokens{In: 200, Out: 30, CacheRead: 100}); r.Tokens != want {
 		t.Errorf("unended turn: tokens %+v, want the tool round's %+v", r.Tokens, want)
+	}
+}
+
+// A reply longer than an event's text limit would be refused by the log
+// and leave its turn open for ever: it is cut, on a rune boundary, and
+// the turn ends.
+func TestALongReplyIsCutToTheEventTextLimit(t *testing.T) {
+	f := startFleet(t)
+	long := strings.Repeat("é", events.DefaultTextLimit) // 2 bytes a rune: twice the limit
+	payload, err := json.Marshal(map[string]any{"session_id": "4f52aa", "prompt_id": "p2", "hook_event_name": "Stop", "last_assistant_message": long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stderr, err := run(t, "stop", string(payload), paneEnv(f.url, t.TempDir())); err != nil {
+		t.Fatalf("Run: %v (%s)", err, stderr)
+	}
+	evs := f.agentEvents(t)
+	if len(evs) != 2 {
+		t.Fatalf("appended %d events, want replied and status", len(evs))
+	}
+	r, ok := evs[0].Data.(events.AgentReplied)
+	if !ok {
+		t.Fatalf("first event %T", evs[0].Data)
+	}
+	if len(r.Reply) > events.DefaultTextLimit || !strings.HasPrefix(r.Reply, "éé") || !utf8.ValidString(r.Reply) ||
+		!strings.HasSuffix(r.Reply, "the transcript has the whole text]") {
+		t.Errorf("reply of %d bytes, valid UTF-8 %v, ends %q", len(r.Reply), utf8.ValidString(r.Reply), r.Reply[len(r.Reply)-80:])
+	}
+	if got := fitText("short"); got != "short" {
+		t.Errorf("fitText(short) = %q", got)
 	}
 }

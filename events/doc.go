@@ -7,7 +7,10 @@
 // ULID, is sent as Nats-Msg-Id) and optimistic (an expected last subject
 // sequence guards aggregate writes; a conflict is ErrConcurrency). Readers
 // skip and count anything on fleet.> that is not a valid event, because
-// anyone with a NATS client can publish there.
+// anyone with a NATS client can publish there: that includes an event with
+// a string field over its Limits (ids 256 bytes, paths 4 KiB, free text
+// 1 MiB + 64 KiB by default), which Append refuses to write too. A skipped
+// message is counted and reported once, however many readers meet it.
 //
 // events imports no other fleetd package.
 package events

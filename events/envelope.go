@@ -30,6 +30,10 @@ type Event struct {
 	NATSSubject string
 }
 
+// Skipped reports whether e is a placeholder for a message that was not a
+// valid event (Query.Skips): it has a Seq and a NATSSubject but no Data.
+func (e Event) Skipped() bool { return e.Data == nil && e.Seq != 0 }
+
 // Type is the event's type, taken from its data.
 func (e Event) Type() Type {
 	if e.Data == nil {
@@ -97,6 +101,8 @@ func marshal(v any) ([]byte, error) {
 // Decode parses and validates a message from the stream. subject is the
 // NATS subject it was stored on; it must agree with the envelope's type and
 // aggregate id, so a message cannot claim to be about another aggregate.
+// A string field over the registry's Limits makes the message invalid
+// (ErrMalformed and ErrTooLarge): it is never folded into a read model.
 func (r *Registry) Decode(subject string, raw []byte) (Event, error) {
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
@@ -119,6 +125,9 @@ func (r *Registry) Decode(subject string, raw []byte) (Event, error) {
 		ID: env.ID, Source: env.Source, Subject: env.Subject, Time: env.Time,
 		CorrelationID: env.CorrelationID, CausationID: env.CausationID, Data: data,
 		NATSSubject: subject,
+	}
+	if err := r.limits.check(ev); err != nil {
+		return Event{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if subject != "" {
 		want, err := ev.StreamSubject()

@@ -18,6 +18,10 @@ var (
 	ErrUnknownType = errors.New("events: unknown event type")
 	// ErrMalformed means a message on fleet.> is not a valid event.
 	ErrMalformed = errors.New("events: malformed event")
+	// ErrTooLarge means a string field of an event is over its Limits:
+	// readers skip such a message (it is also ErrMalformed) and Append
+	// refuses to write one.
+	ErrTooLarge = errors.New("events: event field too large")
 	// ErrDuplicateBatch means a batch was refused because it repeats an
 	// event the stream already holds; an atomic batch is all or nothing,
 	// so a retried batch that already landed reports this.

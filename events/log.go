@@ -29,7 +29,8 @@ type Log interface {
 	// AppendBatch stores evs atomically: all or none.
 	AppendBatch(ctx context.Context, evs []Event) ([]Ack, error)
 	// Read yields the events matching q that are in the log when Read
-	// starts, in order, then ends. Invalid messages are skipped and counted.
+	// starts, in order, then ends. Invalid messages are skipped and counted
+	// (with q.Skips, a placeholder stands in for each).
 	Read(ctx context.Context, q Query) iter.Seq2[Event, error]
 	// Follow delivers the events matching q, then every new one, until
 	// stopped.
@@ -38,8 +39,9 @@ type Log interface {
 	// wildcard is allowed), or 0 when there is none: the value to pass to
 	// ExpectLastSeq for the next aggregate write.
 	LastSeq(ctx context.Context, subject string) (uint64, error)
-	// Skipped counts messages readers skipped because they were not valid
-	// events.
+	// Skipped counts the messages readers skipped because they were not
+	// valid events: each message (stream sequence) once, however many
+	// readers skip it.
 	Skipped() uint64
 }
 
@@ -63,6 +65,23 @@ type Query struct {
 	New bool
 	// Buffer sizes a Follower's channel. Default 256.
 	Buffer int
+	// Prefetch bounds how many messages a reader pulls from the server
+	// ahead of what it has decoded and handed on. Default 512. A reader
+	// whose consumer stops taking events holds at most Buffer + Prefetch
+	// of them; many such readers on one NATS connection keep Prefetch
+	// small.
+	Prefetch int
+	// PrefetchBytes, when set, also bounds the bytes of one pull from the
+	// server, so large messages are pulled a few at a time. It must not
+	// be below the largest message (the server's max_payload), or the
+	// reader stalls.
+	PrefetchBytes int
+	// Skips asks for a placeholder in place of each message that is not a
+	// valid event: an Event with no Data, only Seq and NATSSubject (see
+	// Event.Skipped). A reader that tracks its position in the log (a
+	// projection) then moves past junk too, and "caught up with the end"
+	// holds when the last message is junk.
+	Skips bool
 }
 
 // AppendOption sets a per-append precondition.
@@ -97,7 +116,9 @@ type Options struct {
 	Now func() time.Time
 	// NewID makes event ids; default monotonic ULIDs.
 	NewID func() string
-	// OnSkip hears about every skipped message, e.g. to log it.
+	// OnSkip hears about every skipped message, e.g. to log it: once per
+	// message, however many of the Log's readers skip it (a message
+	// without a stream sequence: every time).
 	OnSkip func(subject string, seq uint64, err error)
 	// Timeout bounds calls whose ctx has no deadline. Default 10s.
 	Timeout time.Duration
@@ -139,6 +160,7 @@ type jsLog struct {
 	js      jetstream.JetStream
 	o       Options
 	skipped atomic.Uint64
+	seen    skipSet
 
 	mu     sync.Mutex
 	stream jetstream.Stream
@@ -158,6 +180,10 @@ func (l *jsLog) prepare(ev *Event) (*nats.Msg, error) {
 	}
 	subj, err := ev.StreamSubject()
 	if err != nil {
+		return nil, err
+	}
+	// What no reader would take is not written either.
+	if err := l.o.Registry.Check(*ev); err != nil {
 		return nil, err
 	}
 	// MarshalJSON directly: json.Marshal would re-scan and compact what
@@ -404,11 +430,49 @@ func (l *jsLog) decode(msg jetstream.Msg) (Event, uint64, bool) {
 	return ev, md.Sequence.Stream, true
 }
 
+// skip counts and reports a message that is not a valid event, once per
+// stream sequence: every reader of the log (the projection, the gateway's
+// follower, the shim's) meets the same junk, and one report is enough.
 func (l *jsLog) skip(subject string, seq uint64, err error) {
+	if seq != 0 && !l.seen.add(seq) {
+		return
+	}
 	l.skipped.Add(1)
 	if l.o.OnSkip != nil {
 		l.o.OnSkip(subject, seq, err)
 	}
+}
+
+// skipSetSize is how many skipped sequences a Log remembers to report each
+// once. A reader lagging further behind than this reports junk again.
+const skipSetSize = 4096
+
+// skipSet remembers the last skipSetSize skipped stream sequences.
+type skipSet struct {
+	mu   sync.Mutex
+	set  map[uint64]struct{}
+	ring []uint64
+	next int
+}
+
+// add records seq and reports whether it is new.
+func (s *skipSet) add(seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.set[seq]; ok {
+		return false
+	}
+	if s.set == nil {
+		s.set = make(map[uint64]struct{}, skipSetSize)
+		s.ring = make([]uint64, skipSetSize)
+	}
+	if old := s.ring[s.next]; old != 0 {
+		delete(s.set, old)
+	}
+	s.ring[s.next] = seq
+	s.next = (s.next + 1) % skipSetSize
+	s.set[seq] = struct{}{}
+	return true
 }
 
 func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
@@ -462,7 +526,7 @@ func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 			return
 		}
 		defer l.release(c)
-		it, err := c.Messages(jetstream.PullMaxMessages(512))
+		it, err := c.Messages(pullOpt(q))
 		if err != nil {
 			yield(Event{}, fmt.Errorf("read: %w", err))
 			return
@@ -475,6 +539,9 @@ func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 				return
 			}
 			ev, seq, ok := l.decode(msg)
+			if !ok && q.Skips && seq != 0 {
+				ev, ok = Event{Seq: seq, NATSSubject: msg.Subject()}, true
+			}
 			if ok && !yield(ev, nil) {
 				return
 			}
@@ -483,6 +550,18 @@ func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 			}
 		}
 	}
+}
+
+// pullOpt is how far a reader of q pulls ahead.
+func pullOpt(q Query) jetstream.PullMessagesOpt {
+	n := q.Prefetch
+	if n <= 0 {
+		n = 512
+	}
+	if q.PrefetchBytes > 0 {
+		return jetstream.PullMaxMessagesWithBytesLimit(n, q.PrefetchBytes)
+	}
+	return jetstream.PullMaxMessages(n)
 }
 
 // Follower is a live subscription to the log. Events arrive in stream
@@ -496,6 +575,9 @@ type Follower struct {
 
 // Events delivers decoded events. It is closed when the follower stops.
 func (f *Follower) Events() <-chan Event { return f.events }
+
+// Buffered is how many events wait in Events, not yet received.
+func (f *Follower) Buffered() int { return len(f.events) }
 
 // Done is closed once the follower has stopped.
 func (f *Follower) Done() <-chan struct{} { return f.done }
@@ -519,7 +601,7 @@ func (l *jsLog) Follow(ctx context.Context, q Query) (*Follower, error) {
 	if err != nil {
 		return nil, err
 	}
-	it, err := c.Messages(jetstream.PullMaxMessages(512))
+	it, err := c.Messages(pullOpt(q))
 	if err != nil {
 		l.release(c)
 		return nil, fmt.Errorf("follow: %w", err)
@@ -542,7 +624,10 @@ func (l *jsLog) Follow(ctx context.Context, q Query) (*Follower, error) {
 				}
 				return
 			}
-			ev, _, ok := l.decode(msg)
+			ev, seq, ok := l.decode(msg)
+			if !ok && q.Skips && seq != 0 {
+				ev, ok = Event{Seq: seq, NATSSubject: msg.Subject()}, true
+			}
 			if !ok {
 				continue
 			}

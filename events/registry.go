@@ -11,6 +11,20 @@ import (
 // package-level registry.
 type Registry struct {
 	decoders map[Type]func(json.RawMessage) (Data, error)
+	limits   Limits
+}
+
+// RegistryOption configures NewRegistry.
+type RegistryOption func(*Registry)
+
+// WithLimits bounds event string fields by l instead of DefaultLimits;
+// zero fields keep their default. A host that takes turn texts over 1 MiB
+// raises Text, on every host that reads them.
+func WithLimits(l Limits) RegistryOption {
+	return func(r *Registry) {
+		l.setDefaults()
+		r.limits = l
+	}
 }
 
 // validator is implemented by data types with rules beyond their JSON shape.
@@ -34,9 +48,13 @@ func Register[T Data](r *Registry) {
 	}
 }
 
-// NewRegistry returns a registry of every event type in DESIGN.md.
-func NewRegistry() *Registry {
-	r := &Registry{decoders: make(map[Type]func(json.RawMessage) (Data, error))}
+// NewRegistry returns a registry of every event type in DESIGN.md, with
+// DefaultLimits on string fields unless WithLimits says otherwise.
+func NewRegistry(opts ...RegistryOption) *Registry {
+	r := &Registry{decoders: make(map[Type]func(json.RawMessage) (Data, error)), limits: DefaultLimits()}
+	for _, o := range opts {
+		o(r)
+	}
 	Register[AgentRegistered](r)
 	Register[AgentStatusChanged](r)
 	Register[AgentQueued](r)
@@ -59,6 +77,13 @@ func NewRegistry() *Registry {
 	Register[JobDone](r)
 	return r
 }
+
+// Limits are the bounds Decode and Append hold event string fields to.
+func (r *Registry) Limits() Limits { return r.limits }
+
+// Check reports whether ev's string fields are within the registry's
+// limits (ErrTooLarge otherwise).
+func (r *Registry) Check(ev Event) error { return r.limits.check(ev) }
 
 // Types lists the registered types.
 func (r *Registry) Types() []Type {

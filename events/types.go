@@ -104,7 +104,7 @@ type AgentRegistered struct {
 	Tier    int    `json:"tier"`
 	Parent  string `json:"parent,omitempty"`
 	Model   string `json:"model,omitempty"`
-	Cwd     string `json:"cwd,omitempty"`
+	Cwd     string `json:"cwd,omitempty" limit:"line"`
 	Session string `json:"session,omitempty"` // named session the agent serves
 	// How the agent came to be: "spawned" by fleetd, "adopted" by a person,
 	// or "discovered" from a pane carrying FLEET_AGENT_ID.
@@ -120,10 +120,10 @@ type AgentStatusChanged struct {
 	Source         string `json:"source"`
 	Pane           string `json:"pane,omitempty"`
 	StateChangeSeq uint64 `json:"state_change_seq,omitempty"`
-	Detail         string `json:"detail,omitempty"`
+	Detail         string `json:"detail,omitempty" limit:"text"`
 	// Violation is set when the pane was found crossing its role's env
 	// boundary (an env class it must not carry).
-	Violation string `json:"violation,omitempty"`
+	Violation string `json:"violation,omitempty" limit:"line"`
 }
 
 // Normalization says what the text rule (lifecycle.Normalize) changed in
@@ -148,12 +148,12 @@ func (n Normalization) Changed() bool { return n != Normalization{} }
 // on purpose, e.g. "/clear"), never both.
 type AgentQueued struct {
 	From    string `json:"from,omitempty"`
-	Text    string `json:"text"`
-	Command string `json:"command,omitempty"`
+	Text    string `json:"text" limit:"text"`
+	Command string `json:"command,omitempty" limit:"text"`
 	// Normalized is set when the lead's text was changed by the text rule
 	// (Text is the normalised text).
 	Normalized Normalization `json:"normalized,omitzero"`
-	Context    []string      `json:"context,omitempty"`
+	Context    []string      `json:"context,omitempty" limit:"line"`
 	SliceRef   string        `json:"slice_ref,omitempty"`
 	Deadline   time.Time     `json:"deadline,omitzero"`
 	// AssignedFrom is the role whose queue this turn came from; then the
@@ -181,11 +181,11 @@ type AgentTyped struct {
 	// Pieces counts the pastes of a "pieces" delivery.
 	Pieces int `json:"pieces,omitempty"`
 	// File is the file a "file" delivery wrote the text to.
-	File string `json:"file,omitempty"`
+	File string `json:"file,omitempty" limit:"line"`
 	// Prompt is what the agent's composer was given when that is not the
 	// turn's text (the short prompt of a "file" delivery): what its
 	// UserPromptSubmit hook will report.
-	Prompt string `json:"prompt,omitempty"`
+	Prompt string `json:"prompt,omitempty" limit:"text"`
 	// Clear: a "/clear" was typed first (the role asks for a fresh
 	// context before every turn).
 	Clear bool `json:"clear,omitempty"`
@@ -196,7 +196,7 @@ type AgentTyped struct {
 // agent's queue, to be typed when the agent is ready.
 type AgentDeferred struct {
 	Reason  string `json:"reason"`
-	Message string `json:"message,omitempty"`
+	Message string `json:"message,omitempty" limit:"text"`
 }
 
 // AgentAttention: the gateway will not type into the agent until a person
@@ -204,7 +204,7 @@ type AgentDeferred struct {
 // overlay is open, its pane shows a shell. An empty Reason clears it.
 type AgentAttention struct {
 	Reason string `json:"reason,omitempty"`
-	Detail string `json:"detail,omitempty"`
+	Detail string `json:"detail,omitempty" limit:"text"`
 }
 
 // AgentSubmitted: the agent confirmed it took the prompt.
@@ -215,18 +215,18 @@ type AgentSubmitted struct {
 	// with a new state_change_seq).
 	Via            string `json:"via"`
 	StateChangeSeq uint64 `json:"state_change_seq,omitempty"`
-	Prompt         string `json:"prompt,omitempty"`
+	Prompt         string `json:"prompt,omitempty" limit:"text"`
 }
 
 // AgentReplied: the agent's Stop hook fired; the turn is over.
 type AgentReplied struct {
-	Reply      string  `json:"reply"`
+	Reply      string  `json:"reply" limit:"text"`
 	PromptID   string  `json:"prompt_id,omitempty"`
 	SessionID  string  `json:"session_id,omitempty"`
 	Model      string  `json:"model,omitempty"`
 	Tokens     Tokens  `json:"tokens"`
 	CostUSD    float64 `json:"cost_usd,omitempty"`
-	Transcript string  `json:"transcript,omitempty"`
+	Transcript string  `json:"transcript,omitempty" limit:"line"`
 }
 
 // Failure reasons of DESIGN.md's turn lifecycle.
@@ -254,7 +254,7 @@ const (
 // AgentFailed: the turn ended without a reply.
 type AgentFailed struct {
 	Reason  string `json:"reason"`
-	Message string `json:"message,omitempty"`
+	Message string `json:"message,omitempty" limit:"text"`
 }
 
 // AgentSession: a Claude Code session started, resumed or ended in the pane.
@@ -263,25 +263,25 @@ type AgentSession struct {
 	State          string `json:"state"` // "started" or "ended"
 	Source         string `json:"source,omitempty"`
 	Reason         string `json:"reason,omitempty"`
-	TranscriptPath string `json:"transcript_path,omitempty"`
+	TranscriptPath string `json:"transcript_path,omitempty" limit:"line"`
 	Model          string `json:"model,omitempty"`
-	Cwd            string `json:"cwd,omitempty"`
+	Cwd            string `json:"cwd,omitempty" limit:"line"`
 	Name           string `json:"name,omitempty"` // fleetd's session name, if any
 }
 
 // AgentExited: the agent's pane or process is gone.
 type AgentExited struct {
 	Pane   string `json:"pane,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty" limit:"line"`
 }
 
 // RoleQueued: a message for any agent of a role. Its id is the turn id.
 type RoleQueued struct {
 	From       string        `json:"from,omitempty"`
-	Text       string        `json:"text"`
-	Command    string        `json:"command,omitempty"`
+	Text       string        `json:"text" limit:"text"`
+	Command    string        `json:"command,omitempty" limit:"text"`
 	Normalized Normalization `json:"normalized,omitzero"`
-	Context    []string      `json:"context,omitempty"`
+	Context    []string      `json:"context,omitempty" limit:"line"`
 	SliceRef   string        `json:"slice_ref,omitempty"`
 	Deadline   time.Time     `json:"deadline,omitzero"`
 	Job        string        `json:"job,omitempty"`
@@ -292,9 +292,9 @@ type RoleQueued struct {
 type HostUp struct {
 	Host      string `json:"host"`
 	Version   string `json:"version,omitempty"`
-	NATSURL   string `json:"nats_url,omitempty"`
-	HTTPAddr  string `json:"http_addr,omitempty"`
-	DataDir   string `json:"data_dir,omitempty"`
+	NATSURL   string `json:"nats_url,omitempty" limit:"line"`
+	HTTPAddr  string `json:"http_addr,omitempty" limit:"line"`
+	DataDir   string `json:"data_dir,omitempty" limit:"line"`
 	PID       int    `json:"pid,omitempty"`
 	Heartbeat bool   `json:"heartbeat,omitempty"`
 }
@@ -302,22 +302,22 @@ type HostUp struct {
 // HostDown: a gateway stopped cleanly.
 type HostDown struct {
 	Host   string `json:"host"`
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty" limit:"line"`
 }
 
 // HostHerdr: the gateway connected to or lost its herdr.
 type HostHerdr struct {
 	Connected bool   `json:"connected"`
-	Socket    string `json:"socket,omitempty"`
+	Socket    string `json:"socket,omitempty" limit:"line"`
 	Version   string `json:"version,omitempty"`
 	Protocol  int    `json:"protocol,omitempty"`
-	Error     string `json:"error,omitempty"`
+	Error     string `json:"error,omitempty" limit:"text"`
 }
 
 // JobCreated: an orchestrator job started.
 type JobCreated struct {
-	Goal   string          `json:"goal,omitempty"`
-	Plan   string          `json:"plan,omitempty"`
+	Goal   string          `json:"goal,omitempty" limit:"text"`
+	Plan   string          `json:"plan,omitempty" limit:"text"`
 	Parent string          `json:"parent,omitempty"`
 	Tasks  []TaskSpecBrief `json:"tasks,omitempty"`
 }
@@ -331,10 +331,10 @@ type TaskSpecBrief struct {
 
 // JobContext: an item joined the job's context store.
 type JobContext struct {
-	Key        string   `json:"key"`
+	Key        string   `json:"key" limit:"line"`
 	Tags       []string `json:"tags,omitempty"`
-	Text       string   `json:"text"`
-	Provenance string   `json:"provenance,omitempty"`
+	Text       string   `json:"text" limit:"text"`
+	Provenance string   `json:"provenance,omitempty" limit:"line"`
 	Size       int      `json:"size"`
 }
 
@@ -343,10 +343,10 @@ type JobSliced struct {
 	Task      string   `json:"task"`
 	Session   string   `json:"session,omitempty"`
 	Agent     string   `json:"agent,omitempty"`
-	Items     []string `json:"items"`
+	Items     []string `json:"items" limit:"line"`
 	Bytes     int      `json:"bytes"`
 	Budget    int      `json:"budget"`
-	Truncated []string `json:"truncated,omitempty"`
+	Truncated []string `json:"truncated,omitempty" limit:"line"`
 }
 
 // Task states recorded in JobTask.
@@ -365,15 +365,15 @@ type JobTask struct {
 	Turn   string `json:"turn,omitempty"`
 	Agent  string `json:"agent,omitempty"`
 	To     string `json:"to,omitempty"`
-	Error  string `json:"error,omitempty"`
-	Rollup string `json:"rollup,omitempty"`
+	Error  string `json:"error,omitempty" limit:"text"`
+	Rollup string `json:"rollup,omitempty" limit:"text"`
 }
 
 // JobDone: the job finished.
 type JobDone struct {
 	Status string `json:"status"` // "ok" or "failed"
-	Result string `json:"result,omitempty"`
-	Error  string `json:"error,omitempty"`
+	Result string `json:"result,omitempty" limit:"text"`
+	Error  string `json:"error,omitempty" limit:"text"`
 }
 
 func (AgentRegistered) EventType() Type    { return TypeAgentRegistered }

@@ -59,6 +59,44 @@ type Config struct {
 	// Collectors are more Prometheus series for /metrics (the herdr
 	// bridge's, say).
 	Collectors []prometheus.Collector
+
+	// ReadHeaderTimeout bounds reading a request's line and headers; a
+	// connection that has not sent them by then is closed. Default 10s.
+	ReadHeaderTimeout time.Duration
+	// BodyTimeout bounds reading a request's body, from the end of its
+	// headers: a body still arriving after it is 408 and its connection
+	// closed. Only reading the request is bounded: a blocking send may
+	// take minutes to answer, an event stream lasts. Default 30s.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that sends no next
+	// request. Default 2m.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's line and headers (larger: 431).
+	// Default 64 KiB.
+	MaxHeaderBytes int
+	// MaxConns bounds open connections (blocking sends and event streams
+	// included); one more is answered 503 and closed at once. It keeps
+	// the process's file descriptors, which the embedded NATS server
+	// shares, from running out. Default 1024.
+	MaxConns int
+	// MaxPendingConns bounds connections that have not yet sent a whole
+	// request header (each lasts at most ReadHeaderTimeout); one more is
+	// answered 503 and closed at once. Default 128, or MaxConns when that
+	// is lower.
+	MaxPendingConns int
+	// MaxEventReaders bounds concurrent GET /events streams; one more is
+	// 429. Each holds a NATS consumer and up to EventBuffer + 2 events.
+	// Default 64.
+	MaxEventReaders int
+	// EventBuffer bounds the messages one event stream pulls from NATS
+	// ahead of its reader (pulls of at most the server's max_payload
+	// bytes); two more wait decoded. A reader slower than the log is not
+	// buffered for: its consumer waits. Default 32.
+	EventBuffer int
+	// EventWriteTimeout bounds writing one event (or keep-alive) to an
+	// event stream; a reader that takes longer is dropped (it may
+	// reconnect with Last-Event-ID). Default 30s.
+	EventWriteTimeout time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -92,6 +130,24 @@ func (c *Config) setDefaults() {
 	if c.Host == "" {
 		c.Host = "host"
 	}
+	setDefault(&c.ReadHeaderTimeout, 10*time.Second)
+	setDefault(&c.BodyTimeout, 30*time.Second)
+	setDefault(&c.IdleTimeout, 2*time.Minute)
+	setDefault(&c.MaxHeaderBytes, 64<<10)
+	setDefault(&c.MaxConns, 1024)
+	if c.MaxConns > 0 {
+		setDefault(&c.MaxPendingConns, min(128, c.MaxConns))
+	}
+	setDefault(&c.MaxEventReaders, 64)
+	setDefault(&c.EventBuffer, 32)
+	setDefault(&c.EventWriteTimeout, 30*time.Second)
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
 }
 
 // Validate reports every problem at once.
@@ -105,6 +161,22 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBody < 0 || c.MaxText < 0 || c.DefaultTimeout < 0 || c.MaxTimeout < 0 {
 		errs = append(errs, fmt.Errorf("%w: negative MaxBody or timeout", ErrConfig))
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"ReadHeaderTimeout", int64(c.ReadHeaderTimeout)}, {"BodyTimeout", int64(c.BodyTimeout)},
+		{"IdleTimeout", int64(c.IdleTimeout)}, {"EventWriteTimeout", int64(c.EventWriteTimeout)},
+		{"MaxHeaderBytes", int64(c.MaxHeaderBytes)}, {"MaxConns", int64(c.MaxConns)}, {"MaxPendingConns", int64(c.MaxPendingConns)},
+		{"MaxEventReaders", int64(c.MaxEventReaders)}, {"EventBuffer", int64(c.EventBuffer)},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("%w: negative %s", ErrConfig, f.name))
+		}
+	}
+	if c.MaxPendingConns > c.MaxConns && c.MaxConns > 0 {
+		errs = append(errs, fmt.Errorf("%w: MaxPendingConns %d exceeds MaxConns %d", ErrConfig, c.MaxPendingConns, c.MaxConns))
 	}
 	loop, err := Loopback(c.Addr)
 	switch {

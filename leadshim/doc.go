@@ -13,11 +13,24 @@
 // the turn, the hooks reply, the router assigns role turns.
 //
 // Status codes: 400 bad request, 401 missing or wrong bearer token, 404
-// unknown agent, role, turn or path, 405 wrong method, 409 the agent is
-// blocked (or exited; or busy with "queue": false), 413 body too large,
-// 429 the role is at its cap or has no ready agent and the caller asked
-// "queue": false, 503 NATS unavailable or shutting down, 504 the turn did
-// not finish within its timeout (the error carries the id to re-attach).
+// unknown agent, role, turn or path, 405 wrong method, 408 the request
+// body did not arrive within BodyTimeout, 409 the agent is blocked (or
+// exited; or busy with "queue": false), 413 body too large, 429 the role
+// is at its cap or has no ready agent and the caller asked "queue": false,
+// or MaxEventReaders event streams are open, 431 headers over
+// MaxHeaderBytes, 503 NATS unavailable, shutting down, or too many
+// connections (MaxConns, MaxPendingConns: answered as the connection is
+// accepted, then closed), 504 the turn did not finish within its timeout
+// (the error carries the id to re-attach).
+//
+// The doors are bounded for clients that are slow, stuck or hostile:
+// headers within ReadHeaderTimeout, a body within BodyTimeout (reading the
+// request only; a blocking send answers when its turn is final and an
+// event stream lasts), idle keep-alive connections closed after
+// IdleTimeout, authentication decided from the headers before any body
+// is read, and event streams capped in number, in what each holds, and in
+// how long one write to a reader may take (Stats, and /metrics, count
+// what they hold and refuse).
 //
 // A send may name a job ("job" in POST /message, beside DESIGN.md's
 // "context" selectors): the selectors are then resolved against that

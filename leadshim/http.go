@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -31,23 +32,79 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fail(http.StatusNotFound, "not_found", "no such endpoint %s", r.URL.Path))
 	})
-	return s.count(s.auth(s.limit(mux)))
+	return s.guard(s.count(s.auth(s.limit(mux))))
 }
 
-// auth requires the bearer token, when one is set, everywhere but /healthz.
+// guard runs first, once a request's headers are in: its connection no
+// longer counts as pending, and its body, if it has one, must arrive
+// within BodyTimeout. The deadline is lifted once the body has been read
+// to its end, so a blocking send or an event stream is never cut short by
+// it; a body not read to its end (an error answer) keeps it, which bounds
+// what net/http reads to discard the rest.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		markServed(r.Context())
+		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)); err == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody lifts the connection's read deadline when the body ends.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// auth requires the bearer token, when one is set, everywhere but
+// /healthz. It decides on the headers alone: a refused request's body is
+// never read, and its connection is closed after the 401 rather than
+// drained, so a client cannot hold the 401 back by sending a body slowly.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.Token == "" {
 		return next
 	}
-	want := []byte("Bearer " + s.cfg.Token)
+	want := []byte(s.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/healthz" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		if r.URL.Path != "/healthz" && subtle.ConstantTimeCompare(bearer(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="fleetd"`)
+			if r.ContentLength != 0 {
+				w.Header().Set("Connection", "close")
+			}
 			writeError(w, fail(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token"))
+			if r.ContentLength != 0 {
+				// The answer is flushed before net/http reads on to discard
+				// the body; an expired deadline ends that read at once.
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			}
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bearer is the token of an Authorization header of the Bearer scheme;
+// the scheme is case-insensitive (RFC 7235, 2.1), the token is not.
+func bearer(h string) []byte {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return nil
+	}
+	return []byte(strings.TrimLeft(token, " "))
 }
 
 // limit caps request bodies at MaxBody.

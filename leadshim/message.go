@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -148,26 +149,37 @@ func (s *Server) envelope(t lifecycle.Turn) Envelope {
 }
 
 // decodeMessage reads a send body strictly: unknown fields, trailing data
-// and oversized bodies are refused.
+// and oversized bodies are refused, and a body that stops arriving (the
+// connection's read deadline, BodyTimeout) is 408.
 func decodeMessage(r io.Reader) (Message, *apiError) {
 	var m Message
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return m, fail(http.StatusRequestEntityTooLarge, "too_large", "body exceeds %d bytes", tooBig.Limit)
+		if aerr := readError(err); aerr != nil {
+			return m, aerr
 		}
 		return m, fail(http.StatusBadRequest, "bad_json", "message body: %v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return m, fail(http.StatusRequestEntityTooLarge, "too_large", "body exceeds %d bytes", tooBig.Limit)
+		if aerr := readError(err); aerr != nil {
+			return m, aerr
 		}
 		return m, fail(http.StatusBadRequest, "bad_json", "message body: trailing data after the JSON object")
 	}
 	return m, nil
+}
+
+// readError is the answer to a body that could not be read: too large
+// (413) or too slow (408); nil for anything else.
+func readError(err error) *apiError {
+	if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return fail(http.StatusRequestEntityTooLarge, "too_large", "body exceeds %d bytes", tooBig.Limit)
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return fail(http.StatusRequestTimeout, "body_timeout", "the request body did not arrive in time")
+	}
+	return nil
 }
 
 // target is a validated send address.
@@ -232,6 +244,9 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 	if m.From == "" {
 		m.From = "lead"
 	}
+	if aerr := checkFields(m); aerr != nil {
+		return answer{}, aerr
+	}
 	if aerr := s.admit(to, m.Queue); aerr != nil {
 		return answer{}, aerr
 	}
@@ -267,6 +282,11 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 		ev.Data = events.RoleQueued{From: m.From, Text: text, Command: m.Command, Normalized: norm, Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: deadline}
 	}
 	ack, err := s.cfg.Log.Append(ctx, ev)
+	if errors.Is(err, events.ErrTooLarge) {
+		// The log's limits are tighter than MaxText (or a field other
+		// than the text is too long): nothing was queued.
+		return answer{}, fail(http.StatusRequestEntityTooLarge, "too_large", "the turn is larger than an event may be: %v", err)
+	}
 	if err != nil {
 		return answer{}, fail(http.StatusServiceUnavailable, "nats_unavailable", "queue the turn: %v", err)
 	}
@@ -318,6 +338,21 @@ func (s *Server) checkSize(text string) *apiError {
 		// an envelope of a few hundred bytes.
 		if need, limit := 2*int64(len(text))+4096, s.cfg.NC.MaxPayload(); limit > 0 && need > limit {
 			return fail(http.StatusRequestEntityTooLarge, "text_too_large", "the text is %d bytes; the NATS server takes messages up to %d bytes (max_payload), so texts up to about %d", len(text), limit, (limit-4096)/2)
+		}
+	}
+	return nil
+}
+
+// checkFields refuses, before anything is queued, a sender name or a
+// context selector longer than an event may carry (events.Limits).
+func checkFields(m Message) *apiError {
+	lim := events.DefaultLimits()
+	if len(m.From) > lim.ID {
+		return fail(http.StatusBadRequest, "bad_from", `"from" is %d bytes; at most %d`, len(m.From), lim.ID)
+	}
+	for _, c := range m.Context {
+		if len(c) > lim.Line {
+			return fail(http.StatusBadRequest, "bad_context", "a context selector is %d bytes; at most %d", len(c), lim.Line)
 		}
 	}
 	return nil

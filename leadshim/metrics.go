@@ -21,7 +21,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 }
 
-func newMetrics(views projections.Views) *metrics {
+func newMetrics(views projections.Views, stats func() Stats) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -58,6 +58,21 @@ func newMetrics(views projections.Views) *metrics {
 		}
 		return float64(n)
 	})
+	gauge := func(name, help string, v func(Stats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(stats()) })
+	}
+	counter := func(name, help string, v func(Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(stats())) })
+	}
+	m.reg.MustRegister(
+		gauge("fleetd_http_connections", "Open connections to the lead shim.", func(s Stats) float64 { return float64(s.Conns) }),
+		gauge("fleetd_http_connections_pending", "Connections that have not sent a whole request header yet.", func(s Stats) float64 { return float64(s.PendingConns) }),
+		counter("fleetd_http_connections_refused_total", "Connections closed at once, over the connection caps.", func(s Stats) uint64 { return s.ConnsRefused }),
+		gauge("fleetd_event_readers", "Open GET /events streams.", func(s Stats) float64 { return float64(s.EventReaders) }),
+		counter("fleetd_event_readers_refused_total", "GET /events streams refused (429) over the reader cap.", func(s Stats) uint64 { return s.EventReadersRefused }),
+		counter("fleetd_event_readers_dropped_total", "GET /events streams dropped for not taking a write in time.", func(s Stats) uint64 { return s.EventReadersDropped }),
+		gauge("fleetd_events_buffered", "Events decoded and waiting for their GET /events readers.", func(s Stats) float64 { return float64(s.EventsBuffered) }),
+	)
 	m.reg.MustRegister(m.sent, m.turns, m.latency, m.requests, queued, inFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/fleetd/fleetd/events"
 )
 
 // Server is the lead shim: HTTP and the NATS micro service over one set of
@@ -25,6 +29,61 @@ type Server struct {
 	// stopping is cancelled when Run winds down, so long-polls and event
 	// streams end and the HTTP server can shut down.
 	stopping context.Context
+	// conns is Run's listener, nil before.
+	conns *connLimiter
+
+	// Event streams: how many run, were refused and dropped, and their
+	// followers (for the events they buffer).
+	readers        atomic.Int64
+	readersRefused atomic.Uint64
+	readersDropped atomic.Uint64
+	fmu            sync.Mutex
+	followers      map[*events.Follower]struct{}
+}
+
+// Stats is the shim's own accounting of what it holds for its clients:
+// the bounds of Config at work.
+type Stats struct {
+	// Conns are the open HTTP connections (Run only); PendingConns those
+	// that have not sent a whole request header yet.
+	Conns        int `json:"conns"`
+	PendingConns int `json:"pending_conns"`
+	// ConnsRefused counts connections closed at once for being over
+	// MaxConns or MaxPendingConns.
+	ConnsRefused uint64 `json:"conns_refused"`
+	// EventReaders are the open GET /events streams.
+	EventReaders int `json:"event_readers"`
+	// EventReadersRefused counts streams refused (429) over
+	// MaxEventReaders; EventReadersDropped those ended because the reader
+	// did not take a write within EventWriteTimeout.
+	EventReadersRefused uint64 `json:"event_readers_refused"`
+	EventReadersDropped uint64 `json:"event_readers_dropped"`
+	// EventsBuffered are the events decoded and waiting in the streams'
+	// followers, all streams together: at most one each (one more is in
+	// hand; up to EventBuffer more are pulled, not yet decoded).
+	EventsBuffered int `json:"events_buffered"`
+}
+
+// Stats reads the shim's accounting now.
+func (s *Server) Stats() Stats {
+	st := Stats{
+		EventReaders:        int(s.readers.Load()),
+		EventReadersRefused: s.readersRefused.Load(),
+		EventReadersDropped: s.readersDropped.Load(),
+	}
+	s.mu.Lock()
+	conns := s.conns
+	s.mu.Unlock()
+	if conns != nil {
+		st.Conns, st.PendingConns = conns.counts()
+		st.ConnsRefused = conns.refused.Load()
+	}
+	s.fmu.Lock()
+	for f := range s.followers {
+		st.EventsBuffered += f.Buffered()
+	}
+	s.fmu.Unlock()
+	return st
 }
 
 // New returns a shim that is not yet serving. It does no I/O; it refuses
@@ -34,8 +93,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, source: "fleetd/" + cfg.Host + "/shim", stopping: context.Background()}
-	s.metrics = newMetrics(cfg.Views)
+	s := &Server{cfg: cfg, source: "fleetd/" + cfg.Host + "/shim", stopping: context.Background(), followers: map[*events.Follower]struct{}{}}
+	s.metrics = newMetrics(cfg.Views, s.Stats)
 	if err := registerAll(s.metrics.reg, cfg.Collectors); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", ErrConfig, err)
 	}
@@ -67,9 +126,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	limited := newConnLimiter(ln, s.cfg.MaxConns, s.cfg.MaxPendingConns)
 	s.mu.Lock()
 	s.addr = ln.Addr()
 	s.stopping = runCtx
+	s.conns = limited
 	s.mu.Unlock()
 
 	var wg sync.WaitGroup
@@ -95,16 +156,23 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	})
 
+	// No ReadTimeout or WriteTimeout: a blocking send answers after
+	// minutes and an event stream lasts. Reading a request is bounded by
+	// ReadHeaderTimeout and, per request, BodyTimeout (guard); writing an
+	// event by EventWriteTimeout (streamEvents).
 	srv := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 		// Request contexts end when Run winds down, so blocking sends,
 		// long-polls and event streams let Shutdown finish.
 		BaseContext: func(net.Listener) context.Context { return runCtx },
-		ErrorLog:    nil,
+		ConnContext: withConn,
+		ErrorLog:    slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(limited) }()
 	select {
 	case err := <-errc:
 		cancel()

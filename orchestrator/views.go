@@ -40,7 +40,7 @@ func NewLogViews(log events.Log) *LogViews {
 
 // Run folds the whole log, then every new event, until ctx ends.
 func (v *LogViews) Run(ctx context.Context) error {
-	f, err := v.log.Follow(ctx, events.Query{})
+	f, err := v.log.Follow(ctx, events.Query{Skips: true})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -73,6 +73,10 @@ func (v *LogViews) Apply(ev events.Event) {
 		v.applied = ev.Seq
 	}
 	defer v.notify()
+	if ev.Skipped() {
+		// Junk holds a place in the log and nothing else.
+		return
+	}
 	if t, ok := v.book.Apply(ev); ok && t.Agent != "" {
 		v.syncTurns(t.Agent)
 		v.touch(t.Agent, ev)

@@ -257,7 +257,7 @@ const batchSize = 512
 // writes it all.
 func (m *materializer) catchUp(ctx context.Context) error {
 	batch := make([]events.Event, 0, batchSize)
-	for ev, err := range m.log.Read(ctx, events.Query{FromSeq: m.Applied() + 1}) {
+	for ev, err := range m.log.Read(ctx, events.Query{FromSeq: m.Applied() + 1, Skips: true}) {
 		if err != nil {
 			return err
 		}
@@ -281,7 +281,7 @@ func (m *materializer) catchUp(ctx context.Context) error {
 var errFollowEnded = errors.New("follower ended")
 
 func (m *materializer) follow(ctx context.Context) error {
-	f, err := m.log.Follow(ctx, events.Query{FromSeq: m.Applied() + 1, Buffer: 2 * batchSize})
+	f, err := m.log.Follow(ctx, events.Query{FromSeq: m.Applied() + 1, Buffer: 2 * batchSize, Skips: true})
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,9 @@ func (r *Router) handle(ctx context.Context, role string, msg jetstream.Msg) err
 	}
 	ev, err := r.reg.Decode(msg.Subject(), msg.Data())
 	if err != nil {
-		r.cfg.Logger.Warn("router: skip a malformed role message", "subject", msg.Subject(), "seq", md.Sequence.Stream, "err", err)
+		// The log's readers (the projection at least) skip and report the
+		// same message once; a second warning here would only repeat it.
+		r.cfg.Logger.Debug("router: skip a malformed role message", "subject", msg.Subject(), "seq", md.Sequence.Stream, "err", err)
 		return msg.Term()
 	}
 	ev.Seq = md.Sequence.Stream

@@ -53,6 +53,10 @@ type GatewayConfig struct {
 	ExitGrace time.Duration
 	// MaxText bounds a turn's text (default 1 MiB).
 	MaxText int
+	// MaxEventReaders and MaxConns bound the lead shim's event streams and
+	// connections (0: its defaults).
+	MaxEventReaders int
+	MaxConns        int
 	// HostTTL: a host silent this long has its agents marked stale.
 	HostTTL time.Duration
 	// IdleTTL closes a named session's pane on this host once it has been
@@ -129,7 +133,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	}
 	g.Log = events.New(g.js, events.Options{
-		Source: "fleetd/" + host + "/gateway",
+		Source:   "fleetd/" + host + "/gateway",
+		Registry: events.NewRegistry(events.WithLimits(events.Limits{Text: textLimit(g.cfg.MaxText)})),
 		OnSkip: func(subject string, seq uint64, err error) {
 			g.log.Warn("skipped a message that is not a valid event", "subject", subject, "seq", seq, "err", err)
 		},
@@ -139,6 +144,13 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// textLimit is the bound on events' free-text fields for a host that takes
+// turn texts up to maxText: the default, or maxText and the same margin
+// when --max-text is larger. Every host reading those turns needs it too.
+func textLimit(maxText int) int {
+	return max(events.DefaultTextLimit, maxText+events.DefaultTextLimit-leadshim.DefaultMaxText)
 }
 
 // startComponents runs the projections, the router, the herdr bridge, the
@@ -185,6 +197,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	g.shim, err = leadshim.New(leadshim.Config{
 		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
 		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
+		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns,
 	})
 	if err != nil {
 		ln.Close()
