@@ -28,7 +28,7 @@ const (
 // attention, and the agent is looked at again with backoff.
 func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 	if !tg.freshView {
-		if err := b.syncPane(ctx, tg.pane, ""); err != nil {
+		if err := b.peek(ctx, tg.pane); err != nil {
 			b.backoff(agent)
 			return false
 		}
@@ -42,7 +42,7 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		// The hooks say the turn is over; herdr's screen detection
 		// confirms idle only after a few checks, and its event comes up
 		// to a poll later still: ask it now rather than wait.
-		if err := b.syncPane(ctx, tg.pane, ""); err == nil {
+		if err := b.peek(ctx, tg.pane); err == nil {
 			if fresh, ok := b.snapshot(agent); ok {
 				*tg = fresh
 			}

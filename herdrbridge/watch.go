@@ -299,34 +299,60 @@ func (b *Bridge) ownerOf(pane string) string {
 
 // syncPane reads the pane's agent from herdr and records what it shows;
 // transition, when set, is the status an event reported (it may already
-// have moved on, and the transition is what the log must show).
+// have moved on, and the transition is what the log must show). Only the
+// herdr watcher calls it: it is the one writer of herdr status events, so
+// none is written twice.
 func (b *Bridge) syncPane(ctx context.Context, pane string, transition herdrapi.AgentStatus) error {
-	info, err := b.client.Agent(ctx, pane)
-	var st herdrapi.AgentStatus
-	var seq uint64
-	var label string
-	switch {
-	case err == nil:
-		st, seq, label = info.AgentStatus, info.StateChangeSeq, info.Agent
-	case errors.Is(err, herdrapi.ErrAgentNotFound):
-		p, perr := b.client.Pane(ctx, pane)
-		if errors.Is(perr, herdrapi.ErrPaneNotFound) {
-			if agent := b.ownerOf(pane); agent != "" {
-				b.exitAgent(ctx, agent, pane, "pane not found")
-			}
-			return nil
-		}
-		if perr != nil {
-			return perr
-		}
-		st, label = p.AgentStatus, p.Agent
-	default:
+	st, seq, label, ok, err := b.readPane(ctx, pane)
+	if err != nil || !ok {
 		return err
 	}
 	if transition != "" && transition != st {
 		st, seq = transition, 0
 	}
 	return b.observe(ctx, pane, st, seq, label)
+}
+
+// peek asks herdr about the pane right away, for a delivery decision, and
+// notes what it shows without writing a status event (that is the
+// watcher's, which hears of the same change by its events).
+func (b *Bridge) peek(ctx context.Context, pane string) error {
+	st, seq, label, ok, err := b.readPane(ctx, pane)
+	if err != nil || !ok {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, a := range b.agents {
+		if a.pane == pane && b.ownedLocked(a) {
+			b.noteLocked(a, st, seq, label)
+		}
+	}
+	return nil
+}
+
+// readPane is herdr's view of the pane's agent: agent.get, or pane.get
+// for a pane herdr does not see as an agent. ok is false when the pane is
+// gone (its agent is retired).
+func (b *Bridge) readPane(ctx context.Context, pane string) (st herdrapi.AgentStatus, seq uint64, label string, ok bool, err error) {
+	info, err := b.client.Agent(ctx, pane)
+	switch {
+	case err == nil:
+		return info.AgentStatus, info.StateChangeSeq, info.Agent, true, nil
+	case errors.Is(err, herdrapi.ErrAgentNotFound):
+		p, perr := b.client.Pane(ctx, pane)
+		if errors.Is(perr, herdrapi.ErrPaneNotFound) {
+			if agent := b.ownerOf(pane); agent != "" {
+				b.exitAgent(ctx, agent, pane, "pane not found")
+			}
+			return "", 0, "", false, nil
+		}
+		if perr != nil {
+			return "", 0, "", false, perr
+		}
+		return p.AgentStatus, 0, p.Agent, true, nil
+	}
+	return "", 0, "", false, err
 }
 
 // observe updates the herdr view of the pane's agent and appends a status
