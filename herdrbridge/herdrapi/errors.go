@@ -101,4 +101,3 @@ var ErrBadResponse = errors.New("malformed herdr response")
 // being called: herdr exited, restarted, or dropped a slow reader. The
 // remedy is to re-sync with a snapshot and subscribe again.
 var ErrDisconnected = errors.New("herdr subscription disconnected")
-
