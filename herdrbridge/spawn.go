@@ -129,7 +129,12 @@ func (b *Bridge) launchEnv(agent string, role roles.Role, extra map[string]strin
 	if l.AgentCreds != nil {
 		creds = l.AgentCreds(agent)
 	}
-	for k, v := range map[string]string{"FLEET_NATS_URL": l.NATSURL, "FLEET_NATS_CREDS": creds, "FLEET_URL": l.FleetURL, "FLEET_SPOOL_DIR": l.SpoolDir} {
+	token := ""
+	if creds == "" && l.AgentCreds == nil {
+		token = l.NATSToken
+	}
+	for k, v := range map[string]string{"FLEET_NATS_URL": l.NATSURL, "FLEET_NATS_CREDS": creds, "FLEET_NATS_TOKEN": token,
+		"FLEET_URL": l.FleetURL, "FLEET_SPOOL_DIR": l.SpoolDir} {
 		if v != "" {
 			env[k] = v
 		}
