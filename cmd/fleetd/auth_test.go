@@ -182,6 +182,11 @@ func TestUnderFleetdAuthEachKeyDoesOnlyItsPart(t *testing.T) {
 	if err != nil || env.Reply != "SIM: under fleetd auth" {
 		t.Fatalf("a turn under fleetd auth: %+v, %v", env, err)
 	}
+	// A role turn: the router's durable consumer under the gateway's key.
+	env, err = send(ctx, h.fleetHost, "role:w", "a role turn under fleetd auth")
+	if err != nil || env.Reply != "SIM: a role turn under fleetd auth" {
+		t.Fatalf("a role turn under fleetd auth: %+v, %v", env, err)
+	}
 	adminOpt, err := natsauth.ConnectOption(adminKey)
 	if err != nil {
 		t.Fatal(err)
