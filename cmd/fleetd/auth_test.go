@@ -437,3 +437,91 @@ func publicKey(t *testing.T, seedFile string) string {
 	}
 	return pub
 }
+
+// The README's secure cluster: three members under `fleetd auth`, each
+// with its own gateway key. Their routes authenticate with the secret in
+// server.conf, the members wait until the admin's `fleetd provision` has
+// placed the R3 streams, and then turns cross hosts — direct and through
+// a role queue — with every gateway running under exactly its
+// permissions.
+func TestTheSecureClusterUnderFleetdAuth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a three-host cluster")
+	}
+	dir := t.TempDir()
+	if err := (&AuthCmd{Dir: dir, Hosts: []string{"h1", "h2", "h3"}, Agents: []string{"h1:w-1", "h3:w-3"}}).Run(); err != nil {
+		t.Fatal(err)
+	}
+	roles := clusterRoles(t, 10*time.Millisecond, map[string]int{"w": 0})
+	f := launchFleet(t, 3, roles, "--server-config", filepath.Join(dir, "server.conf"), "--creds", filepath.Join(dir, "gateway-{host}.nk"))
+	h1, h3 := f.hosts[0], f.hosts[2]
+	for _, h := range f.hosts {
+		checkFor(t, 90*time.Second, 100*time.Millisecond, h.name+" waits to be provisioned", func() bool {
+			return strings.Contains(h.up.Output(), "waiting for the fabric to be provisioned")
+		}, h.up.Output)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := (&ProvisionCmd{Roles: roles}).Run(ctx, &Globals{NATS: h1.natsURL, Creds: filepath.Join(dir, "admin.nk"), LogLevel: "error"}); err != nil {
+		t.Fatalf("fleetd provision: %v", err)
+	}
+	for _, h := range f.hosts {
+		waitLaunched(t, h.up, 90*time.Second)
+	}
+	adminOpt, err := natsauth.ConnectOption(filepath.Join(dir, "admin.nk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anc, err := nats.Connect(h1.natsURL, adminOpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anc.Close()
+	ajs, _ := jetstream.New(anc)
+	if s, err := ajs.Stream(ctx, events.Stream); err != nil || s.CachedInfo().Config.Replicas != 3 {
+		t.Errorf("FLEET as provisioned: %v", err)
+	}
+
+	for _, spawn := range []struct {
+		h     *fleetHost
+		agent string
+	}{{h1, "w-1"}, {h3, "w-3"}} {
+		g := &Globals{Host: spawn.h.name, NATS: spawn.h.natsURL, URL: spawn.h.httpURL, LogLevel: "error",
+			Creds: filepath.Join(dir, "gateway-"+spawn.h.name+".nk")}
+		cmd := &SpawnCmd{Role: "w", Name: spawn.agent, herdrFlags: herdrFlags{Roles: roles, Herdr: spawn.h.sock, DataDir: spawn.h.data}}
+		if err := cmd.Run(ctx, g); err != nil {
+			t.Fatalf("spawn %s on %s: %v", spawn.agent, spawn.h.name, err)
+		}
+	}
+	waitRoster(t, h1, 60*time.Second, "w-1 and w-3 idle", allIdle("w-1", "w-3"))
+	env, err := send(ctx, h1, "w-3", "from h1 to h3")
+	if err != nil || env.Reply != "SIM: from h1 to h3" {
+		t.Fatalf("a turn across hosts: %+v, %v", env, err)
+	}
+	for i := range 2 {
+		text := fmt.Sprint("role turn ", i)
+		env, err := send(ctx, f.hosts[1], "role:w", text)
+		if err != nil || env.Reply != "SIM: "+text {
+			t.Fatalf("a role turn from h2: %+v, %v", env, err)
+		}
+	}
+	// Every gateway ran under exactly its permissions: beyond its one try
+	// to provision, NATS refused it nothing.
+	for _, h := range f.hosts {
+		out := h.up.Output()
+		pub := publicKey(t, filepath.Join(dir, "gateway-"+h.name+".nk"))
+		tries := 0
+		for _, line := range strings.Split(out, "\n") {
+			switch {
+			case !strings.Contains(line, "Violation") || !strings.Contains(line, pub):
+			case strings.Contains(line, `Subject \"$JS.API.STREAM.UPDATE.FLEET\"`) && tries == 0:
+				tries++
+			default:
+				t.Errorf("%s's gateway was refused: %s", h.name, line)
+			}
+		}
+		if strings.Contains(out, "NATS refused a request") || strings.Contains(out, "replayed spooled hook events") {
+			t.Errorf("%s: a refused request or spooled hook events:\n%s", h.name, out)
+		}
+	}
+}

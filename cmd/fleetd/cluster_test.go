@@ -81,6 +81,17 @@ func clusterRoles(t *testing.T, think time.Duration, caps map[string]int) string
 // serves. Their logs are printed if the test fails.
 func startFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFleet {
 	t.Helper()
+	f := launchFleet(t, n, rolesFile, extra...)
+	for _, h := range f.hosts {
+		waitLaunched(t, h.up, 90*time.Second)
+	}
+	return f
+}
+
+// launchFleet starts n clustered hosts h1…hn without waiting for them to
+// serve. "{host}" in extra stands for each host's name.
+func launchFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFleet {
+	t.Helper()
 	// Unix socket paths must stay short: not under t.TempDir().
 	sockDir, err := os.MkdirTemp("", "f6-")
 	if err != nil {
@@ -109,7 +120,9 @@ func startFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFle
 			"--cluster", "f6", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", clusterPorts[i]),
 			"--routes", strings.Join(routes, ","),
 			"--heartbeat", "500ms", "--host-ttl", "2s"}
-		h.args = append(h.args, extra...)
+		for _, a := range extra {
+			h.args = append(h.args, strings.ReplaceAll(a, "{host}", h.name))
+		}
 		f.hosts = append(f.hosts, h)
 	}
 	t.Cleanup(func() {
@@ -129,9 +142,6 @@ func startFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFle
 	// them all, then wait.
 	for _, h := range f.hosts {
 		h.up = launch(t, "up on host", h.args...)
-	}
-	for _, h := range f.hosts {
-		waitLaunched(t, h.up, 90*time.Second)
 	}
 	return f
 }

@@ -108,7 +108,11 @@ func (p provisioner) run(ctx context.Context) error {
 			p.log.Info("this identity may not provision the fabric; using what exists", "err", err)
 			denied = true
 		}
-		switch _, serr := p.js.Stream(ctx, stream); {
+		serr := retryForming(ctx, p.log, nil, "look up "+stream, func(ctx context.Context) error {
+			_, err := p.js.Stream(ctx, stream)
+			return err
+		})
+		switch {
 		case serr == nil:
 			p.log.Debug("provisioned already; this identity may not change it", "stream", stream)
 		case errors.Is(serr, jetstream.ErrStreamNotFound):
