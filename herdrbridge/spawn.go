@@ -62,6 +62,9 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if req.Model != "" {
 		role = withModel(role, req.Model)
 	}
+	if l := b.cfg.Launch; l.AgentCreds != nil && l.AgentCreds(req.Name) == "" {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s refused: %w (list it for host %s in 'fleetd auth' and reload the servers)", req.Name, ErrNoCredentials, b.cfg.Host)
+	}
 	env := b.launchEnv(req.Name, role, req.Env)
 	if err := role.CheckEnv(env); err != nil {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s refused: %w", req.Name, err)

@@ -99,14 +99,16 @@ func launchFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFl
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	f := &testFleet{t: t, roles: rolesFile}
-	clusterPorts := make([]int, n)
+	// All ports at once, so none is handed out twice (a port freePort
+	// returned is free again for the next call).
+	ports := natstest.FreePorts(t, 3*n)
+	clusterPorts := ports[:n]
 	routes := make([]string, n)
 	for i := range n {
-		clusterPorts[i] = freePort(t)
 		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", clusterPorts[i])
 	}
 	for i := range n {
-		natsPort, httpPort := freePort(t), freePort(t)
+		natsPort, httpPort := ports[n+2*i], ports[n+2*i+1]
 		h := &fleetHost{
 			name:    fmt.Sprintf("h%d", i+1),
 			data:    filepath.Join(t.TempDir(), "data"),
