@@ -18,7 +18,13 @@
 // session transcript (ReadUsage), and every hook may tell herdr the pane's
 // state with one raw pane.report_agent request.
 //
-// claudehook imports only events among fleetd packages (plus nats.go); it
-// speaks herdr's socket protocol itself rather than importing herdrbridge,
-// to keep the hook binary path small and fast.
+// The hook connects to FLEET_NATS_URL as the pane's identity: the agent's
+// own key from 'fleetd auth' (FLEET_NATS_CREDS, which also sets its inbox
+// prefix, _INBOX_agent-<id>, the only one its key may subscribe to), else
+// the NATS token (FLEET_NATS_TOKEN). Its key lets it append only the kinds
+// a hook writes and read only its own roster row (CurrentTurn).
+//
+// claudehook imports only events and natsauth among fleetd packages (plus
+// nats.go); it speaks herdr's socket protocol itself rather than importing
+// herdrbridge, to keep the hook binary path small and fast.
 package claudehook

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -17,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/natsauth"
 )
 
 // ReasonAgentError is AgentFailed.Reason when Claude Code ended a turn with
@@ -214,12 +214,17 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 		nats.Name("fleetd hook " + evs[0].Subject), nats.Timeout(o.ConnectTimeout),
 		nats.NoReconnect(), nats.NoCallbacksAfterClientClose(),
 	}
-	if creds := env("FLEET_NATS_CREDS"); creds != "" {
-		o, err := credsOption(creds)
+	switch creds, token := env("FLEET_NATS_CREDS"), env("FLEET_NATS_TOKEN"); {
+	case creds != "":
+		// An agent's key from `fleetd auth` also sets its inbox prefix,
+		// the only inbox it may subscribe to.
+		o, err := natsauth.ConnectOption(creds)
 		if err != nil {
 			return 0, err
 		}
 		opts = append(opts, o)
+	case token != "":
+		opts = append(opts, nats.Token(token))
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
@@ -245,7 +250,7 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 			}
 		}
 	}
-	if turn := currentTurn(ctx, js, evs[0].Subject); turn != "" {
+	if turn := CurrentTurn(ctx, nc, evs[0].Subject); turn != "" {
 		for i := range evs {
 			evs[i].CorrelationID = turn
 		}
@@ -258,36 +263,23 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 	return len(evs), nil
 }
 
-// credsOption reads FLEET_NATS_CREDS: an nkey seed file (what `fleetd
-// auth` writes for an agent) or a JWT .creds file.
-func credsOption(path string) (nats.Option, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("credentials: %w", err)
-	}
-	if strings.HasPrefix(strings.TrimSpace(string(b)), "SU") {
-		return nats.NkeyOptionFromSeed(path)
-	}
-	return nats.UserCredentials(path), nil
-}
-
-// currentTurn reads the agent's current_turn from the roster, best effort:
-// lifecycle joins hook events to the turn in flight without it.
-func currentTurn(ctx context.Context, js jetstream.JetStream, agent string) string {
+// CurrentTurn reads agent's current_turn from the roster, best effort
+// (lifecycle joins hook events to the turn in flight without it): one
+// direct get of the agent's own row, the only read of the bucket an
+// agent's credentials allow (natsauth), and one round trip fewer than
+// opening the bucket first.
+func CurrentTurn(ctx context.Context, nc *nats.Conn, agent string) string {
 	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	kv, err := js.KeyValue(ctx, RosterBucket)
-	if err != nil {
-		return ""
-	}
-	e, err := kv.Get(ctx, agent)
-	if err != nil {
-		return ""
+	subj := "$JS.API.DIRECT.GET.KV_" + RosterBucket + ".$KV." + RosterBucket + "." + agent
+	msg, err := nc.RequestWithContext(ctx, subj, nil)
+	if err != nil || msg.Header.Get("Status") != "" || msg.Header.Get("KV-Operation") != "" {
+		return "" // no row, a deleted row, or no answer
 	}
 	var row struct {
 		CurrentTurn string `json:"current_turn"`
 	}
-	if json.Unmarshal(e.Value(), &row) != nil {
+	if json.Unmarshal(msg.Data, &row) != nil {
 		return ""
 	}
 	return row.CurrentTurn

@@ -13,12 +13,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/natsauth"
 )
 
 const agent = "w-claude-1"
@@ -570,4 +573,87 @@ func TestALongReplyIsCutToTheEventTextLimit(t *testing.T) {
 	if got := fitText("short"); got != "short" {
 		t.Errorf("fitText(short) = %q", got)
 	}
+}
+
+// Under `fleetd auth`, a pane's hooks run with the agent's own key: every
+// hook's events are appended (the acks come back on the agent's own inbox
+// prefix, the only one it may subscribe to) and correlated with its
+// roster row, with nothing spooled and no permission refused.
+func TestRunWithTheAgentsOwnKey(t *testing.T) {
+	dir := t.TempDir()
+	creds, err := natsauth.Generate(natsauth.Fleet{Hosts: map[string][]string{"h1": {agent}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := natsauth.Write(dir, creds); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := natsauth.ConnectOption(filepath.Join(dir, "admin.nk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.Start(t, natstest.WithTCP(), natstest.WithClientOptions(admin), natstest.WithConfig(func(c *embeddednats.Config) {
+		c.ConfigFile = filepath.Join(dir, natsauth.ServerConfigFile)
+	}))
+	ctx := context.Background()
+	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RosterBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, agent, []byte(`{"current_turn":"01JTURN0000000000000000000"}`)); err != nil {
+		t.Fatal(err)
+	}
+	f := fleet{srv: srv, log: events.New(srv.JS, events.Options{}), url: srv.ClientURL()}
+	spool := t.TempDir()
+	env := paneEnv(f.url, spool, "FLEET_NATS_CREDS", natsauth.AgentCreds(filepath.Join(dir, "gateway-h1.nk"), agent))
+	for _, hook := range []string{"session-start", "user-prompt-submit", "stop", "stop-failure", "notification", "session-end"} {
+		stderr, err := run(t, hook, payloads[mustParse(t, hook)], env)
+		if err != nil || strings.Contains(stderr, "NATS unavailable") || strings.Contains(stderr, "ermission") {
+			t.Errorf("hook %s: %v\n%s", hook, err, stderr)
+		}
+	}
+	got := f.agentEvents(t)
+	if len(got) != 10 {
+		t.Errorf("got %d events, want 10", len(got))
+	}
+	for _, ev := range got {
+		if ev.CorrelationID != "01JTURN0000000000000000000" {
+			t.Errorf("%s correlation id = %q, want the roster's current turn", ev.Type(), ev.CorrelationID)
+		}
+	}
+}
+
+// With a token server (`fleetd up --token`), the hooks authenticate with
+// FLEET_NATS_TOKEN; without it they cannot connect and spool.
+func TestRunWithTheNATSToken(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP(), natstest.WithClientOptions(nats.Token("s3cret")),
+		natstest.WithConfig(func(c *embeddednats.Config) { c.Token = "s3cret" }))
+	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f := fleet{srv: srv, log: events.New(srv.JS, events.Options{}), url: srv.ClientURL()}
+	spool := t.TempDir()
+	stderr, err := run(t, "stop", payloads[Stop], paneEnv(f.url, spool))
+	if err != nil || !strings.Contains(stderr, "NATS unavailable") {
+		t.Errorf("without the token: %v, %q; want the events spooled", err, stderr)
+	}
+	stderr, err = run(t, "stop", payloads[Stop], paneEnv(f.url, spool, "FLEET_NATS_TOKEN", "s3cret"))
+	if err != nil || strings.Contains(stderr, "NATS unavailable") {
+		t.Errorf("with the token: %v, %q", err, stderr)
+	}
+	if got := f.agentEvents(t); len(got) != 4 {
+		t.Errorf("got %d events, want the spooled 2 and the new 2", len(got))
+	}
+}
+
+func mustParse(t *testing.T, hook string) Hook {
+	t.Helper()
+	h, err := ParseHook(hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

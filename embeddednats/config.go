@@ -46,9 +46,19 @@ type Config struct {
 	ClusterListen string
 	Routes        []string
 	// ConfigFile, when set, is a nats-server configuration file whose
-	// settings (accounts, users, permissions, TLS) are applied under the
-	// fields above. `fleetd auth` writes such files.
+	// settings (accounts, users, permissions, TLS, route authorization)
+	// are applied under the fields above. `fleetd auth` writes such files.
+	//
+	// A client listener off loopback needs client auth (Token or the
+	// file's users), and a cluster listener off loopback needs route
+	// authorization (Token or the file's): Start refuses the server
+	// otherwise (ErrUnauthenticated).
 	ConfigFile string
+	// Token, when set, is required of every client (nats-server's
+	// authorization token) unless ConfigFile configures client auth of its
+	// own; clustered, routes then authenticate with it too (user
+	// RouteUser), unless ConfigFile configures route authorization.
+	Token string
 	// Logger receives nats-server's log lines. Nil discards them.
 	Logger *slog.Logger
 	// Debug and Trace turn on nats-server's verbose log levels.

@@ -81,6 +81,9 @@ func (s *Server) options() (*server.Options, error) {
 		// Keep retrying routes: cluster members start in any order.
 		opts.Cluster.ConnectRetries = -1
 	}
+	if err := s.applyAuth(opts); err != nil {
+		return nil, err
+	}
 	return opts, nil
 }
 

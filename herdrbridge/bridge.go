@@ -110,8 +110,11 @@ type Launch struct {
 	// for none), given to its pane instead of NATSCreds: a pane must not
 	// hold its gateway's identity, which may write every agent's events.
 	AgentCreds func(agent string) string
-	FleetURL   string
-	SpoolDir   string
+	// NATSToken is the NATS token for panes that get no credentials
+	// (a server run with --token and without 'fleetd auth').
+	NATSToken string
+	FleetURL  string
+	SpoolDir  string
 	// Settings is the Claude Code settings file with fleetd's hooks,
 	// substituted for {settings} in the role's command.
 	Settings string

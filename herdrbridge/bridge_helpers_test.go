@@ -113,6 +113,7 @@ func testRoles(t *testing.T) roles.Config {
 		"w-claude":{"env_class":"clean","tier":2},
 		"w-gw":{"env_class":"gateway","base_url":"http://127.0.0.1:9/v1","tier":2},
 		"w-sh":{"env_class":"clean","command":["sh","-c","echo LAUNCHED $FLEET_AGENT_ID $FLEET_ROLE $FLEET_HOST; exec sleep 60"]},
+		"w-nats":{"env_class":"clean","command":["sh","-c","echo NATS creds=${FLEET_NATS_CREDS:-none} token=${FLEET_NATS_TOKEN:-none} END; exec sleep 60"]},
 		"w-rs":{"env_class":"clean","command":["sh","-c","echo ARGS \"$*\" END; exec sleep 60","sh","{resume}"]}}}`))
 	if err != nil {
 		t.Fatal(err)

@@ -300,6 +300,49 @@ func TestSpawnLaunchesRoleInPaneWithFleetEnv(t *testing.T) {
 	f.waitEvent("fleet.agent.w-2.exited", func(events.Event) bool { return true })
 }
 
+// A pane gets its agent's own NATS key when the bridge hands out
+// per-agent keys, and the token only when it does not: never the
+// gateway's key or token beside the agent's. An agent without a key of
+// its own is refused before a pane is made.
+func TestSpawnHandsAPaneOnlyItsAgentsNATSCredentials(t *testing.T) {
+	f := newFleet(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		launch herdrbridge.Launch
+		agent  string
+		want   string // the pane's line, or "" when the spawn is refused
+	}{
+		{"the agent's own key", herdrbridge.Launch{NATSCreds: "/k/gateway-h.nk", NATSToken: "T",
+			AgentCreds: func(a string) string { return map[string]string{"w-5": "/k/agents/agent-w-5.nk"}[a] }},
+			"w-5", "NATS creds=/k/agents/agent-w-5.nk token=none END"},
+		{"no key of its own", herdrbridge.Launch{NATSCreds: "/k/gateway-h.nk",
+			AgentCreds: func(string) string { return "" }}, "w-6", ""},
+		{"the token, without keys", herdrbridge.Launch{NATSToken: "T"}, "w-7", "NATS creds=none token=T END"},
+	} {
+		cfg := f.bridgeConfig()
+		cfg.Launch = tc.launch
+		b, err := herdrbridge.NewBridge(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-nats", Name: tc.agent})
+		if tc.want == "" {
+			if !errors.Is(err, herdrbridge.ErrNoCredentials) {
+				t.Errorf("%s: spawn = %v, want ErrNoCredentials", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		f.waitOutput(reg.Pane, tc.want)
+	}
+	if n := f.count("w-6", func(events.Event) bool { return true }); n != 0 {
+		t.Errorf("a refused spawn left %d events", n)
+	}
+}
+
 func TestAdoptedPaneCrossingBoundaryIsReported(t *testing.T) {
 	f := newFleet(t)
 	f.start(nil)

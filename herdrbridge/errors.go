@@ -15,3 +15,9 @@ var ErrPaneOwned = errors.New("pane already belongs to an agent")
 
 // ErrBridgeRunning means Run was called on a Bridge that is running or ran.
 var ErrBridgeRunning = errors.New("herdr bridge already running")
+
+// ErrNoCredentials means a spawn named an agent that has no NATS key of its
+// own while the bridge hands panes per-agent keys (Launch.AgentCreds, under
+// 'fleetd auth'): its hooks could not report, and its gateway may not
+// register it.
+var ErrNoCredentials = errors.New("agent has no NATS credentials of its own")

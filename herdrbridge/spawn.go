@@ -66,6 +66,9 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if req.Model != "" {
 		role = withModel(role, req.Model)
 	}
+	if l := b.cfg.Launch; l.AgentCreds != nil && l.AgentCreds(req.Name) == "" {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s refused: %w (list it for host %s in 'fleetd auth' and reload the servers)", req.Name, ErrNoCredentials, b.cfg.Host)
+	}
 	env := b.launchEnv(req.Name, role, req.Env)
 	if err := role.CheckEnv(env); err != nil {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s refused: %w", req.Name, err)
@@ -142,7 +145,12 @@ func (b *Bridge) launchEnv(agent string, role roles.Role, extra map[string]strin
 	if l.AgentCreds != nil {
 		creds = l.AgentCreds(agent)
 	}
-	for k, v := range map[string]string{"FLEET_NATS_URL": l.NATSURL, "FLEET_NATS_CREDS": creds, "FLEET_URL": l.FleetURL, "FLEET_SPOOL_DIR": l.SpoolDir} {
+	token := ""
+	if creds == "" && l.AgentCreds == nil {
+		token = l.NATSToken
+	}
+	for k, v := range map[string]string{"FLEET_NATS_URL": l.NATSURL, "FLEET_NATS_CREDS": creds, "FLEET_NATS_TOKEN": token,
+		"FLEET_URL": l.FleetURL, "FLEET_SPOOL_DIR": l.SpoolDir} {
 		if v != "" {
 			env[k] = v
 		}

@@ -55,21 +55,37 @@ func bucketNames(o Options) [4]string {
 	return [4]string{p + "roster", p + "sessions", p + "turns", p + "checkpoints"}
 }
 
+// ensureBuckets opens the buckets, creating those that do not exist yet.
+// A bucket that exists is used as it is: whoever provisioned it (fleetd
+// up, or the admin's fleetd provision under fleetd auth) chose its
+// replicas, and a gateway's credentials may not change a stream.
 func ensureBuckets(ctx context.Context, js jetstream.JetStream, o Options) (*buckets, error) {
 	ctx, cancel := withTimeout(ctx, o.Timeout)
 	defer cancel()
 	var kvs [4]jetstream.KeyValue
 	for i, name := range bucketNames(o) {
-		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: name, Description: "fleetd projection", History: 1,
-			Storage: jetstream.FileStorage, Replicas: o.Replicas,
-		})
+		kv, err := js.KeyValue(ctx, name)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = js.CreateKeyValue(ctx, BucketConfig(name, o.Replicas))
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				kv, err = js.KeyValue(ctx, name) // created meanwhile
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("ensure bucket %s: %w", name, err)
 		}
 		kvs[i] = kv
 	}
 	return &buckets{roster: kvs[0], sessions: kvs[1], turns: kvs[2], checkpoints: kvs[3]}, nil
+}
+
+// BucketConfig is the configuration of the projection bucket name: one
+// value per key, on file, with replicas copies.
+func BucketConfig(name string, replicas int) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket: name, Description: "fleetd projection", History: 1,
+		Storage: jetstream.FileStorage, Replicas: replicas,
+	}
 }
 
 // dropBuckets deletes the projection's buckets, for a rebuild from empty.

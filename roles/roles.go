@@ -22,8 +22,26 @@ const (
 )
 
 // BoundaryVars are the variables that move a Claude Code process off the
-// subscription. A clean pane must carry none of them.
-var BoundaryVars = []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}
+// subscription: another endpoint, an API key instead of the login, or
+// another provider (Amazon Bedrock, Google Vertex AI, Microsoft Foundry)
+// with the cloud credentials it bills to. A clean pane must carry none of
+// them, whatever their value: the check is for presence, so an empty
+// CLAUDE_CODE_USE_BEDROCK is refused as well. Region and profile
+// variables (AWS_REGION, AWS_PROFILE, CLOUD_ML_REGION) are left out: on
+// their own they switch nothing, and a developer's shell often has them.
+var BoundaryVars = []string{
+	// The Anthropic API instead of the subscription, or another endpoint.
+	"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+	// Amazon Bedrock, and the AWS credentials it would use.
+	"CLAUDE_CODE_USE_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL", "CLAUDE_CODE_SKIP_BEDROCK_AUTH",
+	"AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+	// Google Vertex AI, and the Google credentials it would use.
+	"CLAUDE_CODE_USE_VERTEX", "ANTHROPIC_VERTEX_PROJECT_ID", "ANTHROPIC_VERTEX_BASE_URL",
+	"CLAUDE_CODE_SKIP_VERTEX_AUTH", "GOOGLE_APPLICATION_CREDENTIALS",
+	// Microsoft Foundry.
+	"CLAUDE_CODE_USE_FOUNDRY", "ANTHROPIC_FOUNDRY_RESOURCE", "ANTHROPIC_FOUNDRY_BASE_URL",
+	"ANTHROPIC_FOUNDRY_API_KEY", "CLAUDE_CODE_SKIP_FOUNDRY_AUTH",
+}
 
 // ErrBoundary means an env crosses its role's env class.
 var ErrBoundary = errors.New("subscription boundary")

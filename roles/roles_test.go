@@ -40,12 +40,13 @@ func TestInvalidFilesReportEveryProblem(t *testing.T) {
 	  "c": {"base_url":"http://x"},
 	  "e": {"env":{"ANTHROPIC_BASE_URL":"http://x"}},
 	  "k": {"env":{"ANTHROPIC_API_KEY":"sk"}},
+	  "v": {"env":{"CLAUDE_CODE_USE_VERTEX":"1"}},
 	  "z": {"env_class":"weird","cap":-1}
 	}}`))
 	if err == nil {
 		t.Fatal("invalid file accepted")
 	}
-	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, "weird", "negative"} {
+	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, `"v"`, "weird", "negative"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
@@ -71,6 +72,15 @@ func TestTheSubscriptionBoundary(t *testing.T) {
 		{"clean without overrides", clean, map[string]string{"PATH": "/bin"}, true},
 		{"clean with a base URL", clean, map[string]string{"ANTHROPIC_BASE_URL": "https://llm.example/anthropic"}, false},
 		{"clean with an API key", clean, map[string]string{"ANTHROPIC_API_KEY": "sk"}, false},
+		{"clean with AWS region and profile only", clean, map[string]string{"AWS_REGION": "us-east-1", "AWS_PROFILE": "dev"}, true},
+		{"clean on Bedrock", clean, map[string]string{"CLAUDE_CODE_USE_BEDROCK": "1"}, false},
+		{"clean with AWS access keys", clean, map[string]string{"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "s"}, false},
+		{"clean with a Bedrock bearer token", clean, map[string]string{"AWS_BEARER_TOKEN_BEDROCK": "t"}, false},
+		{"clean on Vertex", clean, map[string]string{"CLAUDE_CODE_USE_VERTEX": "1"}, false},
+		{"clean with a Vertex project", clean, map[string]string{"ANTHROPIC_VERTEX_PROJECT_ID": "p"}, false},
+		{"clean with Google credentials", clean, map[string]string{"GOOGLE_APPLICATION_CREDENTIALS": "/k.json"}, false},
+		{"clean on Foundry", clean, map[string]string{"CLAUDE_CODE_USE_FOUNDRY": "1"}, false},
+		{"clean with an empty provider switch", clean, map[string]string{"CLAUDE_CODE_USE_BEDROCK": ""}, false},
 		{"gateway with its URL", gw, gw.LaunchEnv(), true},
 		{"gateway without a URL", gw, map[string]string{}, false},
 		{"gateway with another URL", gw, map[string]string{"ANTHROPIC_BASE_URL": "https://evil.example"}, false},

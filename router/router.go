@@ -18,6 +18,9 @@ import (
 	"github.com/fleetd/fleetd/roles"
 )
 
+// defaultAckWait is Config.AckWait's default.
+const defaultAckWait = 30 * time.Second
+
 // Config is what a router runs with.
 type Config struct {
 	// Log is the event log it appends assignments to.
@@ -51,7 +54,7 @@ func (c *Config) setDefaults() {
 		c.Poll = time.Second
 	}
 	if c.AckWait == 0 {
-		c.AckWait = 30 * time.Second
+		c.AckWait = defaultAckWait
 	}
 	if c.Host == "" {
 		c.Host = "host"

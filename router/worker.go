@@ -37,21 +37,37 @@ func (r *Router) work(ctx context.Context, role string) {
 	}
 }
 
-func (r *Router) consume(ctx context.Context, role string) error {
+// ConsumerConfig is the durable consumer of role's queue (on the FLEET
+// stream) that every router of the fleet shares, holding a message for
+// ackWait (Config.AckWait; 0 for its default). Provisioning creates it
+// ahead with the same configuration.
+func ConsumerConfig(role string, ackWait time.Duration) (jetstream.ConsumerConfig, error) {
 	subject, err := events.RoleSubject(role, "queued")
 	if err != nil {
-		return err
+		return jetstream.ConsumerConfig{}, err
 	}
-	cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, events.Stream, jetstream.ConsumerConfig{
+	if ackWait == 0 {
+		ackWait = defaultAckWait
+	}
+	return jetstream.ConsumerConfig{
 		Durable:       ConsumerName(role),
 		Description:   "fleetd router: assigns turns queued for role " + role,
 		FilterSubject: subject,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       r.cfg.AckWait,
+		AckWait:       ackWait,
 		// One head of queue held fleet-wide: strict FIFO, one decider.
 		MaxAckPending: 1,
-	})
+	}, nil
+}
+
+func (r *Router) consume(ctx context.Context, role string) error {
+	cfg, err := ConsumerConfig(role, r.cfg.AckWait)
+	if err != nil {
+		return err
+	}
+	subject := cfg.FilterSubject
+	cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, events.Stream, cfg)
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", ConsumerName(role), err)
 	}

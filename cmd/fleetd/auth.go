@@ -10,13 +10,13 @@ import (
 
 // AuthCmd writes NATS users and permissions for a fleet.
 type AuthCmd struct {
-	Dir    string   `help:"Where to write server.conf and the .nk seed files." default:"${default_data_dir}/auth" type:"path"`
+	Dir    string   `help:"Where to write server.conf and the .nk seed files (agents' in its agents/ subdirectory)." default:"${default_data_dir}/auth" type:"path"`
 	Hosts  []string `help:"Hosts (gateways) of the fleet." required:"" placeholder:"HOST"`
 	Agents []string `help:"Agents as host:agent-id, e.g. h1:w-claude-1." placeholder:"HOST:AGENT"`
 }
 
-// Run generates one nkey user per gateway and per agent and the server
-// config that enforces their subject permissions.
+// Run generates an admin, one nkey user per gateway and per agent, and the
+// server config that enforces their subject permissions.
 func (c *AuthCmd) Run() error {
 	f := natsauth.Fleet{Hosts: map[string][]string{}}
 	for _, h := range c.Hosts {
@@ -32,18 +32,23 @@ func (c *AuthCmd) Run() error {
 		}
 		f.Hosts[host] = append(f.Hosts[host], agent)
 	}
-	ids, err := natsauth.Generate(f)
+	creds, err := natsauth.Generate(f)
 	if err != nil {
 		return err
 	}
-	if err := natsauth.Write(c.Dir, ids); err != nil {
+	if err := natsauth.Write(c.Dir, creds); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s and %d credentials:\n", filepath.Join(c.Dir, "server.conf"), len(ids))
-	for _, id := range ids {
-		fmt.Printf("  %-24s %s\n", id.Name, filepath.Join(c.Dir, id.Name+".nk"))
+	conf := filepath.Join(c.Dir, natsauth.ServerConfigFile)
+	fmt.Printf("wrote %s (users, permissions, the cluster route secret) and %d keys, all mode 0600:\n", conf, len(creds.Identities))
+	for _, id := range creds.Identities {
+		fmt.Printf("  %-24s %s\n", id.Name, natsauth.KeyPath(c.Dir, id.Name))
 	}
-	fmt.Printf("\nrun each host with:  fleetd up --server-config %s --creds %s\n", filepath.Join(c.Dir, "server.conf"), filepath.Join(c.Dir, "gateway-<host>.nk"))
-	fmt.Println("agents' panes get FLEET_NATS_CREDS=<dir>/agent-<id>.nk; the nats CLI: nats --nkey <dir>/admin.nk …")
+	admin := natsauth.KeyPath(c.Dir, natsauth.AdminName)
+	fmt.Printf("\nrun each host with:  fleetd up --server-config %s --creds %s\n", conf, natsauth.KeyPath(c.Dir, natsauth.GatewayName("<host>")))
+	fmt.Printf("provision once:      fleetd provision --nats nats://<host>:4222 --creds %s   (or: fleetd up … --admin-creds %s)\n", admin, admin)
+	fmt.Printf("a host needs server.conf, its gateway key and its agents' keys (%s); keep %s off the hosts.\n",
+		filepath.Join(c.Dir, natsauth.AgentsDir, natsauth.AgentName("<id>")+".nk"), filepath.Base(admin))
+	fmt.Printf("panes get their agent's own key (FLEET_NATS_CREDS); the nats CLI: nats --nkey %s …\n", admin)
 	return nil
 }

@@ -18,23 +18,24 @@ var version = "dev"
 type CLI struct {
 	Globals
 
-	Demo     DemoCmd     `cmd:"" help:"Run the whole fabric here with nothing installed: built-in herdr, agents in two roles, a lead fan-out."`
-	Up       UpCmd       `cmd:"" help:"Run the fabric on this host: embedded NATS, the event log, the gateway, the lead shim."`
-	Tail     TailCmd     `cmd:"" help:"Show the event log, live or from a point."`
-	Send     SendCmd     `cmd:"" help:"Send a turn to an agent or role:<role> and print the reply (blocks; --async prints the turn id)."`
-	Turn     TurnCmd     `cmd:"" help:"Show a turn's state and reply; --wait re-attaches to it."`
-	Roster   RosterCmd   `cmd:"" help:"List the fleet's agents: host, role, status, turn, queue, model, tokens, last seen."`
-	Sessions SessionsCmd `cmd:"" help:"List the named, resumable agent sessions."`
-	Init     InitCmd     `cmd:"" help:"Set a directory up for the fleet: 'fleetd init lead' writes the lead's team charter and /delegate."`
-	Hook     HookCmd     `cmd:"" help:"Claude Code hook entry (run by fleetd panes' settings): append the hook's events, or spool them."`
-	Hooks    HooksCmd    `cmd:"" help:"Claude Code hook setup: 'fleetd hooks settings' prints the --settings JSON."`
-	SimAgent SimAgentCmd `cmd:"" name:"sim-agent" hidden:"" help:"Run a simulated Claude Code (tests and the demo; launch it with HERDR_AGENT=claude)."`
-	Version  VersionCmd  `cmd:"" help:"Print fleetd's version."`
-	Bench    BenchCmd    `cmd:"" help:"Measure fleetd: turns, completion, overhead, fan-out, appends, rebuild, scale and memory, as one table."`
-	Spawn    SpawnCmd    `cmd:"" help:"Start an agent of a role in a new pane of this host's herdr."`
-	Adopt    AdoptCmd    `cmd:"" help:"Register an existing herdr pane of this host as an agent."`
-	Auth     AuthCmd     `cmd:"" help:"Generate NATS users and subject permissions for gateways and agents."`
-	DevHerdr DevHerdrCmd `cmd:"" name:"dev-herdr" hidden:"" help:"Run the built-in herdr-protocol server (real PTY panes) on a socket."`
+	Demo      DemoCmd      `cmd:"" help:"Run the whole fabric here with nothing installed: built-in herdr, agents in two roles, a lead fan-out."`
+	Up        UpCmd        `cmd:"" help:"Run the fabric on this host: embedded NATS, the event log, the gateway, the lead shim."`
+	Tail      TailCmd      `cmd:"" help:"Show the event log, live or from a point."`
+	Send      SendCmd      `cmd:"" help:"Send a turn to an agent or role:<role> and print the reply (blocks; --async prints the turn id)."`
+	Turn      TurnCmd      `cmd:"" help:"Show a turn's state and reply; --wait re-attaches to it."`
+	Roster    RosterCmd    `cmd:"" help:"List the fleet's agents: host, role, status, turn, queue, model, tokens, last seen."`
+	Sessions  SessionsCmd  `cmd:"" help:"List the named, resumable agent sessions."`
+	Init      InitCmd      `cmd:"" help:"Set a directory up for the fleet: 'fleetd init lead' writes the lead's team charter and /delegate."`
+	Hook      HookCmd      `cmd:"" help:"Claude Code hook entry (run by fleetd panes' settings): append the hook's events, or spool them."`
+	Hooks     HooksCmd     `cmd:"" help:"Claude Code hook setup: 'fleetd hooks settings' prints the --settings JSON."`
+	SimAgent  SimAgentCmd  `cmd:"" name:"sim-agent" hidden:"" help:"Run a simulated Claude Code (tests and the demo; launch it with HERDR_AGENT=claude)."`
+	Version   VersionCmd   `cmd:"" help:"Print fleetd's version."`
+	Bench     BenchCmd     `cmd:"" help:"Measure fleetd: turns, completion, overhead, fan-out, appends, rebuild, scale and memory, as one table."`
+	Spawn     SpawnCmd     `cmd:"" help:"Start an agent of a role in a new pane of this host's herdr."`
+	Adopt     AdoptCmd     `cmd:"" help:"Register an existing herdr pane of this host as an agent."`
+	Auth      AuthCmd      `cmd:"" help:"Generate NATS users and subject permissions for the admin, gateways and agents."`
+	Provision ProvisionCmd `cmd:"" help:"Create the FLEET stream, the KV buckets and the router's consumers (under 'fleetd auth': with the admin's key)."`
+	DevHerdr  DevHerdrCmd  `cmd:"" name:"dev-herdr" hidden:"" help:"Run the built-in herdr-protocol server (real PTY panes) on a socket."`
 
 	Orchestrate OrchestrateCmd `cmd:"" help:"Run a plan: tasks go to mains and workers with their context slices; replies roll up."`
 }
@@ -45,9 +46,21 @@ type Globals struct {
 	LogLevel string          `help:"Log level: debug, info, warn, error." default:"info" env:"FLEET_LOG_LEVEL" enum:"debug,info,warn,error"`
 	Host     string          `help:"This host's name in the fleet (a subject token)." env:"FLEET_HOST" placeholder:"NAME"`
 	NATS     string          `name:"nats" help:"NATS URL of a running fleetd or an external NATS. For 'up': use it instead of the embedded server." env:"FLEET_NATS_URL" placeholder:"URL"`
-	Creds    string          `help:"NATS credentials file (from 'fleetd auth')." env:"FLEET_NATS_CREDS" type:"path" placeholder:"FILE"`
+	Creds    string          `help:"NATS credentials file (from 'fleetd auth'); with it, NATS gets no token." env:"FLEET_NATS_CREDS" type:"path" placeholder:"FILE"`
 	URL      string          `name:"url" help:"URL of the lead HTTP shim, for client commands." default:"http://127.0.0.1:8765" env:"FLEET_URL"`
-	Token    string          `help:"Bearer token for the lead HTTP shim." env:"FLEET_TOKEN"`
+	Token    string          `help:"Bearer token for the lead HTTP shim, and NATS's token unless --nats-token or --creds is set ('fleetd up' requires it of NATS clients too)." env:"FLEET_TOKEN"`
+	// NATSToken is the NATS token when it differs from Token; a spawned
+	// pane's hooks get it as FLEET_NATS_TOKEN.
+	NATSToken string `name:"nats-token" help:"NATS token, when it is not --token ('fleetd up' requires it of NATS clients; panes' hooks get it as FLEET_NATS_TOKEN)." env:"FLEET_NATS_TOKEN"`
+}
+
+// natsToken is the token NATS clients present and an embedded server
+// requires: --nats-token, else --token.
+func (g *Globals) natsToken() string {
+	if g.NATSToken != "" {
+		return g.NATSToken
+	}
+	return g.Token
 }
 
 func cliOptions(ctx context.Context) []kong.Option {

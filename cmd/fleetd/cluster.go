@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/natsauth"
-	"github.com/fleetd/fleetd/projections"
 )
 
 // provisionTimeout bounds the wait for a cluster's members to join and
@@ -26,47 +24,65 @@ const provisionTimeout = 2 * time.Minute
 // then finds it at once (see clusterForming).
 const provisionAttempt = 2 * time.Second
 
-// provision creates or updates the FLEET stream and the projections' KV
-// buckets, retrying while a cluster is still forming. Every gateway of a
-// cluster starts at about the same time and provisions the same streams;
-// members start in any order, and until every peer an R3 stream needs has
-// joined, a create fails with "no suitable peers" or is never answered.
-// The buckets are created here, before the projections open them, for the
-// same reason: the projections' own create then finds them in place.
+// provision creates or updates the FLEET stream, the projections' KV
+// buckets and the router's consumers, retrying while a cluster is still
+// forming. Every gateway of a cluster starts at about the same time and
+// provisions the same streams; members start in any order, and until
+// every peer an R3 stream needs has joined, a create fails with "no
+// suitable peers" or is never answered. The buckets are created here,
+// before the projections open them, for the same reason.
+//
+// With AdminCreds the admin's key provisions, on a connection of its own.
+// Without, the gateway's own identity tries; when NATS refuses it (a
+// gateway key from 'fleetd auth' may not create streams), what exists is
+// used as it is and what is missing is waited for: the admin provisions
+// it with 'fleetd provision'.
 func (g *Gateway) provision(ctx context.Context, replicas int) error {
-	ctx, cancel := context.WithTimeout(ctx, provisionTimeout)
-	defer cancel()
-	if err := g.retryForming(ctx, "stream "+events.Stream, func(ctx context.Context) error {
-		_, err := events.EnsureStream(ctx, g.js, events.StreamOptions{Replicas: replicas})
-		return err
-	}); err != nil {
-		return err
-	}
-	for _, bucket := range []string{projections.BucketRoster, projections.BucketSessions, projections.BucketTurns, projections.BucketCheckpoints} {
-		if err := g.retryForming(ctx, "bucket "+bucket, func(ctx context.Context) error {
-			_, err := g.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-				Bucket: bucket, Description: "fleetd projection", History: 1,
-				Storage: jetstream.FileStorage, Replicas: replicas,
-			})
-			return err
-		}); err != nil {
-			return fmt.Errorf("ensure bucket %s: %w", bucket, err)
+	js, den := g.js, g.denials
+	if g.cfg.AdminCreds != "" {
+		ad := newDenials(g.log)
+		nc, err := g.dial("fleetd provision", g.cfg.AdminCreds, nats.ErrorHandler(ad.handle))
+		if err != nil {
+			return fmt.Errorf("provision as %s: %w", g.cfg.AdminCreds, err)
 		}
+		defer nc.Close()
+		if js, err = jetstream.New(nc); err != nil {
+			return err
+		}
+		den = ad
 	}
-	return nil
+	p := provisioner{js: js, log: g.log, denials: den, replicas: replicas, roles: g.Roles.Names()}
+	fctx, cancel := context.WithTimeout(ctx, provisionTimeout)
+	defer cancel()
+	err := p.run(fctx)
+	if !errors.Is(err, errNotProvisioned) || g.cfg.AdminCreds != "" {
+		return err
+	}
+	return p.await(ctx, g.NATSURL())
 }
 
 // retryForming calls create with a short deadline until it succeeds, fails
-// for a reason other than a forming cluster, or ctx ends.
-func (g *Gateway) retryForming(ctx context.Context, what string, create func(context.Context) error) error {
+// for a reason other than a forming cluster, or ctx ends. An attempt NATS
+// refuses for want of permission (reported to den) ends at once, with
+// errDenied.
+func retryForming(ctx context.Context, log *slog.Logger, den *denials, what string, create func(context.Context) error) error {
 	for {
 		actx, cancel := context.WithTimeout(ctx, provisionAttempt)
+		var refused atomic.Pointer[string]
+		stop := den.watch(func(subject string) {
+			refused.Store(&subject)
+			cancel()
+		})
 		err := create(actx)
+		stop()
 		cancel()
+		if s := refused.Load(); s != nil && err != nil {
+			return fmt.Errorf("%s: %w: NATS refused %s", what, errDenied, *s)
+		}
 		if err == nil || !clusterForming(err) || ctx.Err() != nil {
 			return err
 		}
-		g.log.Info("waiting for the cluster", "create", what, "err", err)
+		log.Info("waiting for the cluster", "create", what, "err", err)
 		select {
 		case <-ctx.Done():
 			return err
@@ -113,12 +129,23 @@ func clusterForming(err error) bool {
 }
 
 // paneCreds is what a pane of an agent gets for credentials when this
-// process runs with creds: with a gateway's file from 'fleetd auth', the
-// agent's own file beside it (none if it has none); any other file (a
+// process runs with creds: with an admin's or a gateway's key from
+// 'fleetd auth', the agent's own key from the agents directory beside it
+// (none if it has none), never the process's own; any other file (a
 // .creds of an external deployment) is passed on as it is.
 func paneCreds(creds string) func(agent string) string {
-	if creds == "" || !strings.HasPrefix(filepath.Base(creds), "gateway-") {
+	if name := natsauth.IdentityName(creds); creds == "" || name == "" {
 		return nil
 	}
 	return func(agent string) string { return natsauth.AgentCreds(creds, agent) }
+}
+
+// paneToken is the NATS token a spawned pane's hooks get: the process's,
+// when it runs without credentials (with credentials, a pane gets its
+// agent's own key instead, or nothing).
+func paneToken(creds, token string) string {
+	if creds != "" {
+		return ""
+	}
+	return token
 }

@@ -41,6 +41,7 @@ type fleetHost struct {
 	sock    string // its herdr socket
 	natsURL string
 	httpURL string
+	token   string   // the lead shim's bearer token, if it has one
 	args    []string // fleetd up's argv, to restart it as it was
 	up      *upProcess
 	herdr   *upProcess
@@ -80,6 +81,17 @@ func clusterRoles(t *testing.T, think time.Duration, caps map[string]int) string
 // serves. Their logs are printed if the test fails.
 func startFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFleet {
 	t.Helper()
+	f := launchFleet(t, n, rolesFile, extra...)
+	for _, h := range f.hosts {
+		waitLaunched(t, h.up, 90*time.Second)
+	}
+	return f
+}
+
+// launchFleet starts n clustered hosts h1…hn without waiting for them to
+// serve. "{host}" in extra stands for each host's name.
+func launchFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFleet {
+	t.Helper()
 	// Unix socket paths must stay short: not under t.TempDir().
 	sockDir, err := os.MkdirTemp("", "f6-")
 	if err != nil {
@@ -87,14 +99,16 @@ func startFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFle
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	f := &testFleet{t: t, roles: rolesFile}
-	clusterPorts := make([]int, n)
+	// All ports at once, so none is handed out twice (a port freePort
+	// returned is free again for the next call).
+	ports := natstest.FreePorts(t, 3*n)
+	clusterPorts := ports[:n]
 	routes := make([]string, n)
 	for i := range n {
-		clusterPorts[i] = freePort(t)
 		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", clusterPorts[i])
 	}
 	for i := range n {
-		natsPort, httpPort := freePort(t), freePort(t)
+		natsPort, httpPort := ports[n+2*i], ports[n+2*i+1]
 		h := &fleetHost{
 			name:    fmt.Sprintf("h%d", i+1),
 			data:    filepath.Join(t.TempDir(), "data"),
@@ -108,7 +122,9 @@ func startFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFle
 			"--cluster", "f6", "--cluster-listen", fmt.Sprintf("127.0.0.1:%d", clusterPorts[i]),
 			"--routes", strings.Join(routes, ","),
 			"--heartbeat", "500ms", "--host-ttl", "2s"}
-		h.args = append(h.args, extra...)
+		for _, a := range extra {
+			h.args = append(h.args, strings.ReplaceAll(a, "{host}", h.name))
+		}
 		f.hosts = append(f.hosts, h)
 	}
 	t.Cleanup(func() {
@@ -128,9 +144,6 @@ func startFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFle
 	// them all, then wait.
 	for _, h := range f.hosts {
 		h.up = launch(t, "up on host", h.args...)
-	}
-	for _, h := range f.hosts {
-		waitLaunched(t, h.up, 90*time.Second)
 	}
 	return f
 }
@@ -210,7 +223,7 @@ func (f *testFleet) spawn(h *fleetHost, role, agent string) {
 // roster reads h's roster over its lead shim.
 func roster(ctx context.Context, h *fleetHost) (map[string]projections.Agent, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.httpURL+"/roster", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := h.do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -268,12 +281,20 @@ func checkFor(t *testing.T, total, step time.Duration, what string, fn func() bo
 	}
 }
 
+// do sends req to h's lead shim, with its token if it has one.
+func (h *fleetHost) do(req *http.Request) (*http.Response, error) {
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+	}
+	return http.DefaultClient.Do(req)
+}
+
 // send posts a blocking turn to h's lead shim.
 func send(ctx context.Context, h *fleetHost, to, text string) (leadshim.Envelope, error) {
 	body, _ := json.Marshal(map[string]any{"to": to, "text": text, "from": "test", "timeout": "90s"})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.httpURL+"/message", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := h.do(req)
 	if err != nil {
 		return leadshim.Envelope{}, err
 	}
@@ -291,7 +312,7 @@ func sendAsync(ctx context.Context, h *fleetHost, to, text string) (string, erro
 	body, _ := json.Marshal(map[string]any{"to": to, "text": text, "from": "test", "timeout": "90s", "wait": false})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.httpURL+"/message", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := h.do(req)
 	if err != nil {
 		return "", err
 	}
@@ -310,7 +331,7 @@ func turnAt(ctx context.Context, h *fleetHost, id, wait string) (leadshim.Envelo
 		url += "?wait=" + wait
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := h.do(req)
 	if err != nil {
 		return leadshim.Envelope{}, err
 	}
@@ -836,7 +857,8 @@ func TestAgentCredentialsCannotPublishAnotherAgentsEvents(t *testing.T) {
 	roles := clusterRoles(t, 10*time.Millisecond, map[string]int{"w": 0})
 	gatewayCreds := filepath.Join(dir, "gateway-testhost.nk")
 	data := t.TempDir()
-	up := startUp(t, data, "--server-config", filepath.Join(dir, "server.conf"), "--creds", gatewayCreds, "--herdr", sock, "--roles", roles)
+	up := startUp(t, data, "--server-config", filepath.Join(dir, "server.conf"), "--creds", gatewayCreds,
+		"--admin-creds", filepath.Join(dir, "admin.nk"), "--herdr", sock, "--roles", roles)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("---- fleetd up ----\n%s", up.Output())
@@ -851,7 +873,7 @@ func TestAgentCredentialsCannotPublishAnotherAgentsEvents(t *testing.T) {
 	}
 	violations := make(chan error, 10)
 	connectAs := func(name string) events.Log {
-		opt, err := natsauth.ConnectOption(filepath.Join(dir, name+".nk"))
+		opt, err := natsauth.ConnectOption(natsauth.KeyPath(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -888,11 +910,14 @@ func TestAgentCredentialsCannotPublishAnotherAgentsEvents(t *testing.T) {
 
 	// A pane gets its agent's own credentials, never the gateway's, and
 	// its hooks carry a turn through with them.
-	if got, want := paneCreds(gatewayCreds)("w-2"), filepath.Join(dir, "agent-w-2.nk"); got != want {
+	if got, want := paneCreds(gatewayCreds)("w-2"), filepath.Join(dir, "agents", "agent-w-2.nk"); got != want {
 		t.Errorf("w-2's pane gets credentials %q, want %q", got, want)
 	}
 	if got := paneCreds(gatewayCreds)("w-9"); got != "" {
 		t.Errorf("an agent without credentials of its own gets %q", got)
+	}
+	if got, want := paneCreds(filepath.Join(dir, "admin.nk"))("w-2"), filepath.Join(dir, "agents", "agent-w-2.nk"); got != want {
+		t.Errorf("w-2's pane of a process run with the admin's key gets %q, want %q", got, want)
 	}
 	h := &fleetHost{name: "testhost", data: data, sock: sock, natsURL: up.url, httpURL: up.http}
 	g := &Globals{Host: h.name, NATS: h.natsURL, URL: h.httpURL, Creds: gatewayCreds, LogLevel: "error"}

@@ -21,7 +21,6 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/leadshim"
-	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
@@ -34,13 +33,23 @@ type GatewayConfig struct {
 	// NATS configures the embedded server; ignored when ExternalURL is set.
 	NATS        embeddednats.Config
 	ExternalURL string
-	Creds       string
-	Replicas    int
-	HTTP        string
-	Token       string
-	HerdrPath   string
-	NoHerdr     bool
-	RolesFile   string
+	// Creds is this gateway's NATS identity (its key from 'fleetd auth',
+	// or a .creds file); NATSToken the token it presents without one. A
+	// pane gets its agent's own key, or NATSToken, never Creds.
+	Creds     string
+	NATSToken string
+	// AdminCreds, when set, is a key allowed to provision the fabric
+	// (create FLEET, the buckets and the router's consumers); it is used
+	// for that alone, on a connection of its own. Without it, a gateway
+	// whose identity may not provision waits for 'fleetd provision'.
+	AdminCreds string
+	Replicas   int
+	HTTP       string
+	// Token is the lead shim's bearer token.
+	Token     string
+	HerdrPath string
+	NoHerdr   bool
+	RolesFile string
 	// Roles, when set, is used instead of reading RolesFile (the demo and
 	// tests build roles in code).
 	Roles     *roles.Config
@@ -75,6 +84,9 @@ type Gateway struct {
 	srv *embeddednats.Server
 	nc  *nats.Conn
 	js  jetstream.JetStream
+	// denials logs the permission violations NATS reports to nc and tells
+	// provisioning when its identity may not create what it tried.
+	denials *denials
 	// Log is the event log; Views the projections over it; Bridge the
 	// herdr gateway (nil with NoHerdr). Set once Start returned.
 	Log    events.Log
@@ -108,7 +120,7 @@ func NewGateway(cfg GatewayConfig) *Gateway {
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = 5 * time.Second
 	}
-	return &Gateway{cfg: cfg, log: cfg.Logger, done: make(chan struct{})}
+	return &Gateway{cfg: cfg, log: cfg.Logger, done: make(chan struct{}), denials: newDenials(cfg.Logger)}
 }
 
 // Start brings the gateway up and returns once it serves.
@@ -118,6 +130,15 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	}
 	g.cfg.Host = host
+	if g.cfg.Roles != nil {
+		g.Roles = *g.cfg.Roles
+	} else {
+		rc, err := roles.Load(g.cfg.RolesFile)
+		if err != nil {
+			return err
+		}
+		g.Roles = rc
+	}
 	if err := g.connect(ctx); err != nil {
 		return err
 	}
@@ -161,16 +182,6 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	g.cancel = cancel
 	replicas := max(g.cfg.Replicas, 1)
-
-	if g.cfg.Roles != nil {
-		g.Roles = *g.cfg.Roles
-	} else {
-		rc, err := roles.Load(g.cfg.RolesFile)
-		if err != nil {
-			return err
-		}
-		g.Roles = rc
-	}
 
 	g.Views = projections.New(g.Log, g.js, projections.Options{Replicas: replicas, Logger: g.log, HostTTL: g.cfg.HostTTL})
 	g.goRun("projections", g.whileForming(g.Views.Run), runCtx)
@@ -245,7 +256,8 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 		Host: g.cfg.Host, SocketPath: socket, Log: g.Log, Roles: g.Roles, Logger: g.log,
 		SubmitTimeout: g.cfg.SubmitTimeout, ExitGrace: g.cfg.ExitGrace, Metrics: g.herdrMetrics,
 		Launch: herdrbridge.Launch{
-			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, AgentCreds: paneCreds(g.cfg.Creds), FleetURL: "http://" + g.httpAddr,
+			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, AgentCreds: paneCreds(g.cfg.Creds), NATSToken: g.paneToken(),
+			FleetURL: "http://" + g.httpAddr,
 			SpoolDir: spool, Settings: settings,
 		},
 	})
@@ -333,20 +345,34 @@ func (g *Gateway) dataDir() string {
 	return defaultDataDir()
 }
 
+// paneToken is the NATS token a spawned pane's hooks get.
+func (g *Gateway) paneToken() string { return paneToken(g.cfg.Creds, g.cfg.NATSToken) }
+
+// dial opens a connection as the identity creds (or the token) to the
+// gateway's server: the embedded one in-process, or the external one.
+func (g *Gateway) dial(name, creds string, extra ...nats.Option) (*nats.Conn, error) {
+	opts, err := natsAuth(creds, g.cfg.NATSToken)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(append([]nats.Option{nats.Name(name)}, opts...), extra...)
+	if g.cfg.ExternalURL != "" {
+		nc, err := nats.Connect(g.cfg.ExternalURL, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("connect to %s: %w", g.cfg.ExternalURL, err)
+		}
+		return nc, nil
+	}
+	// A server with fleetd auth wants credentials in-process too.
+	return g.srv.Connect(opts...)
+}
+
 func (g *Gateway) connect(ctx context.Context) error {
 	var err error
 	if g.cfg.ExternalURL != "" {
-		opts := []nats.Option{nats.Name("fleetd " + g.cfg.Host), nats.MaxReconnects(-1)}
-		if g.cfg.Creds != "" {
-			o, err := natsauth.ConnectOption(g.cfg.Creds)
-			if err != nil {
-				return err
-			}
-			opts = append(opts, o)
-		}
-		g.nc, err = nats.Connect(g.cfg.ExternalURL, opts...)
+		g.nc, err = g.dial("fleetd "+g.cfg.Host, g.cfg.Creds, nats.MaxReconnects(-1), nats.ErrorHandler(g.denials.handle))
 		if err != nil {
-			return fmt.Errorf("connect to %s: %w", g.cfg.ExternalURL, err)
+			return err
 		}
 	} else {
 		if err := os.MkdirAll(g.cfg.NATS.DataDir, 0o700); err != nil {
@@ -359,17 +385,7 @@ func (g *Gateway) connect(ctx context.Context) error {
 		if err := g.srv.Start(ctx); err != nil {
 			return err
 		}
-		var opts []nats.Option
-		if g.cfg.Creds != "" {
-			// A server with fleetd auth wants credentials in-process too.
-			o, err := natsauth.ConnectOption(g.cfg.Creds)
-			if err != nil {
-				g.srv.Close()
-				return err
-			}
-			opts = append(opts, o)
-		}
-		g.nc, err = g.srv.Connect(opts...)
+		g.nc, err = g.dial("fleetd", g.cfg.Creds, nats.ErrorHandler(g.denials.handle))
 		if err != nil {
 			g.srv.Close()
 			return err
@@ -425,6 +441,12 @@ func (g *Gateway) Banner() string {
 		fmt.Fprintf(&b, "  nats:   %s\n", u)
 		fmt.Fprintf(&b, "  tap:    nats --server %s sub 'fleet.>'\n", u)
 		fmt.Fprintf(&b, "          nats --server %s stream view %s\n", u, events.Stream)
+		switch {
+		case g.cfg.Creds != "":
+			fmt.Fprintf(&b, "  auth:   NATS users (this gateway: %s); tap with the admin's key: nats --nkey <dir>/admin.nk …\n", filepath.Base(g.cfg.Creds))
+		case g.cfg.NATSToken != "":
+			fmt.Fprintf(&b, "  auth:   NATS token (nats --token …; fleetd's commands: --token or FLEET_TOKEN)\n")
+		}
 	} else {
 		fmt.Fprintf(&b, "  nats:   in-process only (no listener)\n")
 	}

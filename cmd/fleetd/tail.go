@@ -181,22 +181,37 @@ func clip(s string, n int) string {
 }
 
 // dialNATS connects a client command to a running fleetd.
-func dialNATS(g *Globals, name string) (*nats.Conn, error) {
+func dialNATS(g *Globals, name string, extra ...nats.Option) (*nats.Conn, error) {
 	url := g.NATS
 	if url == "" {
 		url = nats.DefaultURL
 	}
 	opts := []nats.Option{nats.Name(name), nats.Timeout(3 * time.Second)}
-	if g.Creds != "" {
-		o, err := natsauth.ConnectOption(g.Creds)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, o)
+	auth, err := natsAuth(g.Creds, g.natsToken())
+	if err != nil {
+		return nil, err
 	}
+	opts = append(append(opts, auth...), extra...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to fleetd's NATS at %s: %w (is 'fleetd up' running? set --nats or FLEET_NATS_URL)", url, err)
 	}
 	return nc, nil
+}
+
+// natsAuth is how a fleetd client authenticates to NATS: with credentials
+// (an nkey from 'fleetd auth', which also sets its inbox prefix, or a JWT
+// .creds file), else with the token, else not at all.
+func natsAuth(creds, token string) ([]nats.Option, error) {
+	switch {
+	case creds != "":
+		o, err := natsauth.ConnectOption(creds)
+		if err != nil {
+			return nil, err
+		}
+		return []nats.Option{o}, nil
+	case token != "":
+		return []nats.Option{nats.Token(token)}, nil
+	}
+	return nil, nil
 }

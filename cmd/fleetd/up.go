@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -22,6 +23,7 @@ type UpCmd struct {
 	Routes          []string      `help:"Routes to the other cluster members (nats://host:6222,…)." env:"FLEET_ROUTES"`
 	Replicas        int           `help:"Replicas of the FLEET stream and KV buckets (default: 1, or 3 in a cluster)." env:"FLEET_REPLICAS"`
 	ServerConfig    string        `help:"nats-server config file to apply (accounts, users, TLS), e.g. from 'fleetd auth'." env:"FLEET_SERVER_CONFIG" type:"path"`
+	AdminCreds      string        `help:"Provision the fabric (FLEET, the buckets, the router's consumers) with this key, e.g. 'fleetd auth''s admin.nk; without it a gateway key waits for 'fleetd provision'." env:"FLEET_ADMIN_CREDS" type:"path"`
 	Herdr           string        `help:"herdr socket path (default: as herdr resolves it: HERDR_SOCKET_PATH, HERDR_SESSION, ~/.config/herdr/herdr.sock)." env:"FLEET_HERDR_SOCKET" type:"path"`
 	NoHerdr         bool          `help:"Run without a herdr gateway on this host (log, projections and shim only)." env:"FLEET_NO_HERDR"`
 	Roles           string        `help:"Roles file (JSON): launch command, model, env class, cap and tier per role." env:"FLEET_ROLES" type:"path"`
@@ -43,6 +45,13 @@ func (c *UpCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	gw := NewGateway(cfg)
 	if err := gw.Start(ctx); err != nil {
+		if errors.Is(err, embeddednats.ErrUnauthenticated) {
+			return fmt.Errorf("%w\nNATS must be no more open than the shim. Either add --token TOKEN (every NATS client then needs it too: "+
+				"FLEET_TOKEN or --token for fleetd's commands, --token for the nats CLI; cluster routes authenticate with it), "+
+				"or run with the server config and keys of 'fleetd auth' (--server-config <dir>/server.conf --creds <dir>/gateway-<host>.nk; "+
+				"its server.conf also authenticates cluster routes), "+
+				"or listen on loopback (--listen 127.0.0.1:4222, --cluster-listen 127.0.0.1:6222)", err)
+		}
 		return err
 	}
 	fmt.Fprint(os.Stdout, gw.Banner())
@@ -70,6 +79,7 @@ func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
 		MaxStore:   c.MaxStore,
 		MaxMemory:  c.MaxMemory,
 		ConfigFile: c.ServerConfig,
+		Token:      g.natsToken(),
 		Logger:     g.Logger(),
 	}
 	if c.Cluster != "" {
@@ -80,6 +90,8 @@ func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
 		NATS:            ncfg,
 		ExternalURL:     g.NATS,
 		Creds:           g.Creds,
+		NATSToken:       g.natsToken(),
+		AdminCreds:      c.AdminCreds,
 		Replicas:        c.Replicas,
 		HTTP:            c.HTTP,
 		Token:           g.Token,

@@ -95,6 +95,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", p)
 	}
 	servers := make([]*embeddednats.Server, n)
+	var clientOpts []nats.Option
 	errs := make(chan error, n)
 	for i := range n {
 		cfg := embeddednats.Config{
@@ -109,6 +110,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 		for _, o := range opts {
 			o(&st)
 		}
+		clientOpts = st.clientOpts
 		srv, err := embeddednats.New(st.cfg)
 		if err != nil {
 			tb.Fatalf("natstest: %v", err)
@@ -126,7 +128,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 	}
 	out := make([]*Server, n)
 	for i, srv := range servers {
-		nc, err := srv.Connect()
+		nc, err := srv.Connect(clientOpts...)
 		if err != nil {
 			tb.Fatalf("natstest: %v", err)
 		}

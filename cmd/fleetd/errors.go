@@ -1,0 +1,12 @@
+package main
+
+import "errors"
+
+// errDenied means NATS refused a request for want of permission: the
+// identity may not do it (a gateway's key creating a stream).
+var errDenied = errors.New("permission denied")
+
+// errNotProvisioned means the fabric's streams (FLEET, the projection
+// buckets) do not exist and this identity may not create them: the admin
+// provisions them ('fleetd provision' with the admin key).
+var errNotProvisioned = errors.New("fabric not provisioned")
