@@ -233,7 +233,7 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		var env leadshim.Envelope
 		reqs := r.fab.gw.herdrMetrics.Requests()
 		t0 := time.Now()
-		_, err = r.fab.client.do(ctx, http.MethodPost, "/message", leadshim.Message{To: agent, Text: text, Timeout: "2m"}, &env)
+		err = r.fab.client.Do(ctx, http.MethodPost, "/message", leadshim.Message{To: agent, Text: text, Timeout: "2m"}, &env)
 		t1 := time.Now()
 		if err != nil {
 			return ts, fmt.Errorf("turn %d: %w", i+1, err)
@@ -385,7 +385,7 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) (bench.Row, error) 
 		wg.Go(func() {
 			var env leadshim.Envelope
 			t0 := time.Now()
-			_, err := r.fab.client.do(ctx, http.MethodPost, "/message",
+			err := r.fab.client.Do(ctx, http.MethodPost, "/message",
 				leadshim.Message{To: a, Text: fmt.Sprintf("fan-out task %d", i+1), Timeout: "5m"}, &env)
 			d := time.Since(t0)
 			mu.Lock()

@@ -47,7 +47,7 @@ type demoRun struct {
 	herdr  *herdrtest.Server
 	api    *fakeapi.Server
 	agents []string
-	client shimClient
+	client *leadshim.Client
 
 	mu      sync.Mutex
 	results []leadshim.Envelope
@@ -204,7 +204,7 @@ func (d *demoRun) fanOut(ctx context.Context) error {
 			role := []string{"w-claude", "w-local"}[i%2]
 			msg := leadshim.Message{To: "role:" + role, From: "lead", Text: fmt.Sprintf("task %d: summarise module %c", i+1, 'A'+i%26), Timeout: "2m"}
 			var env leadshim.Envelope
-			_, err := d.client.do(ctx, http.MethodPost, "/message", msg, &env)
+			err := d.client.Do(ctx, http.MethodPost, "/message", msg, &env)
 			d.mu.Lock()
 			defer d.mu.Unlock()
 			if err != nil {

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/fleetd/fleetd/leadshim"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,7 +24,7 @@ type fabric struct {
 	herdr  *herdrtest.Server
 	api    *fakeapi.Server
 	gw     *Gateway
-	client shimClient
+	client *leadshim.Client
 }
 
 // fabricConfig says how to start a fabric.
@@ -81,7 +81,7 @@ func startFabric(ctx context.Context, cfg fabricConfig) (f *fabric, err error) {
 	if err := f.gw.Start(ctx); err != nil {
 		return nil, err
 	}
-	f.client = shimClient{base: "http://" + f.gw.HTTPAddr(), hc: &http.Client{}}
+	f.client = leadshim.NewClient("http://"+f.gw.HTTPAddr(), "")
 	return f, nil
 }
 

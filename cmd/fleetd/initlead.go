@@ -90,8 +90,8 @@ func (c *InitLeadCmd) Run(ctx context.Context, g *Globals) error {
 func (c *InitLeadCmd) roles(ctx context.Context, g *Globals) ([]leadshim.RoleState, string) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	var roles []leadshim.RoleState
-	if _, err := newShimClient(g).do(ctx, "GET", "/roles", nil, &roles); err != nil || len(roles) == 0 {
+	roles, err := newShimClient(g).Roles(ctx)
+	if err != nil || len(roles) == 0 {
 		return defaultTeamRoles, "from the Team design's defaults; fleetd at " + g.URL + " did not answer"
 	}
 	var workers []leadshim.RoleState

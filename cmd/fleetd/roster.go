@@ -7,8 +7,6 @@ import (
 	"os"
 	"text/tabwriter"
 	"time"
-
-	"github.com/fleetd/fleetd/projections"
 )
 
 // RosterCmd prints the fleet's agents as the projection sees them.
@@ -27,9 +25,9 @@ func (c *RosterCmd) Run(ctx context.Context, g *Globals) error {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	var agents []projections.Agent
-	if _, err := newShimClient(g).do(ctx, "GET", "/roster", nil, &agents); err != nil {
-		return err
+	agents, err := newShimClient(g).Roster(ctx)
+	if err != nil {
+		return exitFor(err)
 	}
 	if c.JSON {
 		return writeJSONTo(c.out, agents)

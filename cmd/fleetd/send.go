@@ -59,22 +59,22 @@ func (c *SendCmd) Run(ctx context.Context, g *Globals) error {
 	wait := !c.Async
 	msg := leadshim.Message{To: c.To, Text: text, Command: c.Command, From: c.From, Context: c.Context, Job: c.Job, Timeout: c.Timeout.String(), Wait: &wait}
 	if c.Async {
-		var acc leadshim.Accepted
-		if _, err := cl.do(ctx, "POST", "/message", msg, &acc); err != nil {
-			return err
+		acc, err := cl.SendAsync(ctx, msg)
+		if err != nil {
+			return exitFor(err)
 		}
 		if c.JSON {
 			return writeJSONTo(c.out, acc)
 		}
-		_, err := fmt.Fprintln(c.out, acc.ID)
+		_, err = fmt.Fprintln(c.out, acc.ID)
 		return err
 	}
-	var env leadshim.Envelope
-	if _, err := cl.do(ctx, "POST", "/message", msg, &env); err != nil {
+	env, err := cl.Send(ctx, msg)
+	if err != nil {
 		if id, ok := timeoutID(err); ok {
 			return exitError{code: exitTimeout, err: fmt.Errorf("timeout: turn %s did not finish within %s\n%s", id, c.Timeout, reattachHint(id))}
 		}
-		return err
+		return exitFor(err)
 	}
 	return c.print(env)
 }
@@ -105,10 +105,10 @@ func (c *SendCmd) text() (string, error) {
 }
 
 // reattach long-polls a turn until it is final or --timeout passes.
-func (c *SendCmd) reattach(ctx context.Context, cl shimClient, id string) error {
-	var env leadshim.Envelope
-	if _, err := cl.do(ctx, "GET", turnPath(id, c.Timeout.String()), nil, &env); err != nil {
-		return err
+func (c *SendCmd) reattach(ctx context.Context, cl *leadshim.Client, id string) error {
+	env, err := cl.Turn(ctx, id, c.Timeout.String())
+	if err != nil {
+		return exitFor(err)
 	}
 	if env.Status != "replied" && env.Status != "failed" {
 		if c.JSON {

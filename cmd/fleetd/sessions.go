@@ -7,8 +7,6 @@ import (
 	"os"
 	"text/tabwriter"
 	"time"
-
-	"github.com/fleetd/fleetd/projections"
 )
 
 // SessionsCmd prints the named, resumable agent sessions.
@@ -27,9 +25,9 @@ func (c *SessionsCmd) Run(ctx context.Context, g *Globals) error {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	var sessions []projections.Session
-	if _, err := newShimClient(g).do(ctx, "GET", "/sessions", nil, &sessions); err != nil {
-		return err
+	sessions, err := newShimClient(g).Sessions(ctx)
+	if err != nil {
+		return exitFor(err)
 	}
 	if c.JSON {
 		return writeJSONTo(c.out, sessions)

@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"time"
-
-	"github.com/fleetd/fleetd/leadshim"
 )
 
 // TurnCmd shows one turn: its state and, once replied, its reply; with
@@ -29,9 +27,9 @@ func (c *TurnCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Wait > 0 {
 		wait = c.Wait.String()
 	}
-	var env leadshim.Envelope
-	if _, err := newShimClient(g).do(ctx, "GET", turnPath(c.ID, wait), nil, &env); err != nil {
-		return err
+	env, err := newShimClient(g).Turn(ctx, c.ID, wait)
+	if err != nil {
+		return exitFor(err)
 	}
 	if c.JSON {
 		return writeJSONTo(c.out, env)

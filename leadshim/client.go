@@ -1,0 +1,147 @@
+package leadshim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/fleetd/fleetd/projections"
+)
+
+// Client calls a lead shim over HTTP: what `fleetd send`, `roster` and the
+// other client commands use, and what any Go program driving a fleet can.
+// It is safe for concurrent use.
+type Client struct {
+	base  string
+	token string
+	hc    *http.Client
+}
+
+// NewClient returns a client for the shim at base (http://host:port),
+// sending token as the bearer token when it is not empty.
+func NewClient(base, token string) *Client {
+	return &Client{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{}}
+}
+
+// ClientError is a non-2xx answer from the shim.
+type ClientError struct {
+	Status int
+	Body   ErrorBody
+}
+
+func (e *ClientError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Body.Code, e.Body.Message)
+}
+
+// ErrUnreachable means no shim answered at the client's address.
+var ErrUnreachable = errors.New("fleetd unreachable")
+
+// Send sends a turn and waits for its end (m.Wait unset or true): the
+// reply envelope. A failed turn is an envelope too; a refusal or a timeout
+// is a *ClientError (a 504 carries the turn id to re-attach).
+func (c *Client) Send(ctx context.Context, m Message) (Envelope, error) {
+	var env Envelope
+	err := c.Do(ctx, http.MethodPost, "/message", m, &env)
+	return env, err
+}
+
+// SendAsync queues a turn without waiting (it sets m.Wait false) and
+// returns its id.
+func (c *Client) SendAsync(ctx context.Context, m Message) (Accepted, error) {
+	wait := false
+	m.Wait = &wait
+	var acc Accepted
+	err := c.Do(ctx, http.MethodPost, "/message", m, &acc)
+	return acc, err
+}
+
+// Turn reads a turn, long-polling up to wait (0: answer at once) until it
+// is final.
+func (c *Client) Turn(ctx context.Context, id, wait string) (Envelope, error) {
+	p := "/message/" + url.PathEscape(id)
+	if wait != "" {
+		p += "?wait=" + url.QueryEscape(wait)
+	}
+	var env Envelope
+	err := c.Do(ctx, http.MethodGet, p, nil, &env)
+	return env, err
+}
+
+// Roster lists the fleet's agents.
+func (c *Client) Roster(ctx context.Context) ([]projections.Agent, error) {
+	var agents []projections.Agent
+	err := c.Do(ctx, http.MethodGet, "/roster", nil, &agents)
+	return agents, err
+}
+
+// Sessions lists the named sessions.
+func (c *Client) Sessions(ctx context.Context) ([]projections.Session, error) {
+	var sessions []projections.Session
+	err := c.Do(ctx, http.MethodGet, "/sessions", nil, &sessions)
+	return sessions, err
+}
+
+// Roles lists the roles with their agents and load.
+func (c *Client) Roles(ctx context.Context) ([]RoleState, error) {
+	var roles []RoleState
+	err := c.Do(ctx, http.MethodGet, "/roles", nil, &roles)
+	return roles, err
+}
+
+// Do sends a request with in as its JSON body (nil: none) and decodes a
+// 2xx answer into out (nil: discarded). A non-2xx answer is a
+// *ClientError; no answer at all wraps ErrUnreachable.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return fmt.Errorf("fleetd URL %q: %w", c.base, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w at %s: %w", ErrUnreachable, c.base, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if res.StatusCode >= 300 {
+		ce := &ClientError{Status: res.StatusCode}
+		var e Error
+		if json.Unmarshal(raw, &e) == nil && e.Err.Code != "" {
+			ce.Body = e.Err
+		} else {
+			ce.Body = ErrorBody{Code: http.StatusText(res.StatusCode), Message: strings.TrimSpace(string(raw))}
+		}
+		return ce
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("decode answer from %s: %w", path, err)
+		}
+	}
+	return nil
+}
