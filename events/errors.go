@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -22,6 +23,16 @@ var (
 	// event the stream already holds; an atomic batch is all or nothing,
 	// so a retried batch that already landed reports this.
 	ErrDuplicateBatch = errors.New("events: batch contains an already stored event")
+	// ErrStreamLost means the FLEET stream is not there (deleted, or not
+	// created yet): nothing can be appended or read until it exists again.
+	// It covers JetStream's "stream not found" (10059) and a publish that no
+	// stream answered. A stream that comes back is a new one: its sequences
+	// may start again at 1 (StreamState.Created tells them apart).
+	ErrStreamLost = errors.New("events: the FLEET stream is missing")
+	// ErrStoreFull means JetStream refused a write for lack of storage: the
+	// server's store limit (10023, 10047) or the account's (10002) is
+	// reached. Writes fail until space is freed.
+	ErrStoreFull = errors.New("events: the JetStream store is full")
 )
 
 // translate maps JetStream's API errors to ours, once, at the boundary.
@@ -36,7 +47,17 @@ func translate(err error) error {
 			return errors.Join(ErrConcurrency, err)
 		case 10201: // JSAtomicPublishContainsDuplicateMessageErr
 			return errors.Join(ErrDuplicateBatch, err)
+		case jetstream.JSErrCodeStreamNotFound:
+			return errors.Join(ErrStreamLost, err)
+		case 10023, 10047, 10002: // insufficient resources, storage resources exceeded, account limits
+			return errors.Join(ErrStoreFull, err)
 		}
+	}
+	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrNoResponders) {
+		// A publish on fleet.> that no stream answers: nothing stores the
+		// subject any more.
+		return errors.Join(ErrStreamLost, err)
 	}
 	return err
 }
