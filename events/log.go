@@ -307,18 +307,18 @@ func (l *jsLog) LastSeq(ctx context.Context, subject string) (uint64, error) {
 // get, which a lagging replica may answer) for the last sequence on
 // subject; 0 when there is none.
 func (l *jsLog) lastSeq(ctx context.Context, subject string) (uint64, error) {
-	return l.leaderGet(ctx, map[string]any{"last_by_subj": subject})
+	return leaderGet(ctx, l.js, map[string]any{"last_by_subj": subject})
 }
 
 // firstSince asks the stream leader for the first sequence on subject
 // stored at or after t; 0 when there is none.
 func (l *jsLog) firstSince(ctx context.Context, subject string, t time.Time) (uint64, error) {
-	return l.leaderGet(ctx, map[string]any{"next_by_subj": subject, "start_time": t.UTC()})
+	return leaderGet(ctx, l.js, map[string]any{"next_by_subj": subject, "start_time": t.UTC()})
 }
 
-func (l *jsLog) leaderGet(ctx context.Context, q map[string]any) (uint64, error) {
+func leaderGet(ctx context.Context, js jetstream.JetStream, q map[string]any) (uint64, error) {
 	req, _ := json.Marshal(q)
-	resp, err := l.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+Stream, req)
+	resp, err := js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+Stream, req)
 	if err != nil {
 		return 0, fmt.Errorf("get %v: %w", q, err)
 	}
