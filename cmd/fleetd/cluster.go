@@ -42,15 +42,12 @@ func (g *Gateway) provision(ctx context.Context, replicas int) error {
 	}); err != nil {
 		return err
 	}
-	for _, bucket := range []string{projections.BucketRoster, projections.BucketSessions, projections.BucketTurns, projections.BucketCheckpoints} {
-		if err := g.retryForming(ctx, "bucket "+bucket, func(ctx context.Context) error {
-			_, err := g.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-				Bucket: bucket, Description: "fleetd projection", History: 1,
-				Storage: jetstream.FileStorage, Replicas: replicas,
-			})
+	for _, cfg := range projections.BucketConfigs(projections.Options{Replicas: replicas}) {
+		if err := g.retryForming(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) error {
+			_, err := g.js.CreateOrUpdateKeyValue(ctx, cfg)
 			return err
 		}); err != nil {
-			return fmt.Errorf("ensure bucket %s: %w", bucket, err)
+			return fmt.Errorf("ensure bucket %s: %w", cfg.Bucket, err)
 		}
 	}
 	return nil
