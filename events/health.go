@@ -50,20 +50,32 @@ type Health struct {
 // OK reports whether nothing is wrong.
 func (h Health) OK() bool { return h.Code == HealthOK }
 
-// Err is nil when h is OK, else an error wrapping the sentinel for its
-// code (ErrStreamLost, ErrStoreFull, ErrUnavailable) with the reason.
+// Err is nil when h is OK, else a *HealthError wrapping the sentinel for
+// its code (ErrStreamLost, ErrStoreFull, ErrUnavailable).
 func (h Health) Err() error {
 	switch h.Code {
 	case HealthOK:
 		return nil
 	case HealthStreamLost:
-		return fmt.Errorf("%w: %s", ErrStreamLost, h.Reason)
+		return &HealthError{Code: h.Code, Reason: h.Reason, err: ErrStreamLost}
 	case HealthStoreFull, HealthStoreLow:
-		return fmt.Errorf("%w: %s", ErrStoreFull, h.Reason)
+		return &HealthError{Code: h.Code, Reason: h.Reason, err: ErrStoreFull}
 	default:
-		return fmt.Errorf("%w: %s", ErrUnavailable, h.Reason)
+		return &HealthError{Code: h.Code, Reason: h.Reason, err: ErrUnavailable}
 	}
 }
+
+// HealthError is an unhealthy log as an error: its Code (a Health code)
+// and Reason, wrapping the matching sentinel.
+type HealthError struct {
+	Code, Reason string
+	err          error
+}
+
+func (e *HealthError) Error() string { return e.Reason }
+
+// Unwrap is the sentinel for the code.
+func (e *HealthError) Unwrap() error { return e.err }
 
 // WatcherConfig configures a Watcher.
 type WatcherConfig struct {

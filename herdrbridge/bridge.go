@@ -217,6 +217,9 @@ type Bridge struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // delivery workers and the herdr watcher
 	done     chan struct{}
+	writes   *writeGate
+	// stream is the incarnation of the stream the fold follows.
+	stream time.Time
 }
 
 // herdrLink is the state of the bridge's connection to herdr.
@@ -307,6 +310,8 @@ func NewBridge(cfg BridgeConfig) (*Bridge, error) {
 		agents:  map[string]*agentState{},
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
+		writes: &writeGate{log: cfg.Logger.With("component", "herdrbridge", "host", cfg.Host), now: cfg.Now,
+			poll: cfg.Poll, max: max(maxWriteBackoff, cfg.Poll)},
 	}, nil
 }
 
@@ -365,21 +370,38 @@ func (b *Bridge) follow(ctx context.Context, target uint64) error {
 		b.setCaughtUp()
 	}
 	backoff := b.cfg.ReconnectBackoff
+	failing := false
+	retry := func(what string, err error) bool {
+		if !failing {
+			failing = true
+			b.log.Warn(what+"; retrying with backoff", "err", err)
+		}
+		if !sleep(ctx, backoff) {
+			return false
+		}
+		backoff = min(2*backoff, b.cfg.MaxReconnectBackoff)
+		return true
+	}
 	for ctx.Err() == nil {
+		if err := b.anchor(ctx); err != nil {
+			if ctx.Err() != nil || !retry("read the stream's state", err) {
+				return nil
+			}
+			continue
+		}
 		b.mu.Lock()
 		from := b.applied + 1
 		b.mu.Unlock()
 		f, err := b.cfg.Log.Follow(ctx, events.Query{Subjects: []string{agentSubjects}, FromSeq: from, Buffer: 1024})
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || !retry("follow the log", err) {
 				return nil
 			}
-			b.log.Warn("follow the log", "err", err)
-			if !sleep(ctx, backoff) {
-				return nil
-			}
-			backoff = min(2*backoff, b.cfg.MaxReconnectBackoff)
 			continue
+		}
+		if failing {
+			failing = false
+			b.log.Info("following the log again", "from", from)
 		}
 		backoff = b.cfg.ReconnectBackoff
 		quiet := time.NewTimer(500 * time.Millisecond)
@@ -403,12 +425,37 @@ func (b *Bridge) follow(ctx context.Context, target uint64) error {
 		}
 		quiet.Stop()
 		f.Stop()
-		if ctx.Err() == nil {
-			b.log.Warn("log follower stopped; following again", "err", f.Err())
-			if !sleep(ctx, backoff) {
-				return nil
-			}
+		if ctx.Err() == nil && !retry("the log follower stopped", f.Err()) {
+			return nil
 		}
+	}
+	return nil
+}
+
+// anchor makes sure the bridge follows the stream that is there now. A
+// stream created again (its sequences restart) is followed from its first
+// event: the bridge keeps its agents and open turns, and every agent's
+// guard sequence starts again at 0, since the new stream holds nothing of
+// theirs yet.
+func (b *Bridge) anchor(ctx context.Context) error {
+	st, err := b.cfg.Log.State(ctx)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.stream.IsZero():
+		b.stream = st.Created
+	case !b.stream.Equal(st.Created):
+		b.log.Warn("the stream is a new one (created again); delivery keeps its agents and turns and follows it from its start",
+			"was_applied", b.applied, "from", max(st.FirstSeq, 1))
+		b.stream = st.Created
+		b.applied = max(st.FirstSeq, 1) - 1
+		for _, a := range b.agents {
+			a.lastSeq = 0
+		}
+		b.notifyLocked()
 	}
 	return nil
 }
@@ -629,10 +676,17 @@ func (b *Bridge) onlySkipped(ctx context.Context, subject string, from, to uint6
 	return true
 }
 
-// append writes one event about an agent (or the host) as this bridge.
+// append writes one event about an agent (or the host) as this bridge,
+// through the write gate: while the log refuses writes, it first waits
+// the gate's backoff.
 func (b *Bridge) append(ctx context.Context, subject, turn string, d events.Data, opts ...events.AppendOption) (events.Ack, error) {
+	if !b.writes.wait(ctx) {
+		return events.Ack{}, ctx.Err()
+	}
 	ev := events.Event{Subject: subject, Source: b.source, CorrelationID: turn, Time: b.cfg.Now(), Data: d}
-	return b.cfg.Log.Append(ctx, ev, opts...)
+	ack, err := b.cfg.Log.Append(ctx, ev, opts...)
+	b.writes.done(ctx, err)
+	return ack, err
 }
 
 // guard is the expected-last-sequence option for a write that depends on

@@ -129,7 +129,7 @@ func (b *Bridge) settled(ctx context.Context, agent string, ack events.Ack, err 
 	case errors.Is(err, events.ErrConcurrency):
 		b.catchUp(ctx, agent)
 	case err != nil:
-		b.log.Warn("record turn progress", "agent", agent, "err", err)
+		b.warnWrite("record turn progress", err, "agent", agent)
 		sleep(ctx, b.cfg.Poll)
 	default:
 		b.waitApplied(ctx, ack.Seq)

@@ -16,8 +16,13 @@
 // unknown agent, role, turn or path, 405 wrong method, 409 the agent is
 // blocked (or exited; or busy with "queue": false), 413 body too large,
 // 429 the role is at its cap or has no ready agent and the caller asked
-// "queue": false, 503 NATS unavailable or shutting down, 504 the turn did
-// not finish within its timeout (the error carries the id to re-attach).
+// "queue": false, 503 NATS unavailable or shutting down, or the log cannot
+// take new work (code stream_lost, store_full, store_low or unavailable,
+// from Config.Health: refused before anything is queued; a turn whose
+// deadline passes while the log takes no writes answers 503 with that
+// code and its id), 504 the turn did not finish within its timeout (the
+// error carries the id to re-attach). GET /message/{id} of a turn that
+// cannot progress says why in "stalled".
 //
 // A send may name a job ("job" in POST /message, beside DESIGN.md's
 // "context" selectors): the selectors are then resolved against that
