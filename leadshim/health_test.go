@@ -20,7 +20,7 @@ type switchableHealth struct {
 }
 
 func (s *switchableHealth) set(h events.Health) { s.mu.Lock(); s.h = h; s.mu.Unlock() }
-func (s *switchableHealth) err() error        { s.mu.Lock(); defer s.mu.Unlock(); return s.h.Err() }
+func (s *switchableHealth) err() error          { s.mu.Lock(); defer s.mu.Unlock(); return s.h.Err() }
 
 // While the log cannot take new work, /healthz says why (503 with the
 // code and reason), sends are refused with it before anything is queued,
