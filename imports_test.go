@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"claudehook":                  {"events"},
 	"simagent":                    {"events", "claudehook"},
 	"router":                      {"events", "lifecycle", "projections", "roles"},
+	"retention":                   {"events", "lifecycle", "projections"},
 	"leadshim":                    {"events", "lifecycle", "projections", "roles", "orchestrator"},
 	"orchestrator":                {"events", "lifecycle", "projections"},
 	"internal/fleettest":          {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "orchestrator"},

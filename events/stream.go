@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -71,19 +72,24 @@ func Trim(ctx context.Context, js jetstream.JetStream, subject string, seq uint6
 	}
 	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
 	defer cancel()
-	s, err := js.Stream(ctx, Stream)
+	// The purge API itself, for the count it answers with.
+	req, _ := json.Marshal(map[string]any{"filter": subject, "seq": seq})
+	resp, err := js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.PURGE."+Stream, req)
 	if err != nil {
-		return 0, fmt.Errorf("trim %s below %d: %w", subject, seq, translate(err))
+		return 0, fmt.Errorf("trim %s below %d: %w", subject, seq, err)
 	}
-	before := s.CachedInfo().State.Msgs
-	if err := s.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(seq)); err != nil {
-		return 0, fmt.Errorf("trim %s below %d: %w", subject, seq, translate(err))
+	var r struct {
+		Success bool                `json:"success"`
+		Purged  uint64              `json:"purged"`
+		Error   *jetstream.APIError `json:"error"`
 	}
-	info, err := s.Info(ctx)
-	if err != nil || info.State.Msgs > before {
-		return 0, nil
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return 0, fmt.Errorf("trim %s below %d: %w", subject, seq, err)
 	}
-	return before - info.State.Msgs, nil
+	if r.Error != nil {
+		return 0, fmt.Errorf("trim %s below %d: %w", subject, seq, translate(r.Error))
+	}
+	return r.Purged, nil
 }
 
 // SubjectCounts is how many messages FLEET holds on each subject matching
