@@ -540,3 +540,55 @@ func TestStopWaitsForTheReplyToReachTheTranscript(t *testing.T) {
 		t.Errorf("unended turn: tokens %+v, want the tool round's %+v", r.Tokens, want)
 	}
 }
+
+// A spooled event replayed after the stream's dedupe window (here one
+// second) is still stored once: the replay finds its id in the log. Before,
+// JetStream's dedupe alone guarded the replay, and a late one stored the
+// event twice.
+func TestReplayAfterTheDedupeWindowStoresOnce(t *testing.T) {
+	spool := t.TempDir()
+	if _, err := run(t, "stop", payloads[Stop], paneEnv(deadURL(t), spool)); err != nil {
+		t.Fatal(err)
+	}
+	saved := copyDir(t, spool)
+	srv := natstest.Start(t, natstest.WithTCP())
+	ctx := context.Background()
+	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{Duplicates: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	log := events.New(srv.JS, events.Options{})
+	f := fleet{srv: srv, log: log, url: srv.ClientURL()}
+	if n, err := ReplaySpool(ctx, log, spool); n != 2 || err != nil {
+		t.Fatalf("ReplaySpool = %d, %v; want 2, nil", n, err)
+	}
+	want := []events.Type{events.TypeAgentReplied, events.TypeAgentStatus}
+	assertTypes(t, f.agentEvents(t), want)
+
+	// Wait out the dedupe window: a probe appended after the replay is no
+	// longer deduplicated, so neither are the replayed events.
+	probe := events.Event{ID: events.NewULIDSource(time.Now)(), Subject: "probe", Data: events.HostUp{Host: "probe"}}
+	if _, err := log.Append(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ack, err := log.Append(ctx, probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ack.Duplicate {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the dedupe window never passed")
+		}
+	}
+
+	restoreDir(t, saved, spool)
+	if n, err := ReplaySpool(ctx, log, spool); n != 2 || err != nil {
+		t.Fatalf("late ReplaySpool = %d, %v; want 2 (found stored), nil", n, err)
+	}
+	assertTypes(t, f.agentEvents(t), want)
+	if files, _ := pending(spool); len(files) != 0 {
+		t.Errorf("spool still holds %d files", len(files))
+	}
+}

@@ -101,13 +101,16 @@ func pending(dir string) ([]spooled, error) {
 }
 
 // ReplaySpool appends the events spooled under dir (the spool root, or one
-// agent's directory in it), oldest first, each
-// with its original id (so an event that did land before is a dedupe
-// no-op), and deletes each file only once its append was acknowledged. It
-// stops at the first failed append, keeping order; a file that is not a
-// valid event is renamed to *.bad and reported, never retried. n counts
-// the events appended (duplicates included). A missing dir is an empty
-// spool.
+// agent's directory in it), oldest first, each with its original id, and
+// deletes each file only once its append was acknowledged. An event may
+// have landed before (its append timed out, yet was stored): within the
+// stream's dedupe window (2 minutes) its id makes the append a no-op, and
+// past it ReplaySpool looks for the id in the log first (see stored), so a
+// replay stores each event once however late it comes. It stops at the
+// first failed append, keeping order; a file that is not a valid event is
+// renamed to *.bad and reported, never retried. n counts the events
+// replayed, those found already stored included. A missing dir is an
+// empty spool.
 func ReplaySpool(ctx context.Context, log events.Log, dir string) (n int, err error) {
 	files, err := pending(dir)
 	if err != nil {
@@ -132,7 +135,11 @@ func ReplaySpool(ctx context.Context, log events.Log, dir string) (n int, err er
 			_ = os.Rename(f.path, f.path+".bad")
 			continue
 		}
-		if _, err := log.Append(ctx, ev); err != nil {
+		found, err := stored(ctx, log, ev)
+		if err == nil && !found {
+			_, err = log.Append(ctx, ev)
+		}
+		if err != nil {
 			return n, errors.Join(append(bad, fmt.Errorf("replay %s: %w", f.id, err))...)
 		}
 		n++
@@ -141,6 +148,38 @@ func ReplaySpool(ctx context.Context, log events.Log, dir string) (n int, err er
 		}
 	}
 	return n, errors.Join(bad...)
+}
+
+// storedSkew is how far before an event's own time its stored copy is
+// looked for: the hook's clock and the stream leader's may differ.
+const storedSkew = 10 * time.Minute
+
+// stored reports whether ev is already in the log. It is the cheapest
+// exact answer: the subject is known (the agent and the event's kind) and
+// the event cannot have been stored before it was made, so it reads that
+// one subject from ev.Time (less storedSkew) on — a handful of events —
+// and compares ids. Two replays racing past this check both append within
+// the dedupe window, which stores one. Readers need not deduplicate: the
+// projections' per-agent memory of recent ids stays as a second line, but
+// the herdr bridge, a plan's views and `nats` all see each event once.
+func stored(ctx context.Context, log events.Log, ev events.Event) (bool, error) {
+	subject, err := ev.StreamSubject()
+	if err != nil {
+		return false, err
+	}
+	var since time.Time
+	if !ev.Time.IsZero() {
+		since = ev.Time.Add(-storedSkew)
+	}
+	for got, err := range log.Read(ctx, events.Query{Subjects: []string{subject}, Since: since}) {
+		if err != nil {
+			return false, fmt.Errorf("look for %s in the log: %w", ev.ID, err)
+		}
+		if got.ID == ev.ID {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Replayer drains a spool into the log periodically: the gateway runs one
