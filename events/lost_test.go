@@ -156,3 +156,46 @@ func TestAppendToAFullStoreFailsWithErrStoreFull(t *testing.T) {
 		t.Errorf("OnAppend heard %d successes and %d full-store failures, want some and 2", oks, fails)
 	}
 }
+
+// A follower whose stream is deleted and created again at once never
+// carries on in the new stream (whose sequences restarted, so its old
+// position means nothing there): it ends with ErrStreamLost.
+func TestFollowerEndsWhenItsStreamIsCreatedAgain(t *testing.T) {
+	srv, log := newLog(t)
+	ctx := context.Background()
+	f, err := log.Follow(ctx, events.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	for range 3 {
+		if _, err := log.Append(ctx, hostUp("h")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		<-f.Events()
+	}
+	if err := srv.JS.DeleteStream(ctx, events.Stream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := log.Append(ctx, hostUp("h2")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case ev, ok := <-f.Events():
+		if ok {
+			t.Fatalf("the follower carried on in the new stream: %+v", ev)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the follower did not end")
+	}
+	if err := f.Err(); !errors.Is(err, events.ErrStreamLost) {
+		t.Fatalf("follower error %v, want ErrStreamLost", err)
+	}
+}

@@ -59,8 +59,11 @@ type reader struct {
 	// start is where the first consumer started, for a consumer made
 	// again before anything was read.
 	start jetstream.ConsumerConfig
-	cons  jetstream.Consumer
-	it    jetstream.MessagesContext
+	// created is the incarnation the reader reads: a consumer is never
+	// made again on a stream created since (its sequences restarted).
+	created time.Time
+	cons    jetstream.Consumer
+	it      jetstream.MessagesContext
 }
 
 // open makes the reader's first consumer, starting where q says.
@@ -89,6 +92,11 @@ func (l *jsLog) open(ctx context.Context, q Query) (*reader, error) {
 		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
 	}
 	r.start = cfg
+	st, err := streamState(ctx, l.js)
+	if err != nil {
+		return nil, fmt.Errorf("read %v: %w", r.filters, err)
+	}
+	r.created = st.Created
 	if err := r.subscribe(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -122,7 +130,11 @@ func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) er
 		c, err := r.l.js.CreateOrUpdateConsumer(try, Stream, cfg)
 		cancel()
 		if err == nil {
-			it, err := c.Messages(jetstream.PullMaxMessages(512), jetstream.WithMessagesErrOnMissingHeartbeat(true))
+			// A 5 s heartbeat, as jetstream's ordered consumer has: a
+			// consumer gone quiet (lost with a cluster member, never
+			// started) is noticed in 10 s and made again.
+			it, err := c.Messages(jetstream.PullMaxMessages(512), jetstream.PullHeartbeat(5*time.Second),
+				jetstream.WithMessagesErrOnMissingHeartbeat(true))
 			if err != nil {
 				r.l.release(c)
 				return fmt.Errorf("read %v: %w", r.filters, err)
@@ -179,7 +191,15 @@ func (r *reader) resume(ctx context.Context, cause error) error {
 			// Nothing read yet: start where the first consumer did.
 			cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = r.start.DeliverPolicy, r.start.OptStartSeq, r.start.OptStartTime
 		}
-		err := r.subscribe(ctx, cfg)
+		st, err := streamState(ctx, r.l.js)
+		if err == nil && !st.Created.Equal(r.created) {
+			// Same name, new stream: its sequences say nothing about
+			// where this reader was. Whoever reads must start over.
+			return fmt.Errorf("%w: it was created again (after %v)", ErrStreamLost, cause)
+		}
+		if err == nil {
+			err = r.subscribe(ctx, cfg)
+		}
 		switch {
 		case err == nil:
 			return nil
@@ -283,6 +303,14 @@ func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 		defer r.close()
 		for {
 			msg, seq, err := r.nextMsg(ctx)
+			if err != nil && ctx.Err() == nil {
+				// A broken consumer is made again from where the read was,
+				// as a follower's is; a lost stream ends the read.
+				err = r.resume(ctx, err)
+				if err == nil {
+					continue
+				}
+			}
 			if err != nil {
 				yield(Event{}, fmt.Errorf("read: %w", translate(err)))
 				return
