@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
@@ -194,6 +195,24 @@ type Replayer struct {
 	Interval time.Duration
 	// OnReplay hears each pass that appended events or failed (may be nil).
 	OnReplay func(n int, err error)
+
+	wakeOnce sync.Once
+	wake     chan struct{}
+}
+
+func (r *Replayer) wakeCh() chan struct{} {
+	r.wakeOnce.Do(func() { r.wake = make(chan struct{}, 1) })
+	return r.wake
+}
+
+// Wake asks for a pass now: the log takes writes again after refusing
+// them, and what the hooks spooled meanwhile is what turns wait for. It
+// never blocks.
+func (r *Replayer) Wake() {
+	select {
+	case r.wakeCh() <- struct{}{}:
+	default:
+	}
 }
 
 // Run replays the spool now and every Interval until ctx ends; it returns
@@ -216,6 +235,7 @@ func (r *Replayer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-r.wakeCh():
 		}
 	}
 }

@@ -261,6 +261,9 @@ type agentState struct {
 	origin, cwd  string
 	registeredAt time.Time
 	sessionSeen  bool
+	// registration is the agent's last AgentRegistered event as stored,
+	// to write again into a stream that was created again.
+	registration events.Event
 
 	// The Claude Code session as the hooks report it: live from a start
 	// until an end (a /clear ends one and starts the next at once).
@@ -383,12 +386,14 @@ func (b *Bridge) follow(ctx context.Context, target uint64) error {
 		return true
 	}
 	for ctx.Err() == nil {
-		if err := b.anchor(ctx); err != nil {
+		regs, err := b.anchor(ctx)
+		if err != nil {
 			if ctx.Err() != nil || !retry("read the stream's state", err) {
 				return nil
 			}
 			continue
 		}
+		b.reregister(ctx, regs)
 		b.mu.Lock()
 		from := b.applied + 1
 		b.mu.Unlock()
@@ -437,10 +442,13 @@ func (b *Bridge) follow(ctx context.Context, target uint64) error {
 // event: the bridge keeps its agents and open turns, and every agent's
 // guard sequence starts again at 0, since the new stream holds nothing of
 // theirs yet.
-func (b *Bridge) anchor(ctx context.Context) error {
+//
+// It returns the registrations of this host's live agents when the stream
+// is a new one, for reregister.
+func (b *Bridge) anchor(ctx context.Context) ([]events.Event, error) {
 	st, err := b.cfg.Log.State(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -452,12 +460,47 @@ func (b *Bridge) anchor(ctx context.Context) error {
 			"was_applied", b.applied, "from", max(st.FirstSeq, 1))
 		b.stream = st.Created
 		b.applied = max(st.FirstSeq, 1) - 1
+		var regs []events.Event
 		for _, a := range b.agents {
 			a.lastSeq = 0
+			if b.ownedLocked(a) && a.registration.ID != "" {
+				regs = append(regs, a.registration)
+			}
 		}
 		b.notifyLocked()
+		return regs, nil
 	}
-	return nil
+	return nil, nil
+}
+
+// reregister writes this host's live agents' registrations into a stream
+// that was created again, each exactly as it was stored (same id, time
+// and data), so that a restart, another host or `nats` knows them again.
+// Folds that saw the original take the copy as the same event: the
+// projections drop it by its id, and for the bridge it changes nothing.
+func (b *Bridge) reregister(ctx context.Context, regs []events.Event) {
+	for _, ev := range regs {
+		if !b.writes.wait(ctx) {
+			return
+		}
+		ev.Seq, ev.NATSSubject = 0, ""
+		_, err := b.cfg.Log.Append(ctx, ev)
+		b.writes.done(ctx, err)
+		if err != nil {
+			b.warnWrite("register again in the new stream", err, "agent", ev.Subject)
+			continue
+		}
+		b.log.Info("registered again in the new stream", "agent", ev.Subject)
+	}
+}
+
+// CaughtUp reports whether the bridge has folded the log as it stood when
+// Run started: retention waits for it, so a trim never overtakes the
+// bridge's read from the log's start.
+func (b *Bridge) CaughtUp() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.caughtUp
 }
 
 func (b *Bridge) setCaughtUp() {
@@ -487,6 +530,7 @@ func (b *Bridge) apply(ev events.Event) {
 			a.logStatus, a.logStatusSeq, a.violation = "", 0, ""
 		}
 		a.registered, a.exited, a.exitSent = true, false, false
+		a.registration = ev
 		a.host, a.pane, a.role, a.cwd = d.Host, d.Pane, d.Role, d.Cwd
 		a.origin, a.registeredAt, a.sessionSeen = d.Origin, ev.Time, false
 		a.sessionLive, a.sessionID, a.sessionCwd, a.promptRefused = false, "", "", false

@@ -29,6 +29,8 @@ type writeGate struct {
 	logged   time.Time
 	backoff  time.Duration
 	until    time.Time
+	// refused is when a write was last refused.
+	refused time.Time
 }
 
 // maxWriteBackoff bounds the wait between refused write rounds.
@@ -43,6 +45,18 @@ func (g *writeGate) wait(ctx context.Context) bool {
 		return ctx.Err() == nil
 	}
 	return sleep(ctx, d)
+}
+
+// lastRefused is when the log last refused a write (zero: never). The
+// agents' hooks spool their events meanwhile, and those arrive only once
+// the log takes writes again: a turn's timers restart from here.
+func (g *writeGate) lastRefused() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failures > 0 {
+		return g.now()
+	}
+	return g.refused
 }
 
 // troubled reports whether writes are being refused now.
@@ -69,6 +83,7 @@ func (g *writeGate) done(ctx context.Context, err error) {
 		return
 	}
 	g.failures++
+	g.refused = now
 	if now.Before(g.until) {
 		return // another worker's write of the same round
 	}
