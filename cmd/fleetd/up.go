@@ -11,26 +11,29 @@ import (
 
 // UpCmd runs the fabric on this host.
 type UpCmd struct {
-	DataDir       string        `help:"Where the JetStream store and fleetd's state live." default:"${default_data_dir}" env:"FLEET_DATA_DIR" type:"path"`
-	Listen        string        `help:"NATS client listen address for the embedded server; empty for in-process only." default:"127.0.0.1:4222" env:"FLEET_LISTEN"`
-	HTTP          string        `name:"http" help:"Lead HTTP shim listen address (loopback by default; any other address needs --token)." default:"127.0.0.1:8765" env:"FLEET_HTTP"`
-	SyncAlways    bool          `help:"fsync every JetStream write before acknowledging it." default:"true" negatable:"" env:"FLEET_SYNC_ALWAYS"`
-	MaxStore      int64         `help:"Cap on JetStream file storage in bytes (0 = no cap)." env:"FLEET_MAX_STORE"`
-	MaxMemory     int64         `help:"Cap on JetStream memory storage in bytes (0 = no cap)." env:"FLEET_MAX_MEMORY"`
-	Cluster       string        `help:"Cluster name: join a cluster of fleetd hosts." env:"FLEET_CLUSTER"`
-	ClusterListen string        `help:"Cluster route listen address." default:"0.0.0.0:6222" env:"FLEET_CLUSTER_LISTEN"`
-	Routes        []string      `help:"Routes to the other cluster members (nats://host:6222,…)." env:"FLEET_ROUTES"`
-	Replicas      int           `help:"Replicas of the FLEET stream and KV buckets (default: 1, or 3 in a cluster)." env:"FLEET_REPLICAS"`
-	ServerConfig  string        `help:"nats-server config file to apply (accounts, users, TLS), e.g. from 'fleetd auth'." env:"FLEET_SERVER_CONFIG" type:"path"`
-	Herdr         string        `help:"herdr socket path (default: as herdr resolves it: HERDR_SOCKET_PATH, HERDR_SESSION, ~/.config/herdr/herdr.sock)." env:"FLEET_HERDR_SOCKET" type:"path"`
-	NoHerdr       bool          `help:"Run without a herdr gateway on this host (log, projections and shim only)." env:"FLEET_NO_HERDR"`
-	Roles         string        `help:"Roles file (JSON): launch command, model, env class, cap and tier per role." env:"FLEET_ROLES" type:"path"`
-	Heartbeat     time.Duration `help:"How often the host announces it is alive." default:"5s" env:"FLEET_HEARTBEAT"`
-	HostTTL       time.Duration `name:"host-ttl" help:"A host silent this long (no heartbeat) has its agents marked stale in the roster; keep it a few heartbeats long." default:"15s" env:"FLEET_HOST_TTL"`
-	IdleTTL       time.Duration `name:"idle-ttl" help:"Close a named session's pane once it has been idle this long (0: never); the session stays resumable by name." default:"30m" env:"FLEET_IDLE_TTL"`
-	SubmitTimeout time.Duration `help:"How long a typed prompt may go without proof of submission before Enter is pressed once more, and as long again before its turn fails as indeterminate; raise it on a slow or loaded host." default:"5s" env:"FLEET_SUBMIT_TIMEOUT"`
-	ExitGrace     time.Duration `help:"Turns queued for an agent whose Claude Code session ended fail as agent_exited when no session starts again within this long." default:"30s" env:"FLEET_EXIT_GRACE"`
-	MaxText       int           `help:"Largest text a turn may carry, in bytes once control sequences are removed (longer: 413). Texts Claude Code's prompt box would not keep exactly reach the agent as a file." default:"1048576" env:"FLEET_MAX_TEXT"`
+	DataDir        string        `help:"Where the JetStream store and fleetd's state live." default:"${default_data_dir}" env:"FLEET_DATA_DIR" type:"path"`
+	Listen         string        `help:"NATS client listen address for the embedded server; empty for in-process only." default:"127.0.0.1:4222" env:"FLEET_LISTEN"`
+	HTTP           string        `name:"http" help:"Lead HTTP shim listen address (loopback by default; any other address needs --token)." default:"127.0.0.1:8765" env:"FLEET_HTTP"`
+	SyncAlways     bool          `help:"fsync every JetStream write before acknowledging it." default:"true" negatable:"" env:"FLEET_SYNC_ALWAYS"`
+	MaxStore       int64         `help:"Cap on JetStream file storage in bytes (0 = no cap). Near it, new sends are refused (503 store_low) so accepted turns can finish; at it, /healthz says store_full until space frees." env:"FLEET_MAX_STORE"`
+	Retain         string        `help:"How much of the FLEET stream to keep beyond what open turns and live agents need: an age (7d, 36h), a size (500MB, 2GiB), both (7d,2GiB: whichever trims more) or forever. Default: 7d, and half of --max-store when it is set." env:"FLEET_RETAIN"`
+	RetainTurns    string        `help:"How long a final turn stays in fleet_turns (GET /message/{id} answers for it), or forever." default:"7d" env:"FLEET_RETAIN_TURNS"`
+	RecreateStream time.Duration `help:"Create the FLEET stream again once it has been missing this long (0: never; then an administrator recreates it and fleetd resumes by itself)." default:"10s" env:"FLEET_RECREATE_STREAM"`
+	MaxMemory      int64         `help:"Cap on JetStream memory storage in bytes (0 = no cap)." env:"FLEET_MAX_MEMORY"`
+	Cluster        string        `help:"Cluster name: join a cluster of fleetd hosts." env:"FLEET_CLUSTER"`
+	ClusterListen  string        `help:"Cluster route listen address." default:"0.0.0.0:6222" env:"FLEET_CLUSTER_LISTEN"`
+	Routes         []string      `help:"Routes to the other cluster members (nats://host:6222,…)." env:"FLEET_ROUTES"`
+	Replicas       int           `help:"Replicas of the FLEET stream and KV buckets (default: 1, or 3 in a cluster)." env:"FLEET_REPLICAS"`
+	ServerConfig   string        `help:"nats-server config file to apply (accounts, users, TLS), e.g. from 'fleetd auth'." env:"FLEET_SERVER_CONFIG" type:"path"`
+	Herdr          string        `help:"herdr socket path (default: as herdr resolves it: HERDR_SOCKET_PATH, HERDR_SESSION, ~/.config/herdr/herdr.sock)." env:"FLEET_HERDR_SOCKET" type:"path"`
+	NoHerdr        bool          `help:"Run without a herdr gateway on this host (log, projections and shim only)." env:"FLEET_NO_HERDR"`
+	Roles          string        `help:"Roles file (JSON): launch command, model, env class, cap and tier per role." env:"FLEET_ROLES" type:"path"`
+	Heartbeat      time.Duration `help:"How often the host announces it is alive." default:"5s" env:"FLEET_HEARTBEAT"`
+	HostTTL        time.Duration `name:"host-ttl" help:"A host silent this long (no heartbeat) has its agents marked stale in the roster; keep it a few heartbeats long." default:"15s" env:"FLEET_HOST_TTL"`
+	IdleTTL        time.Duration `name:"idle-ttl" help:"Close a named session's pane once it has been idle this long (0: never); the session stays resumable by name." default:"30m" env:"FLEET_IDLE_TTL"`
+	SubmitTimeout  time.Duration `help:"How long a typed prompt may go without proof of submission before Enter is pressed once more, and as long again before its turn fails as indeterminate; raise it on a slow or loaded host." default:"5s" env:"FLEET_SUBMIT_TIMEOUT"`
+	ExitGrace      time.Duration `help:"Turns queued for an agent whose Claude Code session ended fail as agent_exited when no session starts again within this long." default:"30s" env:"FLEET_EXIT_GRACE"`
+	MaxText        int           `help:"Largest text a turn may carry, in bytes once control sequences are removed (longer: 413). Texts Claude Code's prompt box would not keep exactly reach the agent as a file." default:"1048576" env:"FLEET_MAX_TEXT"`
 }
 
 // Run starts the gateway and blocks until SIGINT or SIGTERM.
@@ -74,22 +77,25 @@ func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
 		ncfg.ClusterName, ncfg.ClusterListen, ncfg.Routes = c.Cluster, c.ClusterListen, c.Routes
 	}
 	return GatewayConfig{
-		Host:          host,
-		NATS:          ncfg,
-		ExternalURL:   g.NATS,
-		Creds:         g.Creds,
-		Replicas:      c.Replicas,
-		HTTP:          c.HTTP,
-		Token:         g.Token,
-		HerdrPath:     c.Herdr,
-		NoHerdr:       c.NoHerdr,
-		RolesFile:     c.Roles,
-		Heartbeat:     c.Heartbeat,
-		HostTTL:       c.HostTTL,
-		IdleTTL:       c.IdleTTL,
-		SubmitTimeout: c.SubmitTimeout,
-		ExitGrace:     c.ExitGrace,
-		MaxText:       c.MaxText,
-		Logger:        g.Logger(),
+		Host:           host,
+		NATS:           ncfg,
+		ExternalURL:    g.NATS,
+		Creds:          g.Creds,
+		Replicas:       c.Replicas,
+		HTTP:           c.HTTP,
+		Token:          g.Token,
+		HerdrPath:      c.Herdr,
+		NoHerdr:        c.NoHerdr,
+		RolesFile:      c.Roles,
+		Heartbeat:      c.Heartbeat,
+		HostTTL:        c.HostTTL,
+		IdleTTL:        c.IdleTTL,
+		SubmitTimeout:  c.SubmitTimeout,
+		ExitGrace:      c.ExitGrace,
+		MaxText:        c.MaxText,
+		Retain:         c.Retain,
+		RetainTurns:    c.RetainTurns,
+		RecreateStream: c.RecreateStream,
+		Logger:         g.Logger(),
 	}, nil
 }
