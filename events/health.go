@@ -180,7 +180,9 @@ func (w *Watcher) Observe(err error) {
 	h := w.health
 	w.mu.Unlock()
 	if full && h.Code != HealthStoreFull {
-		w.set(w.storeHealth(h, h.StoreUsed, h.StoreMax))
+		// Known at once from the refusal; the kicked check adds the
+		// numbers.
+		w.set(w.storeHealth(h, 0, h.StoreMax))
 	}
 	if changed || (err != nil && !full) {
 		select {
@@ -286,7 +288,7 @@ func (w *Watcher) storeHealth(h Health, used, limit int64) Health {
 	case limit > 0 && used > limit, observed:
 		h.Code = HealthStoreFull
 		h.Reason = "the JetStream store is full: writes are refused, so no turn can progress or be recorded as failed until space is freed (retention trims what no open turn needs; raise --max-store or free space)"
-		if limit > 0 {
+		if limit > 0 && used > 0 {
 			h.Reason = fmt.Sprintf("the JetStream store is full (%s of %s): writes are refused, so no turn can progress or be recorded as failed until space is freed (retention trims what no open turn needs; raise --max-store or free space)", bytesText(used), bytesText(limit))
 		}
 	case limit > 0 && float64(used) >= (1-w.cfg.Reserve)*float64(limit):

@@ -262,8 +262,9 @@ type agentState struct {
 	registeredAt time.Time
 	sessionSeen  bool
 	// registration is the agent's last AgentRegistered event as stored,
-	// to write again into a stream that was created again.
-	registration events.Event
+	// and started its session's start: written again into a stream that
+	// was created again.
+	registration, started events.Event
 
 	// The Claude Code session as the hooks report it: live from a start
 	// until an end (a /clear ends one and starts the next at once).
@@ -465,6 +466,9 @@ func (b *Bridge) anchor(ctx context.Context) ([]events.Event, error) {
 			a.lastSeq = 0
 			if b.ownedLocked(a) && a.registration.ID != "" {
 				regs = append(regs, a.registration)
+				if a.sessionLive && a.started.ID != "" {
+					regs = append(regs, a.started)
+				}
 			}
 		}
 		b.notifyLocked()
@@ -473,9 +477,10 @@ func (b *Bridge) anchor(ctx context.Context) ([]events.Event, error) {
 	return nil, nil
 }
 
-// reregister writes this host's live agents' registrations into a stream
-// that was created again, each exactly as it was stored (same id, time
-// and data), so that a restart, another host or `nats` knows them again.
+// reregister writes this host's live agents' registrations (and their
+// live sessions' starts) into a stream that was created again, each
+// exactly as it was stored (same id, time and data), so that a restart,
+// another host or `nats` knows them again.
 // Folds that saw the original take the copy as the same event: the
 // projections drop it by its id, and for the bridge it changes nothing.
 func (b *Bridge) reregister(ctx context.Context, regs []events.Event) {
@@ -525,6 +530,11 @@ func (b *Bridge) apply(ev events.Event) {
 	a.lastSeq = max(a.lastSeq, ev.Seq)
 	switch d := ev.Data.(type) {
 	case events.AgentRegistered:
+		if a.registered && ev.ID == a.registration.ID {
+			// The same registration again (written into a stream created
+			// again): nothing new about the agent.
+			break
+		}
 		if d.Pane != a.pane || d.Host != a.host {
 			a.fresh, a.status, a.seq, a.label, a.workingSeq, a.blockedFrom = false, "", 0, "", 0, time.Time{}
 			a.logStatus, a.logStatusSeq, a.violation = "", 0, ""
@@ -579,6 +589,10 @@ func (b *Bridge) apply(ev events.Event) {
 func (b *Bridge) sessionLocked(a *agentState, ev events.Event, d events.AgentSession) {
 	switch d.State {
 	case "started":
+		if a.sessionLive && ev.ID == a.started.ID {
+			return // the same start again (a stream created again)
+		}
+		a.started = ev
 		a.sessionSeen, a.sessionLive, a.sessionID = true, true, d.SessionID
 		if d.Cwd != "" {
 			a.sessionCwd = d.Cwd
