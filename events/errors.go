@@ -3,7 +3,6 @@ package events
 import (
 	"errors"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -25,9 +24,9 @@ var (
 	ErrDuplicateBatch = errors.New("events: batch contains an already stored event")
 	// ErrStreamLost means the FLEET stream is not there (deleted, or not
 	// created yet): nothing can be appended or read until it exists again.
-	// It covers JetStream's "stream not found" (10059) and a publish that no
-	// stream answered. A stream that comes back is a new one: its sequences
-	// may start again at 1 (StreamState.Created tells them apart).
+	// It is JetStream's "stream not found" (10059). A stream that comes
+	// back is a new one: its sequences may start again at 1
+	// (StreamState.Created tells them apart).
 	ErrStreamLost = errors.New("events: the FLEET stream is missing")
 	// ErrStoreFull means JetStream refused a write for lack of storage: the
 	// server's store limit (10023, 10047) or the account's (10002) is
@@ -53,10 +52,10 @@ func translate(err error) error {
 			return errors.Join(ErrStoreFull, err)
 		}
 	}
-	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		errors.Is(err, nats.ErrNoResponders) {
-		// A publish on fleet.> that no stream answers: nothing stores the
-		// subject any more.
+	// A publish that no stream answered is not taken for a lost stream: a
+	// cluster answers so for a moment right after creating one. Whether
+	// the stream is there is asked of the JetStream API (10059).
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return errors.Join(ErrStreamLost, err)
 	}
 	return err

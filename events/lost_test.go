@@ -64,8 +64,11 @@ func TestFollowerEndsWithErrStreamLostWhenTheStreamIsDeleted(t *testing.T) {
 	}
 	within(t, time.Second, "Stop", f.Stop)
 
-	if _, err := log.Append(ctx, hostUp("h")); !errors.Is(err, events.ErrStreamLost) {
-		t.Errorf("append without a stream: %v, want ErrStreamLost", err)
+	// A publish nobody answers is ambiguous (a cluster answers so for a
+	// moment after creating a stream): it fails, but only the API says
+	// the stream is lost.
+	if _, err := log.Append(ctx, hostUp("h")); err == nil {
+		t.Error("append without a stream succeeded")
 	}
 	if _, err := log.State(ctx); !errors.Is(err, events.ErrStreamLost) {
 		t.Errorf("state without a stream: %v, want ErrStreamLost", err)
