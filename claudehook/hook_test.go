@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -591,4 +592,33 @@ func TestReplayAfterTheDedupeWindowStoresOnce(t *testing.T) {
 	if files, _ := pending(spool); len(files) != 0 {
 		t.Errorf("spool still holds %d files", len(files))
 	}
+}
+
+// A hook replays only what the dedupe window still guards (an agent's NATS
+// identity may not read the log to check the rest); an older spooled event
+// stays, in order, for the gateway's Replayer, which stores it once.
+func TestAHookLeavesOldSpooledEventsToTheGateway(t *testing.T) {
+	spool := t.TempDir()
+	long := time.Now().Add(-10 * time.Minute)
+	err := Run(context.Background(), "stop", strings.NewReader(payloads[Stop]), paneEnv(deadURL(t), spool),
+		Options{Stderr: io.Discard, NoHerdr: true, Now: func() time.Time { return long }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFleet(t)
+	stderr, err := run(t, "session-end", payloads[SessionEnd], paneEnv(f.url, spool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr, "replayed") {
+		t.Errorf("the hook replayed events older than the dedupe window: %q", stderr)
+	}
+	assertTypes(t, f.agentEvents(t), []events.Type{events.TypeAgentSession})
+	if files, _ := pending(spool); len(files) != 2 {
+		t.Fatalf("spool holds %d files, want the 2 old ones", len(files))
+	}
+	if n, err := ReplaySpool(context.Background(), f.log, spool); n != 2 || err != nil {
+		t.Fatalf("gateway replay = %d, %v", n, err)
+	}
+	assertTypes(t, f.agentEvents(t), []events.Type{events.TypeAgentSession, events.TypeAgentReplied, events.TypeAgentStatus})
 }

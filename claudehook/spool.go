@@ -113,6 +113,27 @@ func pending(dir string) ([]spooled, error) {
 // replayed, those found already stored included. A missing dir is an
 // empty spool.
 func ReplaySpool(ctx context.Context, log events.Log, dir string) (n int, err error) {
+	return replay(ctx, log, dir, 0, nil)
+}
+
+// FreshWindow is how young a spooled event must be for ReplayFresh: well
+// inside the stream's 2-minute dedupe window, where its id alone makes a
+// repeat a no-op.
+const FreshWindow = 90 * time.Second
+
+// ReplayFresh is ReplaySpool for a replayer that may not read the log (an
+// agent's hook, whose NATS identity may only publish its own events): it
+// replays the spooled events younger than FreshWindow by now, which the
+// dedupe window guards, and stops at the first older one, leaving it and
+// what follows for the gateway's Replayer, which looks in the log first.
+func ReplayFresh(ctx context.Context, log events.Log, dir string, now func() time.Time) (n int, err error) {
+	if now == nil {
+		now = time.Now
+	}
+	return replay(ctx, log, dir, FreshWindow, now)
+}
+
+func replay(ctx context.Context, log events.Log, dir string, fresh time.Duration, now func() time.Time) (n int, err error) {
 	files, err := pending(dir)
 	if err != nil {
 		return 0, fmt.Errorf("replay spool %s: %w", dir, err)
@@ -136,7 +157,14 @@ func ReplaySpool(ctx context.Context, log events.Log, dir string) (n int, err er
 			_ = os.Rename(f.path, f.path+".bad")
 			continue
 		}
-		found, err := stored(ctx, log, ev)
+		var found bool
+		switch {
+		case fresh == 0:
+			found, err = stored(ctx, log, ev)
+		case ev.Time.IsZero() || now().Sub(ev.Time) > fresh:
+			// Keep order: this one and what follows wait together.
+			return n, errors.Join(bad...)
+		}
 		if err == nil && !found {
 			_, err = log.Append(ctx, ev)
 		}
