@@ -272,6 +272,8 @@ func (m *materializer) open(ctx context.Context) error {
 // ctx ends. Each round first anchors the fold on the stream as it is.
 func (m *materializer) loop(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
+	var said string
+	var saidAt time.Time
 	for {
 		err := m.anchor(ctx)
 		if err == nil {
@@ -284,7 +286,15 @@ func (m *materializer) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		m.o.Logger.Warn("projections: reading the log failed; retrying", "applied", m.Applied(), "err", err)
+		if err == nil {
+			err = errFollowEnded
+		}
+		// A lost stream or a full store fails every retry the same way:
+		// say so when it changes, and every 30 s while it lasts.
+		if msg := err.Error(); msg != said || time.Since(saidAt) >= 30*time.Second {
+			m.o.Logger.Warn("projections: reading the log failed; retrying", "applied", m.Applied(), "err", err)
+			said, saidAt = msg, time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
