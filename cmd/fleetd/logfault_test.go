@@ -387,7 +387,11 @@ func TestRetentionKeepsWhatIsNeededAndARestartAgrees(t *testing.T) {
 		done = append(done, env.ID)
 	}
 	// An agent on a host that is not running: its turn stays open.
-	if _, err := fx.gw.Log.Append(ctx, events.Event{Subject: "w-far", Data: events.AgentRegistered{Agent: "w-far", Host: "far", Pane: "p9", Role: "w"}}); err != nil {
+	reg, err := fx.gw.Log.Append(ctx, events.Event{Subject: "w-far", Data: events.AgentRegistered{Agent: "w-far", Host: "far", Pane: "p9", Role: "w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.gw.Views.WaitSeq(ctx, reg.Seq); err != nil {
 		t.Fatal(err)
 	}
 	var acc leadshim.Accepted
