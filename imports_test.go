@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"claudehook":                        {"events", "herdrbridge/herdrapi", "natsauth"},
 	"simagent":                          {"events", "claudehook", "herdrbridge/herdrapi", "natsauth"},
 	"router":                            {"events", "lifecycle", "projections", "roles"},
+	"retention":                         {"events", "lifecycle", "projections"},
 	"leadshim":                          {"events", "lifecycle", "projections", "roles", "orchestrator"},
 	"orchestrator":                      {"events", "lifecycle", "projections"},
 	"internal/checkfor":                 {},

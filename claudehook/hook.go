@@ -237,9 +237,11 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 	}
 	log := events.New(js, events.Options{Source: evs[0].Source, Now: o.Now, NewID: o.NewID, Timeout: o.Timeout})
 	if !o.NoReplay {
-		// Only this agent's spool: an agent's NATS user may append only
-		// its own events (natsauth), and the gateway replays the rest.
-		n, err := ReplaySpool(ctx, log, filepath.Join(spool, evs[0].Subject))
+		// Only this agent's spool, and only what the dedupe window still
+		// guards: an agent's NATS user may append only its own events
+		// and read nothing of the log (natsauth), so the gateway replays
+		// the rest, looking in the log first.
+		n, err := ReplayFresh(ctx, log, filepath.Join(spool, evs[0].Subject), o.Now)
 		if n > 0 {
 			fmt.Fprintf(o.Stderr, "fleetd hook: replayed %d spooled event(s)\n", n)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -656,4 +657,85 @@ func mustParse(t *testing.T, hook string) Hook {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// A spooled event replayed after the stream's dedupe window (here one
+// second) is still stored once: the replay finds its id in the log. Before,
+// JetStream's dedupe alone guarded the replay, and a late one stored the
+// event twice.
+func TestReplayAfterTheDedupeWindowStoresOnce(t *testing.T) {
+	spool := t.TempDir()
+	if _, err := run(t, "stop", payloads[Stop], paneEnv(deadURL(t), spool)); err != nil {
+		t.Fatal(err)
+	}
+	saved := copyDir(t, spool)
+	srv := natstest.Start(t, natstest.WithTCP())
+	ctx := context.Background()
+	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{Duplicates: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	log := events.New(srv.JS, events.Options{})
+	f := fleet{srv: srv, log: log, url: srv.ClientURL()}
+	if n, err := ReplaySpool(ctx, log, spool); n != 2 || err != nil {
+		t.Fatalf("ReplaySpool = %d, %v; want 2, nil", n, err)
+	}
+	want := []events.Type{events.TypeAgentReplied, events.TypeAgentStatus}
+	assertTypes(t, f.agentEvents(t), want)
+
+	// Wait out the dedupe window: a probe appended after the replay is no
+	// longer deduplicated, so neither are the replayed events.
+	probe := events.Event{ID: events.NewULIDSource(time.Now)(), Subject: "probe", Data: events.HostUp{Host: "probe"}}
+	if _, err := log.Append(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ack, err := log.Append(ctx, probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ack.Duplicate {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the dedupe window never passed")
+		}
+	}
+
+	restoreDir(t, saved, spool)
+	if n, err := ReplaySpool(ctx, log, spool); n != 2 || err != nil {
+		t.Fatalf("late ReplaySpool = %d, %v; want 2 (found stored), nil", n, err)
+	}
+	assertTypes(t, f.agentEvents(t), want)
+	if files, _ := pending(spool); len(files) != 0 {
+		t.Errorf("spool still holds %d files", len(files))
+	}
+}
+
+// A hook replays only what the dedupe window still guards (an agent's NATS
+// identity may not read the log to check the rest); an older spooled event
+// stays, in order, for the gateway's Replayer, which stores it once.
+func TestAHookLeavesOldSpooledEventsToTheGateway(t *testing.T) {
+	spool := t.TempDir()
+	long := time.Now().Add(-10 * time.Minute)
+	err := Run(context.Background(), "stop", strings.NewReader(payloads[Stop]), paneEnv(deadURL(t), spool),
+		Options{Stderr: io.Discard, NoHerdr: true, Now: func() time.Time { return long }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFleet(t)
+	stderr, err := run(t, "session-end", payloads[SessionEnd], paneEnv(f.url, spool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr, "replayed") {
+		t.Errorf("the hook replayed events older than the dedupe window: %q", stderr)
+	}
+	assertTypes(t, f.agentEvents(t), []events.Type{events.TypeAgentSession})
+	if files, _ := pending(spool); len(files) != 2 {
+		t.Fatalf("spool holds %d files, want the 2 old ones", len(files))
+	}
+	if n, err := ReplaySpool(context.Background(), f.log, spool); n != 2 || err != nil {
+		t.Fatalf("gateway replay = %d, %v", n, err)
+	}
+	assertTypes(t, f.agentEvents(t), []events.Type{events.TypeAgentSession, events.TypeAgentReplied, events.TypeAgentStatus})
 }

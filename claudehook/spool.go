@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
@@ -101,14 +102,38 @@ func pending(dir string) ([]spooled, error) {
 }
 
 // ReplaySpool appends the events spooled under dir (the spool root, or one
-// agent's directory in it), oldest first, each
-// with its original id (so an event that did land before is a dedupe
-// no-op), and deletes each file only once its append was acknowledged. It
-// stops at the first failed append, keeping order; a file that is not a
-// valid event is renamed to *.bad and reported, never retried. n counts
-// the events appended (duplicates included). A missing dir is an empty
-// spool.
+// agent's directory in it), oldest first, each with its original id, and
+// deletes each file only once its append was acknowledged. An event may
+// have landed before (its append timed out, yet was stored): within the
+// stream's dedupe window (2 minutes) its id makes the append a no-op, and
+// past it ReplaySpool looks for the id in the log first (see stored), so a
+// replay stores each event once however late it comes. It stops at the
+// first failed append, keeping order; a file that is not a valid event is
+// renamed to *.bad and reported, never retried. n counts the events
+// replayed, those found already stored included. A missing dir is an
+// empty spool.
 func ReplaySpool(ctx context.Context, log events.Log, dir string) (n int, err error) {
+	return replay(ctx, log, dir, 0, nil)
+}
+
+// FreshWindow is how young a spooled event must be for ReplayFresh: well
+// inside the stream's 2-minute dedupe window, where its id alone makes a
+// repeat a no-op.
+const FreshWindow = 90 * time.Second
+
+// ReplayFresh is ReplaySpool for a replayer that may not read the log (an
+// agent's hook, whose NATS identity may only publish its own events): it
+// replays the spooled events younger than FreshWindow by now, which the
+// dedupe window guards, and stops at the first older one, leaving it and
+// what follows for the gateway's Replayer, which looks in the log first.
+func ReplayFresh(ctx context.Context, log events.Log, dir string, now func() time.Time) (n int, err error) {
+	if now == nil {
+		now = time.Now
+	}
+	return replay(ctx, log, dir, FreshWindow, now)
+}
+
+func replay(ctx context.Context, log events.Log, dir string, fresh time.Duration, now func() time.Time) (n int, err error) {
 	files, err := pending(dir)
 	if err != nil {
 		return 0, fmt.Errorf("replay spool %s: %w", dir, err)
@@ -132,7 +157,18 @@ func ReplaySpool(ctx context.Context, log events.Log, dir string) (n int, err er
 			_ = os.Rename(f.path, f.path+".bad")
 			continue
 		}
-		if _, err := log.Append(ctx, ev); err != nil {
+		var found bool
+		switch {
+		case fresh == 0:
+			found, err = stored(ctx, log, ev)
+		case ev.Time.IsZero() || now().Sub(ev.Time) > fresh:
+			// Keep order: this one and what follows wait together.
+			return n, errors.Join(bad...)
+		}
+		if err == nil && !found {
+			_, err = log.Append(ctx, ev)
+		}
+		if err != nil {
 			return n, errors.Join(append(bad, fmt.Errorf("replay %s: %w", f.id, err))...)
 		}
 		n++
@@ -141,6 +177,38 @@ func ReplaySpool(ctx context.Context, log events.Log, dir string) (n int, err er
 		}
 	}
 	return n, errors.Join(bad...)
+}
+
+// storedSkew is how far before an event's own time its stored copy is
+// looked for: the hook's clock and the stream leader's may differ.
+const storedSkew = 10 * time.Minute
+
+// stored reports whether ev is already in the log. It is the cheapest
+// exact answer: the subject is known (the agent and the event's kind) and
+// the event cannot have been stored before it was made, so it reads that
+// one subject from ev.Time (less storedSkew) on — a handful of events —
+// and compares ids. Two replays racing past this check both append within
+// the dedupe window, which stores one. Readers need not deduplicate: the
+// projections' per-agent memory of recent ids stays as a second line, but
+// the herdr bridge, a plan's views and `nats` all see each event once.
+func stored(ctx context.Context, log events.Log, ev events.Event) (bool, error) {
+	subject, err := ev.StreamSubject()
+	if err != nil {
+		return false, err
+	}
+	var since time.Time
+	if !ev.Time.IsZero() {
+		since = ev.Time.Add(-storedSkew)
+	}
+	for got, err := range log.Read(ctx, events.Query{Subjects: []string{subject}, Since: since}) {
+		if err != nil {
+			return false, fmt.Errorf("look for %s in the log: %w", ev.ID, err)
+		}
+		if got.ID == ev.ID {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Replayer drains a spool into the log periodically: the gateway runs one
@@ -155,6 +223,24 @@ type Replayer struct {
 	Interval time.Duration
 	// OnReplay hears each pass that appended events or failed (may be nil).
 	OnReplay func(n int, err error)
+
+	wakeOnce sync.Once
+	wake     chan struct{}
+}
+
+func (r *Replayer) wakeCh() chan struct{} {
+	r.wakeOnce.Do(func() { r.wake = make(chan struct{}, 1) })
+	return r.wake
+}
+
+// Wake asks for a pass now: the log takes writes again after refusing
+// them, and what the hooks spooled meanwhile is what turns wait for. It
+// never blocks.
+func (r *Replayer) Wake() {
+	select {
+	case r.wakeCh() <- struct{}{}:
+	default:
+	}
 }
 
 // Run replays the spool now and every Interval until ctx ends; it returns
@@ -177,6 +263,7 @@ func (r *Replayer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-r.wakeCh():
 		}
 	}
 }

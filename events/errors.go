@@ -26,6 +26,16 @@ var (
 	// event the stream already holds; an atomic batch is all or nothing,
 	// so a retried batch that already landed reports this.
 	ErrDuplicateBatch = errors.New("events: batch contains an already stored event")
+	// ErrStreamLost means the FLEET stream is not there (deleted, or not
+	// created yet): nothing can be appended or read until it exists again.
+	// It is JetStream's "stream not found" (10059). A stream that comes
+	// back is a new one: its sequences may start again at 1
+	// (StreamState.Created tells them apart).
+	ErrStreamLost = errors.New("events: the FLEET stream is missing")
+	// ErrStoreFull means JetStream refused a write for lack of storage: the
+	// server's store limit (10023, 10047) or the account's (10002) is
+	// reached. Writes fail until space is freed.
+	ErrStoreFull = errors.New("events: the JetStream store is full")
 )
 
 // translate maps JetStream's API errors to ours, once, at the boundary.
@@ -40,7 +50,17 @@ func translate(err error) error {
 			return errors.Join(ErrConcurrency, err)
 		case 10201: // JSAtomicPublishContainsDuplicateMessageErr
 			return errors.Join(ErrDuplicateBatch, err)
+		case jetstream.JSErrCodeStreamNotFound:
+			return errors.Join(ErrStreamLost, err)
+		case 10023, 10047, 10002: // insufficient resources, storage resources exceeded, account limits
+			return errors.Join(ErrStoreFull, err)
 		}
+	}
+	// A publish that no stream answered is not taken for a lost stream: a
+	// cluster answers so for a moment right after creating one. Whether
+	// the stream is there is asked of the JetStream API (10059).
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return errors.Join(ErrStreamLost, err)
 	}
 	return err
 }

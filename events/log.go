@@ -33,12 +33,20 @@ type Log interface {
 	// (with q.Skips, a placeholder stands in for each).
 	Read(ctx context.Context, q Query) iter.Seq2[Event, error]
 	// Follow delivers the events matching q, then every new one, until
-	// stopped.
+	// stopped. It rides out a broken read (a consumer lost with a cluster
+	// member, missed heartbeats) by reading again from where it was; it
+	// ends with an error wrapping ErrStreamLost when the stream is gone.
 	Follow(ctx context.Context, q Query) (*Follower, error)
 	// LastSeq is the stream sequence of the last message on subject (a
 	// wildcard is allowed), or 0 when there is none: the value to pass to
 	// ExpectLastSeq for the next aggregate write.
 	LastSeq(ctx context.Context, subject string) (uint64, error)
+	// State describes the stream now: its first and last sequence (the
+	// first moves past 1 once retention trims it) and which incarnation it
+	// is (Created), so a reader can tell a recreated stream, whose
+	// sequences start again, from the one it was reading. It fails with
+	// ErrStreamLost while there is no stream.
+	State(ctx context.Context) (StreamState, error)
 	// Skipped counts the messages readers skipped because they were not
 	// valid events: each message (stream sequence) once, however many
 	// readers skip it.
@@ -122,6 +130,11 @@ type Options struct {
 	OnSkip func(subject string, seq uint64, err error)
 	// Timeout bounds calls whose ctx has no deadline. Default 10s.
 	Timeout time.Duration
+	// OnAppend hears the outcome of every Append and AppendBatch: nil, or
+	// the error as the caller gets it (ErrStoreFull, ErrStreamLost, …), so
+	// a health watcher learns of a full store from the writes themselves.
+	// It must not block.
+	OnAppend func(err error)
 }
 
 // New returns a Log over the FLEET stream of js. It does no I/O; the stream
@@ -161,9 +174,6 @@ type jsLog struct {
 	o       Options
 	skipped atomic.Uint64
 	seen    skipSet
-
-	mu     sync.Mutex
-	stream jetstream.Stream
 }
 
 func (l *jsLog) Skipped() uint64 { return l.skipped.Load() }
@@ -220,9 +230,24 @@ func (l *jsLog) Append(ctx context.Context, ev Event, opts ...AppendOption) (Ack
 	defer cancel()
 	pa, err := l.js.PublishMsg(ctx, msg, popts...)
 	if err != nil {
-		return Ack{}, fmt.Errorf("append %s: %w", msg.Subject, translate(err))
+		err = fmt.Errorf("append %s: %w", msg.Subject, translate(err))
+		l.appended(err)
+		return Ack{}, err
 	}
+	l.appended(nil)
 	return Ack{ID: ev.ID, Subject: msg.Subject, Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
+}
+
+// appended tells OnAppend how an append went. A concurrency conflict
+// says nothing about the stream's health, so it counts as a success.
+func (l *jsLog) appended(err error) {
+	if l.o.OnAppend == nil {
+		return
+	}
+	if errors.Is(err, ErrConcurrency) || errors.Is(err, ErrDuplicateBatch) {
+		err = nil
+	}
+	l.o.OnAppend(err)
 }
 
 // batchAck is the commit reply of an atomic batch.
@@ -238,6 +263,15 @@ type batchAck struct {
 const MaxBatch = 1000
 
 func (l *jsLog) AppendBatch(ctx context.Context, evs []Event) ([]Ack, error) {
+	if len(evs) <= 1 || len(evs) > MaxBatch {
+		return l.appendBatch(ctx, evs)
+	}
+	acks, err := l.appendBatch(ctx, evs)
+	l.appended(err)
+	return acks, err
+}
+
+func (l *jsLog) appendBatch(ctx context.Context, evs []Event) ([]Ack, error) {
 	switch {
 	case len(evs) == 0:
 		return nil, nil
@@ -265,14 +299,14 @@ func (l *jsLog) AppendBatch(ctx context.Context, evs []Event) ([]Ack, error) {
 		acks[i] = Ack{ID: evs[i].ID, Subject: msg.Subject}
 		if i < len(evs)-1 {
 			if err := nc.PublishMsg(msg); err != nil {
-				return nil, fmt.Errorf("append batch: %w", err)
+				return nil, fmt.Errorf("append batch: %w", translate(err))
 			}
 			continue
 		}
 		msg.Header.Set("Nats-Batch-Commit", "1")
 		resp, err := nc.RequestMsgWithContext(ctx, msg)
 		if err != nil {
-			return nil, fmt.Errorf("append batch commit: %w", err)
+			return nil, fmt.Errorf("append batch commit: %w", translate(err))
 		}
 		var ba batchAck
 		if err := json.Unmarshal(resp.Data, &ba); err != nil {
@@ -289,20 +323,6 @@ func (l *jsLog) AppendBatch(ctx context.Context, evs []Event) ([]Ack, error) {
 	return acks, nil
 }
 
-func (l *jsLog) streamHandle(ctx context.Context) (jetstream.Stream, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stream != nil {
-		return l.stream, nil
-	}
-	s, err := l.js.Stream(ctx, Stream)
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", Stream, err)
-	}
-	l.stream = s
-	return s, nil
-}
-
 func (l *jsLog) LastSeq(ctx context.Context, subject string) (uint64, error) {
 	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
 	defer cancel()
@@ -313,18 +333,18 @@ func (l *jsLog) LastSeq(ctx context.Context, subject string) (uint64, error) {
 // get, which a lagging replica may answer) for the last sequence on
 // subject; 0 when there is none.
 func (l *jsLog) lastSeq(ctx context.Context, subject string) (uint64, error) {
-	return l.leaderGet(ctx, map[string]any{"last_by_subj": subject})
+	return leaderGet(ctx, l.js, map[string]any{"last_by_subj": subject})
 }
 
 // firstSince asks the stream leader for the first sequence on subject
 // stored at or after t; 0 when there is none.
 func (l *jsLog) firstSince(ctx context.Context, subject string, t time.Time) (uint64, error) {
-	return l.leaderGet(ctx, map[string]any{"next_by_subj": subject, "start_time": t.UTC()})
+	return leaderGet(ctx, l.js, map[string]any{"next_by_subj": subject, "start_time": t.UTC()})
 }
 
-func (l *jsLog) leaderGet(ctx context.Context, q map[string]any) (uint64, error) {
+func leaderGet(ctx context.Context, js jetstream.JetStream, q map[string]any) (uint64, error) {
 	req, _ := json.Marshal(q)
-	resp, err := l.js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+Stream, req)
+	resp, err := js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+Stream, req)
 	if err != nil {
 		return 0, fmt.Errorf("get %v: %w", q, err)
 	}
@@ -341,93 +361,23 @@ func (l *jsLog) leaderGet(ctx context.Context, q map[string]any) (uint64, error)
 	case r.Error != nil && r.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
 		return 0, nil
 	case r.Error != nil:
-		return 0, fmt.Errorf("get %v: %w", q, r.Error)
+		return 0, fmt.Errorf("get %v: %w", q, translate(r.Error))
 	case r.Message == nil:
 		return 0, nil
 	}
 	return r.Message.Seq, nil
 }
 
-// release deletes an ordered consumer's current server-side consumer.
-func (l *jsLog) release(c jetstream.Consumer) {
-	info := c.CachedInfo()
-	if info == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = l.js.DeleteConsumer(ctx, Stream, info.Name)
-}
-
-func (l *jsLog) consumer(ctx context.Context, q Query) (jetstream.Consumer, error) {
-	s, err := l.streamHandle(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// A short inactivity threshold and an explicit delete (release) keep
-	// readers from piling up server-side consumers: 2.15 caps a stream at
-	// 1,000 by default.
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: q.Subjects, InactiveThreshold: 30 * time.Second}
-	if len(cfg.FilterSubjects) == 0 {
-		cfg.FilterSubjects = []string{SubjectAll}
-	}
-	switch {
-	case q.New:
-		// "New" is pinned to a sequence now: an ordered consumer that
-		// resets before its first message would otherwise re-apply
-		// "deliver new" at the reset and skip what came in between.
-		info, err := s.Info(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("follow from now: %w", err)
-		}
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = info.State.LastSeq + 1
-	case q.FromSeq > 0:
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = q.FromSeq
-	case !q.Since.IsZero():
-		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
-		since := q.Since
-		cfg.OptStartTime = &since
-	}
-	// Creating a consumer needs the JetStream meta leader. Right after a
-	// cluster member died the request can go unanswered until a new leader
-	// is elected, so try in short rounds within the caller's deadline.
-	for {
-		try, cancel := context.WithTimeout(ctx, 2*time.Second)
-		c, err := s.OrderedConsumer(try, cfg)
-		cancel()
-		if err == nil {
-			return c, nil
-		}
-		retry := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
-		if !retry || ctx.Err() != nil {
-			return nil, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("read %v: %w", cfg.FilterSubjects, err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// decode turns a stream message into an event, or counts and reports it.
-// It returns the message's stream sequence either way.
-func (l *jsLog) decode(msg jetstream.Msg) (Event, uint64, bool) {
-	md, err := msg.Metadata()
-	if err != nil {
-		l.skip(msg.Subject(), 0, err)
-		return Event{}, 0, false
-	}
+// decode turns a stream message at seq into an event, or counts and
+// reports it.
+func (l *jsLog) decode(msg jetstream.Msg, seq uint64) (Event, bool) {
 	ev, err := l.o.Registry.Decode(msg.Subject(), msg.Data())
 	if err != nil {
-		l.skip(msg.Subject(), md.Sequence.Stream, err)
-		return Event{}, md.Sequence.Stream, false
+		l.skip(msg.Subject(), seq, err)
+		return Event{}, false
 	}
-	ev.Seq = md.Sequence.Stream
-	return ev, md.Sequence.Stream, true
+	ev.Seq = seq
+	return ev, true
 }
 
 // skip counts and reports a message that is not a valid event, once per
@@ -473,170 +423,4 @@ func (s *skipSet) add(seq uint64) bool {
 	s.next = (s.next + 1) % skipSetSize
 	s.set[seq] = struct{}{}
 	return true
-}
-
-func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
-		q.New = false
-		if len(q.Subjects) == 0 {
-			q.Subjects = []string{SubjectAll}
-		}
-		// The end is fixed up front, by the stream leader: a consumer may
-		// sit on a replica that has not applied the newest messages yet,
-		// and its pending count would end the read too early.
-		setup, cancel := withDefaultTimeout(ctx, l.o.Timeout)
-		var end, start uint64
-		for _, subj := range q.Subjects {
-			last, err := l.lastSeq(setup, subj)
-			if err != nil {
-				cancel()
-				yield(Event{}, fmt.Errorf("read: %w", err))
-				return
-			}
-			end = max(end, last)
-			if !q.Since.IsZero() && q.FromSeq == 0 {
-				// A time becomes a sequence, so "is there anything to
-				// read" has an exact answer.
-				first, err := l.firstSince(setup, subj, q.Since)
-				if err != nil {
-					cancel()
-					yield(Event{}, fmt.Errorf("read: %w", err))
-					return
-				}
-				if first > 0 && (start == 0 || first < start) {
-					start = first
-				}
-			}
-		}
-		if !q.Since.IsZero() && q.FromSeq == 0 {
-			if start == 0 {
-				cancel()
-				return
-			}
-			q.FromSeq, q.Since = start, time.Time{}
-		}
-		if end == 0 || end < q.FromSeq {
-			cancel()
-			return
-		}
-		c, err := l.consumer(setup, q)
-		cancel()
-		if err != nil {
-			yield(Event{}, err)
-			return
-		}
-		defer l.release(c)
-		it, err := c.Messages(pullOpt(q))
-		if err != nil {
-			yield(Event{}, fmt.Errorf("read: %w", err))
-			return
-		}
-		defer it.Stop()
-		for {
-			msg, err := it.Next(jetstream.NextContext(ctx))
-			if err != nil {
-				yield(Event{}, fmt.Errorf("read: %w", err))
-				return
-			}
-			ev, seq, ok := l.decode(msg)
-			if !ok && q.Skips && seq != 0 {
-				ev, ok = Event{Seq: seq, NATSSubject: msg.Subject()}, true
-			}
-			if ok && !yield(ev, nil) {
-				return
-			}
-			if seq >= end {
-				return
-			}
-		}
-	}
-}
-
-// pullOpt is how far a reader of q pulls ahead.
-func pullOpt(q Query) jetstream.PullMessagesOpt {
-	n := q.Prefetch
-	if n <= 0 {
-		n = 512
-	}
-	if q.PrefetchBytes > 0 {
-		return jetstream.PullMaxMessagesWithBytesLimit(n, q.PrefetchBytes)
-	}
-	return jetstream.PullMaxMessages(n)
-}
-
-// Follower is a live subscription to the log. Events arrive in stream
-// order on Events until Stop is called or the context ends.
-type Follower struct {
-	events chan Event
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
-}
-
-// Events delivers decoded events. It is closed when the follower stops.
-func (f *Follower) Events() <-chan Event { return f.events }
-
-// Buffered is how many events wait in Events, not yet received.
-func (f *Follower) Buffered() int { return len(f.events) }
-
-// Done is closed once the follower has stopped.
-func (f *Follower) Done() <-chan struct{} { return f.done }
-
-// Err is why the follower stopped: nil after Stop or context end.
-func (f *Follower) Err() error {
-	<-f.done
-	return f.err
-}
-
-// Stop ends the subscription and waits for it. It is idempotent.
-func (f *Follower) Stop() {
-	f.cancel()
-	<-f.done
-}
-
-func (l *jsLog) Follow(ctx context.Context, q Query) (*Follower, error) {
-	setup, cancelSetup := withDefaultTimeout(ctx, l.o.Timeout)
-	c, err := l.consumer(setup, q)
-	cancelSetup()
-	if err != nil {
-		return nil, err
-	}
-	it, err := c.Messages(pullOpt(q))
-	if err != nil {
-		l.release(c)
-		return nil, fmt.Errorf("follow: %w", err)
-	}
-	if q.Buffer <= 0 {
-		q.Buffer = 256
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	f := &Follower{events: make(chan Event, q.Buffer), cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(f.done)
-		defer close(f.events)
-		defer l.release(c)
-		defer it.Stop()
-		for {
-			msg, err := it.Next(jetstream.NextContext(ctx))
-			if err != nil {
-				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-					f.err = fmt.Errorf("follow: %w", err)
-				}
-				return
-			}
-			ev, seq, ok := l.decode(msg)
-			if !ok && q.Skips && seq != 0 {
-				ev, ok = Event{Seq: seq, NATSSubject: msg.Subject()}, true
-			}
-			if !ok {
-				continue
-			}
-			select {
-			case f.events <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return f, nil
 }

@@ -221,6 +221,9 @@ type Bridge struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // delivery workers and the herdr watcher
 	done     chan struct{}
+	writes   *writeGate
+	// stream is the incarnation of the stream the fold follows.
+	stream time.Time
 }
 
 // herdrLink is the state of the bridge's connection to herdr.
@@ -262,6 +265,10 @@ type agentState struct {
 	origin, cwd  string
 	registeredAt time.Time
 	sessionSeen  bool
+	// registration is the agent's last AgentRegistered event as stored,
+	// and started its session's start: written again into a stream that
+	// was created again.
+	registration, started events.Event
 
 	// The Claude Code session as the hooks report it: live from a start
 	// until an end (a /clear ends one and starts the next at once).
@@ -319,6 +326,8 @@ func NewBridge(cfg BridgeConfig) (*Bridge, error) {
 		agents:  map[string]*agentState{},
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
+		writes: &writeGate{log: cfg.Logger.With("component", "herdrbridge", "host", cfg.Host), now: cfg.Now,
+			poll: cfg.Poll, max: max(maxWriteBackoff, cfg.Poll)},
 	}, nil
 }
 
@@ -377,21 +386,40 @@ func (b *Bridge) follow(ctx context.Context, target uint64) error {
 		b.setCaughtUp()
 	}
 	backoff := b.cfg.ReconnectBackoff
+	failing := false
+	retry := func(what string, err error) bool {
+		if !failing {
+			failing = true
+			b.log.Warn(what+"; retrying with backoff", "err", err)
+		}
+		if !sleep(ctx, backoff) {
+			return false
+		}
+		backoff = min(2*backoff, b.cfg.MaxReconnectBackoff)
+		return true
+	}
 	for ctx.Err() == nil {
+		regs, err := b.anchor(ctx)
+		if err != nil {
+			if ctx.Err() != nil || !retry("read the stream's state", err) {
+				return nil
+			}
+			continue
+		}
+		b.reregister(ctx, regs)
 		b.mu.Lock()
 		from := b.applied + 1
 		b.mu.Unlock()
 		f, err := b.cfg.Log.Follow(ctx, events.Query{Subjects: []string{agentSubjects}, FromSeq: from, Buffer: 1024})
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || !retry("follow the log", err) {
 				return nil
 			}
-			b.log.Warn("follow the log", "err", err)
-			if !sleep(ctx, backoff) {
-				return nil
-			}
-			backoff = min(2*backoff, b.cfg.MaxReconnectBackoff)
 			continue
+		}
+		if failing {
+			failing = false
+			b.log.Info("following the log again", "from", from)
 		}
 		backoff = b.cfg.ReconnectBackoff
 		quiet := time.NewTimer(500 * time.Millisecond)
@@ -415,14 +443,81 @@ func (b *Bridge) follow(ctx context.Context, target uint64) error {
 		}
 		quiet.Stop()
 		f.Stop()
-		if ctx.Err() == nil {
-			b.log.Warn("log follower stopped; following again", "err", f.Err())
-			if !sleep(ctx, backoff) {
-				return nil
-			}
+		if ctx.Err() == nil && !retry("the log follower stopped", f.Err()) {
+			return nil
 		}
 	}
 	return nil
+}
+
+// anchor makes sure the bridge follows the stream that is there now. A
+// stream created again (its sequences restart) is followed from its first
+// event: the bridge keeps its agents and open turns, and every agent's
+// guard sequence starts again at 0, since the new stream holds nothing of
+// theirs yet.
+//
+// It returns the registrations of this host's live agents when the stream
+// is a new one, for reregister.
+func (b *Bridge) anchor(ctx context.Context) ([]events.Event, error) {
+	st, err := b.cfg.Log.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.stream.IsZero():
+		b.stream = st.Created
+	case !b.stream.Equal(st.Created):
+		b.log.Warn("the stream is a new one (created again); delivery keeps its agents and turns and follows it from its start",
+			"was_applied", b.applied, "from", max(st.FirstSeq, 1))
+		b.stream = st.Created
+		b.applied = max(st.FirstSeq, 1) - 1
+		var regs []events.Event
+		for _, a := range b.agents {
+			a.lastSeq = 0
+			if b.ownedLocked(a) && a.registration.ID != "" {
+				regs = append(regs, a.registration)
+				if a.sessionLive && a.started.ID != "" {
+					regs = append(regs, a.started)
+				}
+			}
+		}
+		b.notifyLocked()
+		return regs, nil
+	}
+	return nil, nil
+}
+
+// reregister writes this host's live agents' registrations (and their
+// live sessions' starts) into a stream that was created again, each
+// exactly as it was stored (same id, time and data), so that a restart,
+// another host or `nats` knows them again.
+// Folds that saw the original take the copy as the same event: the
+// projections drop it by its id, and for the bridge it changes nothing.
+func (b *Bridge) reregister(ctx context.Context, regs []events.Event) {
+	for _, ev := range regs {
+		if !b.writes.wait(ctx) {
+			return
+		}
+		ev.Seq, ev.NATSSubject = 0, ""
+		_, err := b.cfg.Log.Append(ctx, ev)
+		b.writes.done(ctx, err)
+		if err != nil {
+			b.warnWrite("register again in the new stream", err, "agent", ev.Subject)
+			continue
+		}
+		b.log.Info("registered again in the new stream", "agent", ev.Subject)
+	}
+}
+
+// CaughtUp reports whether the bridge has folded the log as it stood when
+// Run started: retention waits for it, so a trim never overtakes the
+// bridge's read from the log's start.
+func (b *Bridge) CaughtUp() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.caughtUp
 }
 
 func (b *Bridge) setCaughtUp() {
@@ -447,11 +542,17 @@ func (b *Bridge) apply(ev events.Event) {
 	a.lastSeq = max(a.lastSeq, ev.Seq)
 	switch d := ev.Data.(type) {
 	case events.AgentRegistered:
+		if a.registered && ev.ID == a.registration.ID {
+			// The same registration again (written into a stream created
+			// again): nothing new about the agent.
+			break
+		}
 		if d.Pane != a.pane || d.Host != a.host {
 			a.fresh, a.status, a.seq, a.label, a.workingSeq, a.blockedFrom = false, "", 0, "", 0, time.Time{}
 			a.logStatus, a.logStatusSeq, a.violation = "", 0, ""
 		}
 		a.registered, a.exited, a.exitSent = true, false, false
+		a.registration = ev
 		a.host, a.pane, a.role, a.cwd = d.Host, d.Pane, d.Role, d.Cwd
 		a.origin, a.registeredAt, a.sessionSeen = d.Origin, ev.Time, false
 		a.sessionLive, a.sessionID, a.sessionCwd, a.promptRefused = false, "", "", false
@@ -500,6 +601,10 @@ func (b *Bridge) apply(ev events.Event) {
 func (b *Bridge) sessionLocked(a *agentState, ev events.Event, d events.AgentSession) {
 	switch d.State {
 	case "started":
+		if a.sessionLive && ev.ID == a.started.ID {
+			return // the same start again (a stream created again)
+		}
+		a.started = ev
 		a.sessionSeen, a.sessionLive, a.sessionID = true, true, d.SessionID
 		if d.Cwd != "" {
 			a.sessionCwd = d.Cwd
@@ -641,10 +746,17 @@ func (b *Bridge) onlySkipped(ctx context.Context, subject string, from, to uint6
 	return true
 }
 
-// append writes one event about an agent (or the host) as this bridge.
+// append writes one event about an agent (or the host) as this bridge,
+// through the write gate: while the log refuses writes, it first waits
+// the gate's backoff.
 func (b *Bridge) append(ctx context.Context, subject, turn string, d events.Data, opts ...events.AppendOption) (events.Ack, error) {
+	if !b.writes.wait(ctx) {
+		return events.Ack{}, ctx.Err()
+	}
 	ev := events.Event{Subject: subject, Source: b.source, CorrelationID: turn, Time: b.cfg.Now(), Data: d}
-	return b.cfg.Log.Append(ctx, ev, opts...)
+	ack, err := b.cfg.Log.Append(ctx, ev, opts...)
+	b.writes.done(ctx, err)
+	return ack, err
 }
 
 // guard is the expected-last-sequence option for a write that depends on

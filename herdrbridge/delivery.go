@@ -107,7 +107,7 @@ func (b *Bridge) step(ctx context.Context, id string) {
 func (b *Bridge) fail(ctx context.Context, agent, turn, reason, msg string) {
 	ack, err := b.append(ctx, agent, turn, events.AgentFailed{Reason: reason, Message: msg})
 	if err != nil {
-		b.log.Warn("record failed turn", "agent", agent, "turn", turn, "err", err)
+		b.warnWrite("record failed turn", err, "agent", agent, "turn", turn)
 		return
 	}
 	b.waitApplied(ctx, ack.Seq)
@@ -180,7 +180,7 @@ func (b *Bridge) typeTurn(ctx context.Context, agent string, t lifecycle.Turn) {
 		return
 	}
 	if err != nil {
-		b.log.Warn("record typed", "agent", agent, "turn", t.ID, "err", err)
+		b.warnWrite("record typed", err, "agent", agent, "turn", t.ID)
 		sleep(ctx, b.cfg.Poll)
 		return
 	}
@@ -342,7 +342,7 @@ func (b *Bridge) defer_(ctx context.Context, agent string, t lifecycle.Turn, cau
 	}
 	ack, err := b.append(ctx, agent, t.ID, events.AgentDeferred{Reason: refusalReason(cause), Message: cause.Error()})
 	if err != nil {
-		b.log.Warn("record deferred turn", "agent", agent, "turn", t.ID, "err", err)
+		b.warnWrite("record deferred turn", err, "agent", agent, "turn", t.ID)
 		return
 	}
 	b.log.Info("deferred", "agent", agent, "turn", t.ID, "err", cause)

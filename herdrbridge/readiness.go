@@ -134,7 +134,7 @@ func (b *Bridge) attend(ctx context.Context, agent, reason, detail string) {
 		b.log.Warn("agent needs attention", "agent", agent, "reason", reason, "detail", detail)
 	}
 	if _, err := b.append(ctx, agent, "", events.AgentAttention{Reason: reason, Detail: detail}); err != nil {
-		b.log.Warn("record attention", "agent", agent, "err", err)
+		b.warnWrite("record attention", err, "agent", agent)
 	}
 }
 

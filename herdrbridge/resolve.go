@@ -91,6 +91,13 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 		case now.Before(deadline):
 			wait(ctx, f.changed, min(b.cfg.Poll, deadline.Sub(now)))
 			continue
+		case now.Before(b.writes.lastRefused().Add(b.cfg.SubmitTimeout)):
+			// The log refused writes lately: the hook's proof of
+			// submission is spooled and comes once the log takes writes
+			// again. Give it a fresh window rather than press Enter or
+			// give up meanwhile.
+			deadline = b.writes.lastRefused().Add(b.cfg.SubmitTimeout)
+			continue
 		case !f.up:
 			deadline = now.Add(b.cfg.Poll) // the screen and Enter need herdr; wait for it
 			continue
@@ -130,7 +137,7 @@ func (b *Bridge) settled(ctx context.Context, agent string, ack events.Ack, err 
 	case errors.Is(err, events.ErrConcurrency):
 		b.catchUp(ctx, agent)
 	case err != nil:
-		b.log.Warn("record turn progress", "agent", agent, "err", err)
+		b.warnWrite("record turn progress", err, "agent", agent)
 		sleep(ctx, b.cfg.Poll)
 	default:
 		b.waitApplied(ctx, ack.Seq)
@@ -220,11 +227,14 @@ func (b *Bridge) settle(ctx context.Context, agent string, t lifecycle.Turn) {
 		return
 	}
 	now := b.cfg.Now()
+	// While the log refused writes the Stop hook spooled its reply: the
+	// graces run from when it took writes again.
+	refused := b.writes.lastRefused()
 	var msg string
 	switch {
-	case f.turn.StrayReplies > 0 && now.Sub(later(f.readySince, f.strayAt)) >= b.cfg.ReplyGrace:
+	case f.turn.StrayReplies > 0 && now.Sub(later(later(f.readySince, f.strayAt), refused)) >= b.cfg.ReplyGrace:
 		msg = "the agent finished, but its Stop hook answered another prompt; this turn's reply is not coming"
-	case f.turn.StrayReplies == 0 && now.Sub(f.readySince) >= b.cfg.IdleGrace:
+	case f.turn.StrayReplies == 0 && now.Sub(later(f.readySince, refused)) >= b.cfg.IdleGrace:
 		msg = fmt.Sprintf("the agent has been idle for %s without a Stop hook for this prompt", b.cfg.IdleGrace)
 	default:
 		return

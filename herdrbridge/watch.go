@@ -54,7 +54,7 @@ func (b *Bridge) lost(ctx context.Context, cause error) {
 		msg = cause.Error()
 	}
 	if _, err := b.append(ctx, b.cfg.Host, "", events.HostHerdr{Connected: false, Socket: b.client.Path(), Error: msg}); err != nil {
-		b.log.Warn("record herdr loss", "err", err)
+		b.warnWrite("record herdr loss", err)
 	}
 }
 
@@ -125,7 +125,7 @@ func (b *Bridge) session(ctx context.Context) error {
 	b.mu.Unlock()
 	b.log.Info("herdr connected", "socket", b.client.Path(), "version", pong.Version)
 	if _, err := b.append(ctx, b.cfg.Host, "", events.HostHerdr{Connected: true, Socket: b.client.Path(), Version: pong.Version, Protocol: pong.Protocol}); err != nil {
-		b.log.Warn("record herdr connect", "err", err)
+		b.warnWrite("record herdr connect", err)
 	}
 
 	for {
@@ -378,7 +378,7 @@ func (b *Bridge) observe(ctx context.Context, pane string, st herdrapi.AgentStat
 	}
 	ack, err := b.append(ctx, id, "", events.AgentStatusChanged{Status: events.Status(st), Source: "herdr", Pane: pane, StateChangeSeq: seq})
 	if err != nil {
-		b.log.Warn("record status", "agent", id, "err", err)
+		b.warnWrite("record status", err, "agent", id)
 		return nil
 	}
 	b.mu.Lock()
@@ -440,7 +440,7 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 	_, err := b.append(ctx, agent, "", events.AgentExited{Pane: pane, Reason: reason})
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
-		b.log.Warn("record exit", "agent", agent, "err", err)
+		b.warnWrite("record exit", err, "agent", agent)
 		b.mu.Lock()
 		a.exitSent = false // retried at the next sync
 		b.startWorkerLocked(a)
@@ -484,7 +484,7 @@ func (b *Bridge) checkBoundary(ctx context.Context, agent string) {
 	_, err = b.append(ctx, agent, "", events.AgentStatusChanged{Status: status, Source: "herdr", Pane: pane,
 		Detail: "boundary check of the pane's processes", Violation: violation})
 	if err != nil {
-		b.log.Warn("record boundary violation", "agent", agent, "err", err)
+		b.warnWrite("record boundary violation", err, "agent", agent)
 		return
 	}
 	b.mu.Lock()

@@ -37,7 +37,13 @@ type Config struct {
 	Views projections.Views
 	Roles roles.Config
 	// NC serves the micro service and answers /healthz; nil runs HTTP only.
-	NC     *nats.Conn
+	NC *nats.Conn
+	// Health says whether the log can take new work now: nil, or why not
+	// as an error wrapping events.ErrStreamLost, events.ErrStoreFull or
+	// events.ErrUnavailable (an events.Watcher's Health().Err()). While it
+	// is not nil, /healthz is 503 with the reason and sends are refused
+	// with it before anything is queued. Nil: always healthy.
+	Health func() error
 	Logger *slog.Logger
 	Now    func() time.Time
 	// NewID makes turn ids; default monotonic ULIDs.

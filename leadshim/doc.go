@@ -18,10 +18,15 @@
 // exited; or busy with "queue": false), 413 body too large, 429 the role
 // is at its cap or has no ready agent and the caller asked "queue": false,
 // or MaxEventReaders event streams are open, 431 headers over
-// MaxHeaderBytes, 503 NATS unavailable, shutting down, or too many
+// MaxHeaderBytes, 503 NATS unavailable, shutting down, too many
 // connections (MaxConns, MaxPendingConns: answered as the connection is
-// accepted, then closed), 504 the turn did not finish within its timeout
-// (the error carries the id to re-attach).
+// accepted, then closed), or the log cannot take new work (code
+// stream_lost, store_full, store_low or unavailable, from Config.Health:
+// refused before anything is queued; a turn whose deadline passes while
+// the log takes no writes answers 503 with that code and its id), 504 the
+// turn did not finish within its timeout (the error carries the id to
+// re-attach). GET /message/{id} of a turn that cannot progress says why in
+// "stalled".
 //
 // The doors are bounded for clients that are slow, stuck or hostile:
 // headers within ReadHeaderTimeout, a body within BodyTimeout (reading the

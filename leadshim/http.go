@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fleetd/fleetd/events"
 )
 
 func (s *Server) routes() http.Handler {
@@ -206,16 +209,26 @@ type Health struct {
 	NATS    string `json:"nats"`
 	Applied uint64 `json:"applied"`
 	LastSeq uint64 `json:"last_seq"`
-	Error   string `json:"error,omitempty"`
+	// Code says what is wrong when Status is not ok: nats_unavailable,
+	// stream_lost, store_full, store_low, unavailable, behind.
+	Code  string `json:"code,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
-// healthz is 200 when NATS is connected and the projection has caught up
-// with the log as it stood at the request (within 2 s), else 503.
+// healthz is 200 when NATS is connected, the log takes new work (Config
+// Health) and the projection has caught up with the log as it stood at
+// the request (within 2 s), else 503 with the code and the reason.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	h := Health{Status: "ok", NATS: "connected"}
 	if s.cfg.NC != nil && !s.cfg.NC.IsConnected() {
 		h.NATS = strings.ToLower(s.cfg.NC.Status().String())
-		h.Status, h.Error = "unavailable", "not connected to NATS"
+		h.Status, h.Code, h.Error = "unavailable", "nats_unavailable", "not connected to NATS"
+		writeJSON(w, http.StatusServiceUnavailable, h)
+		return
+	}
+	if e := s.healthError(); e != nil {
+		h.Applied = s.cfg.Views.Applied()
+		h.Status, h.Code, h.Error = "unavailable", e.body.Code, e.body.Message
 		writeJSON(w, http.StatusServiceUnavailable, h)
 		return
 	}
@@ -228,11 +241,47 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Applied = s.cfg.Views.Applied()
 	if err != nil {
-		h.Status, h.Error = "unavailable", "projection not caught up: "+err.Error()
+		h.Status, h.Code, h.Error = "unavailable", "behind", "projection not caught up: "+err.Error()
+		if e := logError(err); e != nil {
+			h.Code, h.Error = e.body.Code, e.body.Message
+		}
 		writeJSON(w, http.StatusServiceUnavailable, h)
 		return
 	}
 	writeJSON(w, http.StatusOK, h)
+}
+
+// healthError is the 503 the log's health (Config.Health) calls for, or
+// nil while it is healthy.
+func (s *Server) healthError() *apiError {
+	if s.cfg.Health == nil {
+		return nil
+	}
+	err := s.cfg.Health()
+	if err == nil {
+		return nil
+	}
+	if e := logError(err); e != nil {
+		return e
+	}
+	return fail(http.StatusServiceUnavailable, "unavailable", "%v", err)
+}
+
+// logError maps an error of the log that new work cannot get past to a
+// 503 with a code saying which, or nil for any other error.
+func logError(err error) *apiError {
+	var he *events.HealthError
+	switch {
+	case errors.As(err, &he):
+		return fail(http.StatusServiceUnavailable, he.Code, "%v", err)
+	case errors.Is(err, events.ErrStreamLost):
+		return fail(http.StatusServiceUnavailable, "stream_lost", "%v", err)
+	case errors.Is(err, events.ErrStoreFull):
+		return fail(http.StatusServiceUnavailable, "store_full", "%v", err)
+	case errors.Is(err, events.ErrUnavailable):
+		return fail(http.StatusServiceUnavailable, "unavailable", "%v", err)
+	}
+	return nil
 }
 
 // decodeStrict is json.Unmarshal refusing unknown fields.

@@ -81,6 +81,9 @@ type Envelope struct {
 	DurationMS  int64      `json:"duration_ms"`
 	Reason      string     `json:"reason,omitempty"`
 	Message     string     `json:"message,omitempty"`
+	// Stalled says why a turn that is not final cannot progress now (the
+	// log lost, the store full); empty otherwise.
+	Stalled string `json:"stalled,omitempty"`
 }
 
 // Accepted is the 202 answer to a send with "wait": false.
@@ -256,6 +259,11 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 	if s.cfg.NC != nil && !s.cfg.NC.IsConnected() {
 		return answer{}, fail(http.StatusServiceUnavailable, "nats_unavailable", "not connected to NATS")
 	}
+	if e := s.healthError(); e != nil {
+		// Refused before anything is queued: a turn the log cannot carry
+		// through would only hang.
+		return answer{}, e
+	}
 	m.Text = text
 	text, ref, aerr := s.slice(ctx, m, to)
 	if aerr != nil {
@@ -288,6 +296,10 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 		return answer{}, fail(http.StatusRequestEntityTooLarge, "too_large", "the turn is larger than an event may be: %v", err)
 	}
 	if err != nil {
+		if e := logError(err); e != nil {
+			e.body.Message = "queue the turn: " + e.body.Message
+			return answer{}, e
+		}
 		return answer{}, fail(http.StatusServiceUnavailable, "nats_unavailable", "queue the turn: %v", err)
 	}
 	s.metrics.sent.WithLabelValues(kindOf(to)).Inc()
@@ -510,6 +522,14 @@ func (s *Server) await(ctx context.Context, id string, timeout time.Duration) (a
 			e.body.ID = id
 			return answer{}, e
 		}
+		if he := s.healthError(); he != nil {
+			// The turn could not progress, and its end cannot even be
+			// recorded: say why instead of a bare timeout.
+			e := fail(http.StatusServiceUnavailable, he.body.Code, "turn %s did not finish within %s (state %s) because the log takes no writes: %s. It is recorded as failed (timeout) once the log takes writes again, unless it replies first; re-attach with GET /message/%s",
+				id, timeout, orQueued(t.State), he.body.Message, id)
+			e.body.ID = id
+			return answer{}, e
+		}
 		e := fail(http.StatusGatewayTimeout, "timeout", "turn %s not finished after %s (state %s); re-attach with GET /message/%s?wait=10m or 'fleetd turn %s'", id, timeout, orQueued(t.State), id, id)
 		e.body.ID = id
 		return answer{}, e
@@ -595,7 +615,11 @@ func (s *Server) turn(ctx context.Context, q TurnQuery) (answer, *apiError) {
 			t = got
 		}
 	}
-	return answer{status: http.StatusOK, body: s.envelope(t)}, nil
+	env := s.envelope(t)
+	if he := s.healthError(); he != nil && !t.State.Final() {
+		env.Stalled = he.body.Message
+	}
+	return answer{status: http.StatusOK, body: env}, nil
 }
 
 // jsonBody marshals v for an answer.

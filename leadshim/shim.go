@@ -145,14 +145,26 @@ func (s *Server) Run(ctx context.Context) error {
 		defer func() { _ = svc.Stop() }()
 	}
 	wg.Go(func() {
+		backoff, failing := time.Second, false
 		for runCtx.Err() == nil {
-			if err := s.countOutcomes(runCtx); err != nil {
-				s.cfg.Logger.Warn("leadshim: outcome follower stopped; restarting", "err", err)
-				select {
-				case <-runCtx.Done():
-				case <-time.After(time.Second):
-				}
+			began := time.Now()
+			err := s.countOutcomes(runCtx)
+			if err == nil {
+				continue
 			}
+			if time.Since(began) > time.Minute {
+				backoff, failing = time.Second, false
+			}
+			// A lost stream fails every restart the same way: say it once.
+			if !failing {
+				s.cfg.Logger.Warn("leadshim: outcome follower stopped; restarting with backoff", "err", err)
+				failing = true
+			}
+			select {
+			case <-runCtx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
 		}
 	})
 

@@ -380,6 +380,9 @@ func (b *Book) touch(t *Turn, ev events.Event) Turn {
 	if ev.Seq > t.LastSeq {
 		t.LastSeq = ev.Seq
 	}
+	if t.FirstSeq == 0 || ev.Seq > 0 && ev.Seq < t.FirstSeq {
+		t.FirstSeq = ev.Seq
+	}
 	return *t
 }
 

@@ -98,6 +98,10 @@ type Turn struct {
 	QueueSeq uint64 `json:"queue_seq,omitempty"`
 	// LastSeq is the stream sequence of the last event applied.
 	LastSeq uint64 `json:"last_seq,omitempty"`
+	// FirstSeq is the stream sequence of the first event applied (the
+	// queued event): while the turn is open, the log must keep everything
+	// from here on (retention never trims past it).
+	FirstSeq uint64 `json:"first_seq,omitempty"`
 }
 
 // Kinds of turn.

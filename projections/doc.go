@@ -24,6 +24,17 @@
 //     ended earlier in the log does not open it again.
 //   - Events about an agent that has not registered are folded into a
 //     hidden row that shows once it registers.
+//   - The log may be trimmed (package retention): a restart resumes after
+//     the checkpoint, and Rebuild of a log whose first sequence passed 1
+//     starts from the latest checkpoint, not from what is left of the log
+//     (ErrTrimmed when no checkpoint covers it). Horizon tells retention
+//     what must stay: everything after the checkpoint and every open
+//     turn's events.
+//   - A stream created again (a new incarnation, its sequences restarted)
+//     is folded from its first event; the views keep what they held. The
+//     checkpoint records which incarnation its position belongs to.
+//   - Final turns expire from the turns bucket TurnTTL after their last
+//     write (a per-key TTL); open turns never do.
 //
 // projections imports events and lifecycle only.
 package projections

@@ -11,4 +11,8 @@ var (
 	// ErrInvalidOptions means Options failed validation; the wrapped errors
 	// name every problem.
 	ErrInvalidOptions = errors.New("projections: invalid options")
+	// ErrTrimmed means Rebuild cannot work: the log's beginning was trimmed
+	// (retention) and no checkpoint of this stream covers what is gone, so
+	// folding what is left would lose state.
+	ErrTrimmed = errors.New("projections: the log was trimmed past every checkpoint")
 )

@@ -43,6 +43,10 @@ type Options struct {
 	BucketPrefix string
 	// Timeout bounds KV calls whose ctx has no deadline. Default 10s.
 	Timeout time.Duration
+	// TurnTTL is how long a final turn stays in the turns bucket after its
+	// last change (a per-key TTL): GET /message/{id} answers for it that
+	// long. 0 keeps final turns for ever; open turns never expire.
+	TurnTTL time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -103,6 +107,9 @@ func (o Options) Validate() error {
 		if d.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s %v: must be positive", d.name, d.d))
 		}
+	}
+	if o.TurnTTL < 0 || o.TurnTTL > 0 && o.TurnTTL < time.Second {
+		errs = append(errs, fmt.Errorf("turn ttl %v: want 0 (keep) or at least 1s", o.TurnTTL))
 	}
 	if o.CheckpointEvery < 1 {
 		errs = append(errs, fmt.Errorf("checkpoint every %d events: want ≥ 1", o.CheckpointEvery))

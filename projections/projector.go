@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/lifecycle"
 )
 
 // Projector keeps fleetd's read models materialized: it follows the log,
@@ -39,6 +41,30 @@ type Projector interface {
 	// Close stops Run, waits for its last checkpoint and makes further Run
 	// calls fail with ErrClosed. It is idempotent.
 	Close()
+	// Horizon says what the fold still needs from the log, for
+	// retention: nothing at or after the checkpoint, nothing of an open
+	// turn, the latest state of every agent.
+	Horizon() Horizon
+}
+
+// Horizon is what a projection needs the log to keep. Retention trims
+// below min(Checkpoint+1, OpenFrom) only, and keeps the last state event
+// of every agent that is not Gone.
+type Horizon struct {
+	// Stream is the incarnation (creation time) of the stream the
+	// sequences below are positions in; zero before the fold started.
+	Stream time.Time
+	// Applied is the last sequence folded; Checkpoint the one the latest
+	// checkpoint covers (0: none yet). A restart, and a rebuild of a
+	// trimmed log, resume after the checkpoint.
+	Applied, Checkpoint uint64
+	// OpenFrom is the first sequence of the oldest open turn, 0 when no
+	// turn is open. A turn restored from a checkpoint that predates
+	// FirstSeq pins 1.
+	OpenFrom uint64
+	// Live are the registered agents that have not exited; Gone the ones
+	// that exited.
+	Live, Gone []string
 }
 
 // Change names one entry a folded event changed.
@@ -82,6 +108,17 @@ type materializer struct {
 	ckptSeq   uint64
 	ckptAt    time.Time
 	slot      int
+	// ckptStale forces the next checkpoint (the fold re-anchored on a new
+	// stream, so the old one names positions in another stream).
+	ckptStale bool
+	// stream is the incarnation the fold follows (StreamState.Created).
+	stream  time.Time
+	trimmed uint64 // the first sequence of a gap already reported
+	wfail   writeTrouble
+
+	// Read by Horizon outside the fold loop.
+	streamAt atomic.Int64 // stream, in Unix nanoseconds
+	ckptDone atomic.Uint64
 
 	wmu         sync.Mutex
 	turnWaiters map[string]*waiter
@@ -221,6 +258,8 @@ func (m *materializer) open(ctx context.Context) error {
 		m.st = st
 		m.mu.Unlock()
 		m.ckptSeq = snap.Seq
+		m.ckptDone.Store(snap.Seq)
+		m.setStream(snap.Stream)
 		m.setApplied(snap.Seq)
 	}
 	m.ckptAt = time.Now()
@@ -229,11 +268,17 @@ func (m *materializer) open(ctx context.Context) error {
 }
 
 // loop folds the log: catch up to its end, then follow it, retrying with
-// backoff when the read breaks, until ctx ends.
+// backoff when the read breaks (the stream lost, the store full), until
+// ctx ends. Each round first anchors the fold on the stream as it is.
 func (m *materializer) loop(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
+	var said string
+	var saidAt time.Time
 	for {
-		err := m.catchUp(ctx)
+		err := m.anchor(ctx)
+		if err == nil {
+			err = m.catchUp(ctx)
+		}
 		if err == nil {
 			m.markReady()
 			err = m.follow(ctx)
@@ -241,7 +286,15 @@ func (m *materializer) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		m.o.Logger.Warn("projections: reading the log failed; retrying", "applied", m.Applied(), "err", err)
+		if err == nil {
+			err = errFollowEnded
+		}
+		// A lost stream or a full store fails every retry the same way:
+		// say so when it changes, and every 30 s while it lasts.
+		if msg := err.Error(); msg != said || time.Since(saidAt) >= 30*time.Second {
+			m.o.Logger.Warn("projections: reading the log failed; retrying", "applied", m.Applied(), "err", err)
+			said, saidAt = msg, time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -252,6 +305,70 @@ func (m *materializer) loop(ctx context.Context) error {
 }
 
 const batchSize = 512
+
+// anchor makes sure the fold reads the stream that is there now. A stream
+// created again (deleted, then recreated by an administrator or fleetd)
+// is a new incarnation whose sequences restart: the fold keeps what it
+// holds — the roster, sessions and open turns are now the only record of
+// what the lost stream said — and folds the new stream from its first
+// event. A beginning trimmed past the fold's position is reported once.
+func (m *materializer) anchor(ctx context.Context) error {
+	st, err := m.log.State(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case m.stream.IsZero() && m.Applied() > st.LastSeq:
+		// A checkpoint from before incarnations were recorded, ahead of
+		// the stream's end: the stream is not the one it was taken of.
+		m.reanchor(st)
+	case m.stream.IsZero():
+		m.setStream(st.Created)
+	case !m.stream.Equal(st.Created):
+		m.reanchor(st)
+	}
+	if st.Msgs > 0 && st.FirstSeq > m.Applied()+1 && st.FirstSeq != m.trimmed {
+		m.trimmed = st.FirstSeq
+		m.o.Logger.Warn("projections: the log was trimmed past the views' position; the events in between were never folded",
+			"applied", m.Applied(), "first", st.FirstSeq)
+	}
+	return nil
+}
+
+// reanchor makes the fold follow a new incarnation of the stream from its
+// first event, keeping the folded state.
+func (m *materializer) reanchor(st events.StreamState) {
+	from := max(st.FirstSeq, 1)
+	m.o.Logger.Warn("projections: the stream is a new one (created again); the views keep what they hold and fold it from its start",
+		"was_applied", m.Applied(), "from", from)
+	m.mu.Lock()
+	var open []lifecycle.Turn
+	m.st.book.Turns(func(t lifecycle.Turn) bool {
+		open = append(open, t)
+		return true
+	})
+	for _, t := range open {
+		// Their events are gone with the old stream; whatever comes next
+		// comes from the new one's beginning on.
+		t.FirstSeq = from
+		m.st.book.Restore(t)
+	}
+	m.mu.Unlock()
+	m.cache.reset()
+	m.setStream(st.Created)
+	m.ckptStale = true
+	m.trimmed = 0
+	m.setApplied(from - 1)
+}
+
+func (m *materializer) setStream(t time.Time) {
+	m.stream = t
+	if t.IsZero() {
+		m.streamAt.Store(0)
+		return
+	}
+	m.streamAt.Store(t.UnixNano())
+}
 
 // catchUp folds what the log holds now, past the applied position, and
 // writes it all.
@@ -318,12 +435,12 @@ func (m *materializer) follow(ctx context.Context) error {
 			if err := m.fold(ctx, batch); err != nil {
 				return err
 			}
-			if err := m.maybeFlush(ctx); err != nil {
-				m.o.Logger.Warn("projections: writing views failed; will retry", "err", err)
+			if m.wfail.due(time.Now()) {
+				m.wrote(m.maybeFlush(ctx))
 			}
 		case <-flushT.C:
-			if err := m.flush(ctx, false); err != nil {
-				m.o.Logger.Warn("projections: writing views failed; will retry", "err", err)
+			if m.wfail.due(time.Now()) {
+				m.wrote(m.flush(ctx, false))
 			}
 		case <-sweepT.C:
 			m.sweep()
@@ -339,11 +456,57 @@ func (m *materializer) maybeFlush(ctx context.Context) error {
 	return m.flush(ctx, false)
 }
 
+// writeTrouble spaces out view writes while they fail (a full store
+// refuses every one) and keeps the log to one line when they start
+// failing, one every 30 s while they still do, and one when they work
+// again: retrying every flush tick and logging each joined failure wrote
+// tens of megabytes of log in minutes.
+type writeTrouble struct {
+	failures int
+	since    time.Time
+	next     time.Time
+	logged   time.Time
+	backoff  time.Duration
+}
+
+// due reports whether a write may be tried now.
+func (w *writeTrouble) due(now time.Time) bool { return w.failures == 0 || !now.Before(w.next) }
+
+// wrote records how a flush went.
+func (m *materializer) wrote(err error) {
+	w, now := &m.wfail, time.Now()
+	if err == nil {
+		if w.failures > 0 {
+			m.o.Logger.Info("projections: writing views works again", "failures", w.failures, "for", now.Sub(w.since).Round(time.Millisecond))
+		}
+		*w = writeTrouble{}
+		return
+	}
+	w.failures++
+	w.backoff = min(max(2*w.backoff, m.o.FlushInterval), 10*time.Second)
+	w.next = now.Add(w.backoff)
+	switch {
+	case w.failures == 1:
+		w.since, w.logged = now, now
+		m.o.Logger.Warn("projections: writing views failed; retrying with backoff", "err", err)
+	case now.Sub(w.logged) >= 30*time.Second:
+		w.logged = now
+		m.o.Logger.Warn("projections: writing views still fails", "failures", w.failures, "since", w.since, "err", err)
+	}
+}
+
 func (m *materializer) Rebuild(ctx context.Context) error {
 	if err := m.start(); err != nil {
 		return err
 	}
 	defer m.finish()
+	st, err := m.log.State(ctx)
+	if err != nil {
+		return fmt.Errorf("rebuild: %w", err)
+	}
+	if st.FirstSeq > 1 {
+		return m.rebuildFromCheckpoint(ctx, st)
+	}
 	m.kvb.Store(nil)
 	if err := dropBuckets(ctx, m.js, m.o); err != nil {
 		return err
@@ -354,7 +517,9 @@ func (m *materializer) Rebuild(ctx context.Context) error {
 	m.mu.Unlock()
 	m.dirty = newDirtySet()
 	m.sinceCkpt, m.ckptSeq, m.slot = 0, 0, 0
+	m.ckptDone.Store(0)
 	m.applied.Store(0)
+	m.setStream(st.Created)
 	m.loaded = true
 	if err := m.open(ctx); err != nil {
 		return err
@@ -364,6 +529,100 @@ func (m *materializer) Rebuild(ctx context.Context) error {
 	}
 	m.markReady()
 	return nil
+}
+
+// rebuildFromCheckpoint rebuilds the views of a trimmed log: its
+// beginning is gone, so the fold starts from the latest checkpoint of
+// this stream, which must cover the first event still there. The roster
+// and sessions are dropped and written again from the checkpoint; the
+// turns bucket is kept, because it is now the only record of the final
+// turns whose events were trimmed (they expire by TurnTTL).
+func (m *materializer) rebuildFromCheckpoint(ctx context.Context, st events.StreamState) error {
+	m.kvb.Store(nil)
+	b, err := ensureBuckets(ctx, m.js, m.o)
+	if err != nil {
+		return err
+	}
+	m.kvb.Store(b)
+	snap, err := m.loadCheckpoint(ctx)
+	if err != nil {
+		return fmt.Errorf("rebuild: %w", err)
+	}
+	switch {
+	case snap == nil:
+		return fmt.Errorf("rebuild: %w: the log starts at %d and there is no checkpoint", ErrTrimmed, st.FirstSeq)
+	case !snap.Stream.IsZero() && !snap.Stream.Equal(st.Created):
+		return fmt.Errorf("rebuild: %w: the checkpoint is of another stream (created %s, this one %s)", ErrTrimmed, snap.Stream, st.Created)
+	case snap.Seq+1 < st.FirstSeq:
+		return fmt.Errorf("rebuild: %w: the log starts at %d, the checkpoint covers up to %d", ErrTrimmed, st.FirstSeq, snap.Seq)
+	}
+	m.kvb.Store(nil)
+	if err := dropBuckets(ctx, m.js, m.o, 0, 1); err != nil {
+		return err
+	}
+	if b, err = ensureBuckets(ctx, m.js, m.o); err != nil {
+		return err
+	}
+	m.kvb.Store(b)
+	state := snap.state()
+	m.mu.Lock()
+	m.st = state
+	m.cache.reset()
+	m.mu.Unlock()
+	m.dirty = newDirtySet()
+	for id, a := range state.agents {
+		if a.Registered {
+			m.dirty.agents[id] = struct{}{}
+		}
+	}
+	for name := range state.sessions {
+		m.dirty.sessions[name] = struct{}{}
+	}
+	state.book.Turns(func(t lifecycle.Turn) bool {
+		m.dirty.turns[t.ID] = t
+		return true
+	})
+	m.sinceCkpt, m.ckptSeq = 0, snap.Seq
+	m.ckptDone.Store(snap.Seq)
+	m.setStream(st.Created)
+	m.applied.Store(snap.Seq)
+	m.loaded = true
+	if err := m.catchUp(ctx); err != nil {
+		return fmt.Errorf("rebuild: %w", err)
+	}
+	m.markReady()
+	return nil
+}
+
+func (m *materializer) Horizon() Horizon {
+	h := Horizon{Applied: m.Applied(), Checkpoint: m.ckptDone.Load()}
+	if ns := m.streamAt.Load(); ns != 0 {
+		h.Stream = time.Unix(0, ns)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	m.st.book.Turns(func(t lifecycle.Turn) bool {
+		first := t.FirstSeq
+		if first == 0 {
+			first = 1
+		}
+		if h.OpenFrom == 0 || first < h.OpenFrom {
+			h.OpenFrom = first
+		}
+		return true
+	})
+	for id, a := range m.st.agents {
+		switch {
+		case !a.Registered:
+		case a.Exited:
+			h.Gone = append(h.Gone, id)
+		default:
+			h.Live = append(h.Live, id)
+		}
+	}
+	slices.Sort(h.Live)
+	slices.Sort(h.Gone)
+	return h
 }
 
 // setApplied advances the applied position and wakes WaitSeq callers.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/lifecycle"
@@ -55,44 +56,82 @@ func bucketNames(o Options) [4]string {
 	return [4]string{p + "roster", p + "sessions", p + "turns", p + "checkpoints"}
 }
 
+// markerTTL is how long the turns bucket keeps the marker of a turn whose
+// TTL ran out. Setting it is what allows per-key TTLs in the bucket; it
+// is set whatever TurnTTL is, because once allowed they cannot be
+// disallowed again, and the bucket's configuration must not change with
+// a flag.
+const markerTTL = time.Minute
+
+// BucketConfigs are the projection's KV buckets as o configures them:
+// roster, sessions, turns (which allows per-key TTLs, for TurnTTL) and
+// checkpoints. Whoever creates the buckets ahead of the projection (a
+// cluster's provisioning) must use these, so the two never disagree.
+func BucketConfigs(o Options) []jetstream.KeyValueConfig {
+	o.setDefaults()
+	names := bucketNames(o)
+	out := make([]jetstream.KeyValueConfig, len(names))
+	for i, name := range names {
+		out[i] = jetstream.KeyValueConfig{
+			Bucket: name, Description: "fleetd projection", History: 1,
+			Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		}
+	}
+	out[2].LimitMarkerTTL = markerTTL
+	return out
+}
+
 // ensureBuckets opens the buckets, creating those that do not exist yet.
 // A bucket that exists is used as it is: whoever provisioned it (fleetd
 // up, or the admin's fleetd provision under fleetd auth) chose its
-// replicas, and a gateway's credentials may not change a stream.
+// replicas, and a gateway's credentials may not change a stream — except
+// that an older turns bucket gains per-key TTLs (for TurnTTL) when this
+// identity may update it.
 func ensureBuckets(ctx context.Context, js jetstream.JetStream, o Options) (*buckets, error) {
 	ctx, cancel := withTimeout(ctx, o.Timeout)
 	defer cancel()
 	var kvs [4]jetstream.KeyValue
-	for i, name := range bucketNames(o) {
-		kv, err := js.KeyValue(ctx, name)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = js.CreateKeyValue(ctx, BucketConfig(name, o.Replicas))
+	for i, cfg := range BucketConfigs(o) {
+		kv, err := js.KeyValue(ctx, cfg.Bucket)
+		switch {
+		case errors.Is(err, jetstream.ErrBucketNotFound):
+			kv, err = js.CreateKeyValue(ctx, cfg)
 			if errors.Is(err, jetstream.ErrBucketExists) {
-				kv, err = js.KeyValue(ctx, name) // created meanwhile
+				kv, err = js.KeyValue(ctx, cfg.Bucket) // created meanwhile
+			}
+		case err == nil && cfg.LimitMarkerTTL > 0:
+			if st, serr := kv.Status(ctx); serr == nil && st.LimitMarkerTTL() == 0 {
+				if up, uerr := js.UpdateKeyValue(ctx, cfg); uerr == nil {
+					kv = up
+				}
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("ensure bucket %s: %w", name, err)
+			return nil, fmt.Errorf("ensure bucket %s: %w", cfg.Bucket, err)
 		}
 		kvs[i] = kv
 	}
 	return &buckets{roster: kvs[0], sessions: kvs[1], turns: kvs[2], checkpoints: kvs[3]}, nil
 }
 
-// BucketConfig is the configuration of the projection bucket name: one
-// value per key, on file, with replicas copies.
-func BucketConfig(name string, replicas int) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket: name, Description: "fleetd projection", History: 1,
-		Storage: jetstream.FileStorage, Replicas: replicas,
-	}
-}
-
-// dropBuckets deletes the projection's buckets, for a rebuild from empty.
-func dropBuckets(ctx context.Context, js jetstream.JetStream, o Options) error {
+// dropBuckets deletes the projection's buckets named by which (indexes
+// into bucketNames; all when empty), for a rebuild.
+func dropBuckets(ctx context.Context, js jetstream.JetStream, o Options, which ...int) error {
 	ctx, cancel := withTimeout(ctx, o.Timeout)
 	defer cancel()
-	for _, name := range bucketNames(o) {
+	names := bucketNames(o)
+	if len(which) > 0 {
+		var some []string
+		for _, i := range which {
+			some = append(some, names[i])
+		}
+		names = [4]string{}
+		copy(names[:], some)
+	}
+	for _, name := range names {
+		if name == "" {
+			continue
+		}
 		if err := js.DeleteKeyValue(ctx, name); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 			return fmt.Errorf("drop bucket %s: %w", name, err)
 		}
@@ -117,10 +156,11 @@ func (b *buckets) get(ctx context.Context, kv jetstream.KeyValue, name string, v
 	return true, nil
 }
 
-// put is one pending KV write.
+// put is one pending KV write; ttl, when set, expires the entry.
 type put struct {
 	bucket, name string
 	data         []byte
+	ttl          time.Duration
 	retry        func()
 }
 
@@ -139,7 +179,7 @@ func (m *materializer) flush(ctx context.Context, force bool) error {
 		return err
 	}
 	due := m.sinceCkpt >= m.o.CheckpointEvery || time.Since(m.ckptAt) >= m.o.CheckpointInterval
-	if m.Applied() == m.ckptSeq || (!force && !due) {
+	if (m.Applied() == m.ckptSeq && !m.ckptStale) || (!force && !due) {
 		return nil
 	}
 	return m.checkpoint(ctx)
@@ -152,26 +192,32 @@ func (m *materializer) collect() ([]put, error) {
 	names := bucketNames(m.o)
 	puts := make([]put, 0, d.len())
 	var errs []error
-	add := func(bucket, name string, v any, retry func()) {
+	add := func(bucket, name string, v any, ttl time.Duration, retry func()) {
 		data, err := json.Marshal(v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("encode %s/%s: %w", bucket, name, err))
 			return
 		}
-		puts = append(puts, put{bucket: bucket, name: name, data: data, retry: retry})
+		puts = append(puts, put{bucket: bucket, name: name, data: data, ttl: ttl, retry: retry})
 	}
 	for id := range d.agents {
 		if a, ok := m.st.agents[id]; ok && a.Registered {
-			add(names[0], id, a.Agent, func() { m.dirty.agents[id] = struct{}{} })
+			add(names[0], id, a.Agent, 0, func() { m.dirty.agents[id] = struct{}{} })
 		}
 	}
 	for name := range d.sessions {
 		if s, ok := m.st.sessions[name]; ok {
-			add(names[1], name, s.Session, func() { m.dirty.sessions[name] = struct{}{} })
+			add(names[1], name, s.Session, 0, func() { m.dirty.sessions[name] = struct{}{} })
 		}
 	}
 	for id, t := range d.turns {
-		add(names[2], id, t, func() {
+		// A final turn expires TurnTTL after its last write; an open one
+		// never does.
+		var ttl time.Duration
+		if t.State.Final() {
+			ttl = m.o.TurnTTL
+		}
+		add(names[2], id, t, ttl, func() {
 			if _, newer := m.dirty.turns[id]; !newer {
 				m.dirty.turns[id] = t
 			}
@@ -180,7 +226,9 @@ func (m *materializer) collect() ([]put, error) {
 	return puts, errors.Join(errs...)
 }
 
-// write publishes the puts asynchronously and waits for every ack.
+// write publishes the puts asynchronously and waits for every ack. Its
+// error counts the failed writes and names the first: a full store fails
+// every one of hundreds the same way, and that is one line, not hundreds.
 func (m *materializer) write(ctx context.Context, puts []put) error {
 	if len(puts) == 0 {
 		return nil
@@ -190,7 +238,12 @@ func (m *materializer) write(ctx context.Context, puts []put) error {
 	futures := make([]jetstream.PubAckFuture, len(puts))
 	var errs []error
 	for i, p := range puts {
-		f, err := m.js.PublishAsync("$KV."+p.bucket+"."+Key(p.name), p.data)
+		msg := nats.NewMsg("$KV." + p.bucket + "." + Key(p.name))
+		msg.Data = p.data
+		if p.ttl > 0 {
+			msg.Header.Set(jetstream.MsgTTLHeader, p.ttl.String())
+		}
+		f, err := m.js.PublishMsgAsync(msg)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("put %s/%s: %w", p.bucket, p.name, err))
 			p.retry()
@@ -212,7 +265,13 @@ func (m *materializer) write(ctx context.Context, puts []put) error {
 			puts[i].retry()
 		}
 	}
-	return errors.Join(errs...)
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return fmt.Errorf("%d of %d view writes failed, the first: %w", len(errs), len(puts), errs[0])
 }
 
 // snapshot is the whole fold state as of Seq: what a checkpoint stores so
@@ -225,6 +284,9 @@ type snapshot struct {
 	Hosts    map[string]*hostRow    `json:"hosts"`
 	// Turns are the open turns (the Book); ended ones live in KV.
 	Turns []lifecycle.Turn `json:"turns"`
+	// Stream is the incarnation of the stream Seq is a position in (its
+	// creation time): a stream created again restarts its sequences.
+	Stream time.Time `json:"stream,omitzero"`
 }
 
 func (s *snapshot) state() *state {
@@ -263,7 +325,7 @@ func chunkKey(slot, n int) string {
 }
 
 func (m *materializer) checkpoint(ctx context.Context) error {
-	snap := snapshot{Seq: m.Applied(), Agents: m.st.agents, Sessions: m.st.sessions, Hosts: m.st.hosts}
+	snap := snapshot{Seq: m.Applied(), Agents: m.st.agents, Sessions: m.st.sessions, Hosts: m.st.hosts, Stream: m.stream}
 	m.st.book.Turns(func(t lifecycle.Turn) bool {
 		snap.Turns = append(snap.Turns, t)
 		return true
@@ -289,6 +351,8 @@ func (m *materializer) checkpoint(ctx context.Context) error {
 		return fmt.Errorf("checkpoint head: %w", err)
 	}
 	m.slot, m.ckptSeq, m.sinceCkpt, m.ckptAt = slot, snap.Seq, 0, time.Now()
+	m.ckptStale = false
+	m.ckptDone.Store(snap.Seq)
 	return nil
 }
 

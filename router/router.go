@@ -119,24 +119,47 @@ func (r *Router) Run(ctx context.Context) error {
 		r.workers[role] = true
 		wg.Go(func() { r.work(ctx, role) })
 	}
-	// Follow new role queues first, then list the existing ones, so a role
-	// that appears in between is seen by one or the other.
-	f, err := r.cfg.Log.Follow(ctx, events.Query{Subjects: []string{roleQueuedAll}, New: true})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("router: follow role queues: %w", err)
-	}
-	defer f.Stop()
 	for _, role := range r.cfg.Roles.Names() {
 		start(role)
 	}
-	known, err := r.queuedRoles(ctx)
-	if err != nil {
+	// Follow new role queues first, then list the existing ones, so a role
+	// that appears in between is seen by one or the other. A follower that
+	// stops (the stream lost, say) is followed again with backoff: the
+	// router outlives its stream and resumes when the stream is back.
+	backoff, failing := time.Second, false
+	for ctx.Err() == nil {
+		began := time.Now()
+		err := r.watchRoles(ctx, start)
 		if ctx.Err() != nil {
 			return nil
 		}
+		if time.Since(began) > time.Minute {
+			backoff, failing = time.Second, false
+		}
+		if !failing {
+			r.cfg.Logger.Warn("router: following role queues failed; retrying with backoff", "err", err)
+			failing = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+	return nil
+}
+
+// watchRoles starts a worker for every role with a queue, now and as new
+// ones appear, until the follower stops.
+func (r *Router) watchRoles(ctx context.Context, start func(string)) error {
+	f, err := r.cfg.Log.Follow(ctx, events.Query{Subjects: []string{roleQueuedAll}, New: true})
+	if err != nil {
+		return fmt.Errorf("router: follow role queues: %w", err)
+	}
+	defer f.Stop()
+	known, err := r.queuedRoles(ctx)
+	if err != nil {
 		return err
 	}
 	for _, role := range known {
@@ -144,9 +167,6 @@ func (r *Router) Run(ctx context.Context) error {
 	}
 	for ev := range f.Events() {
 		start(ev.Subject)
-	}
-	if ctx.Err() != nil {
-		return nil
 	}
 	return fmt.Errorf("router: role queue follower stopped: %w", f.Err())
 }

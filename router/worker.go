@@ -24,16 +24,27 @@ func ConsumerName(role string) string { return "router-" + role }
 // consumer after errors.
 func (r *Router) work(ctx context.Context, role string) {
 	log := r.cfg.Logger.With("role", role)
+	backoff, last := time.Second, ""
 	for ctx.Err() == nil {
+		began := time.Now()
 		err := r.consume(ctx, role)
 		if ctx.Err() != nil {
 			return
 		}
-		log.Warn("router: role worker restarts", "err", err)
+		if time.Since(began) > time.Minute {
+			backoff, last = time.Second, "" // it worked for a while: a new trouble
+		}
+		// Log a failure once, not every retry: a lost stream fails every
+		// attempt the same way until it is back.
+		if msg := fmt.Sprint(err); msg != last {
+			log.Warn("router: role worker restarts", "err", err, "backoff", backoff)
+			last = msg
+		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Second):
+		case <-time.After(backoff):
 		}
+		backoff = min(2*backoff, 30*time.Second)
 	}
 }
 

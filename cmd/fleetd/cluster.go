@@ -41,15 +41,17 @@ func (g *Gateway) provision(ctx context.Context, replicas int) error {
 	js, den := g.js, g.denials
 	if g.cfg.AdminCreds != "" {
 		ad := newDenials(g.log)
-		nc, err := g.dial("fleetd provision", g.cfg.AdminCreds, nats.ErrorHandler(ad.handle))
+		nc, err := g.dial("fleetd admin", g.cfg.AdminCreds, nats.ErrorHandler(ad.handle))
 		if err != nil {
 			return fmt.Errorf("provision as %s: %w", g.cfg.AdminCreds, err)
 		}
-		defer nc.Close()
 		if js, err = jetstream.New(nc); err != nil {
+			nc.Close()
 			return err
 		}
-		den = ad
+		// Kept for what only the admin may do later: trim FLEET by the
+		// retention policy, and create it again when it was lost.
+		g.adminNC, g.adminJS, den = nc, js, ad
 	}
 	p := provisioner{js: js, log: g.log, denials: den, replicas: replicas, roles: g.Roles.Names()}
 	fctx, cancel := context.WithTimeout(ctx, provisionTimeout)
@@ -148,4 +150,18 @@ func paneToken(creds, token string) string {
 		return ""
 	}
 	return token
+}
+
+// streamAdmin is a JetStream handle that may administer FLEET (trim it,
+// create it again): the admin key's with AdminCreds; the gateway's own when
+// it runs without fleetd auth's keys (a token or no auth, which grant
+// everything); nil when it runs with a gateway key alone, which may not.
+func (g *Gateway) streamAdmin() jetstream.JetStream {
+	switch {
+	case g.adminJS != nil:
+		return g.adminJS
+	case g.cfg.Creds == "":
+		return g.js
+	}
+	return nil
 }

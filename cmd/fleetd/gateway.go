@@ -23,6 +23,7 @@ import (
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/retention"
 	"github.com/fleetd/fleetd/roles"
 	"github.com/fleetd/fleetd/router"
 )
@@ -71,7 +72,51 @@ type GatewayConfig struct {
 	// IdleTTL closes a named session's pane on this host once it has been
 	// idle this long (0: never); the session stays resumable.
 	IdleTTL time.Duration
-	Logger  *slog.Logger
+	// Retain is FLEET's retention (retention.ParsePolicy): "" is the
+	// default, a week, plus half of the store when NATS.MaxStore is set.
+	Retain string
+	// RetainTurns is how long final turns stay in fleet_turns
+	// (retention.ParseAge): "" is a week, "forever" keeps them.
+	RetainTurns string
+	// RecreateStream: create FLEET again once it has been missing this
+	// long (0: never; an administrator recreates it and fleetd resumes).
+	RecreateStream time.Duration
+	Logger         *slog.Logger
+}
+
+// DefaultRetainTurns is how long final turns stay in fleet_turns unless
+// told otherwise.
+const DefaultRetainTurns = 7 * 24 * time.Hour
+
+// retention parses Retain and RetainTurns, applying the defaults.
+func (c GatewayConfig) retention() (retention.Policy, time.Duration, error) {
+	var errs []error
+	policy := retention.DefaultPolicy
+	if c.Retain != "" {
+		p, err := retention.ParsePolicy(c.Retain)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--retain: %w", err))
+		}
+		policy = p
+	} else if c.ExternalURL == "" && c.NATS.MaxStore > 0 {
+		// A capped store: the log makes room long before it is full.
+		policy.MaxBytes = c.NATS.MaxStore / 2
+	}
+	turns := DefaultRetainTurns
+	if c.RetainTurns != "" {
+		d, err := retention.ParseAge(c.RetainTurns)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--retain-turns: %w", err))
+		}
+		turns = d
+		if d > 0 && d < time.Second {
+			errs = append(errs, fmt.Errorf("--retain-turns %s: at least 1s, or forever", d))
+		}
+	}
+	if c.RecreateStream < 0 {
+		errs = append(errs, fmt.Errorf("--recreate-stream %s: 0 (never) or positive", c.RecreateStream))
+	}
+	return policy, turns, errors.Join(errs...)
 }
 
 // Gateway is one host's fleetd: the embedded server (or a connection to an
@@ -84,6 +129,9 @@ type Gateway struct {
 	srv *embeddednats.Server
 	nc  *nats.Conn
 	js  jetstream.JetStream
+	// adminNC and adminJS are the admin key's connection (AdminCreds).
+	adminNC *nats.Conn
+	adminJS jetstream.JetStream
 	// denials logs the permission violations NATS reports to nc and tells
 	// provisioning when its identity may not create what it tried.
 	denials *denials
@@ -96,6 +144,12 @@ type Gateway struct {
 	// Sessions reaps this host's idle session panes and orphaned
 	// incarnations (nil with NoHerdr).
 	Sessions *orchestrator.Sessions
+	// Watcher says whether the log is there and its store has room;
+	// Compactor applies the retention policy.
+	Watcher   *events.Watcher
+	Compactor *retention.Compactor
+	policy    retention.Policy
+	turnTTL   time.Duration
 
 	shim         *leadshim.Server
 	httpAddr     string
@@ -139,6 +193,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 		}
 		g.Roles = rc
 	}
+	policy, turnTTL, err := g.cfg.retention()
+	if err != nil {
+		return err
+	}
+	g.policy, g.turnTTL = policy, turnTTL
 	if err := g.connect(ctx); err != nil {
 		return err
 	}
@@ -153,12 +212,34 @@ func (g *Gateway) Start(ctx context.Context) error {
 		g.shutdownNATS()
 		return err
 	}
+	// The server's store limit is known for a standalone embedded server
+	// only: in a cluster, usage counts every replica.
+	var maxStore int64
+	if g.cfg.ExternalURL == "" && !g.cfg.NATS.Clustered() {
+		maxStore = g.cfg.NATS.MaxStore
+	}
+	watchJS, recreate := g.js, g.cfg.RecreateStream
+	if admin := g.streamAdmin(); admin != nil {
+		watchJS = admin
+	} else if recreate > 0 {
+		g.log.Info("a lost FLEET stream is not created again here: a gateway key may not; the admin recreates it ('fleetd provision') and this host resumes by itself")
+		recreate = 0
+	}
+	g.Watcher, err = events.NewWatcher(events.WatcherConfig{
+		JS: watchJS, MaxStore: maxStore, RecreateAfter: recreate,
+		Stream: events.StreamOptions{Replicas: replicas}, Logger: g.log,
+	})
+	if err != nil {
+		g.shutdownNATS()
+		return err
+	}
 	g.Log = events.New(g.js, events.Options{
 		Source:   "fleetd/" + host + "/gateway",
 		Registry: events.NewRegistry(events.WithLimits(events.Limits{Text: textLimit(g.cfg.MaxText)})),
 		OnSkip: func(subject string, seq uint64, err error) {
 			g.log.Warn("skipped a message that is not a valid event", "subject", subject, "seq", seq, "err", err)
 		},
+		OnAppend: g.Watcher.Observe,
 	})
 	if err := g.startComponents(ctx); err != nil {
 		g.Close()
@@ -183,7 +264,8 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	g.cancel = cancel
 	replicas := max(g.cfg.Replicas, 1)
 
-	g.Views = projections.New(g.Log, g.js, projections.Options{Replicas: replicas, Logger: g.log, HostTTL: g.cfg.HostTTL})
+	g.goRun("log watcher", g.Watcher.Run, runCtx)
+	g.Views = projections.New(g.Log, g.js, projections.Options{Replicas: replicas, Logger: g.log, HostTTL: g.cfg.HostTTL, TurnTTL: g.turnTTL})
 	g.goRun("projections", g.whileForming(g.Views.Run), runCtx)
 	select {
 	case <-g.Views.Ready():
@@ -208,7 +290,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	g.shim, err = leadshim.New(leadshim.Config{
 		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
 		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
-		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns,
+		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns, Health: g.Health,
 	})
 	if err != nil {
 		ln.Close()
@@ -230,13 +312,68 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 		}
 	}
 
+	if admin := g.streamAdmin(); admin != nil {
+		g.Compactor, err = retention.New(retention.Config{
+			JS: admin, Log: g.Log, Views: g.Views, Policy: g.policy, Logger: g.log, Ready: g.bridgeCaughtUp,
+		})
+		if err != nil {
+			return err
+		}
+		g.goRun("retention", g.Compactor.Run, runCtx)
+	} else {
+		g.log.Info("retention runs where the admin key is (fleetd up --admin-creds): a gateway key may not trim FLEET")
+	}
+
 	if _, err := g.Log.Append(ctx, g.hostUp(false)); err != nil {
 		return fmt.Errorf("announce host: %w", err)
 	}
 	g.announced = true
-	g.wg.Add(1)
+	g.wg.Add(2)
 	go func() { defer g.wg.Done(); g.heartbeat(runCtx) }()
+	go func() { defer g.wg.Done(); g.onHealth(runCtx, rp) }()
 	return nil
+}
+
+// Health is nil while the log takes new work, else why not: the log's
+// health as the watcher sees it, or the views still moving to a stream
+// that was created again.
+func (g *Gateway) Health() error {
+	h := g.Watcher.Health()
+	if err := h.Err(); err != nil {
+		return err
+	}
+	if at := g.Views.Horizon().Stream; !h.Stream.Created.IsZero() && !at.IsZero() && !at.Equal(h.Stream.Created) {
+		return fmt.Errorf("%w: the %s stream was created again; the views are moving to it", events.ErrUnavailable, events.Stream)
+	}
+	return nil
+}
+
+// bridgeCaughtUp is retention's Ready: the bridge folds the log from its
+// start, so no trim may overtake it while it reads.
+func (g *Gateway) bridgeCaughtUp() bool { return g.Bridge == nil || g.Bridge.CaughtUp() }
+
+// onHealth acts on the log's health as it changes: a store full or
+// nearly so brings a retention sweep forward; a log that takes writes
+// again has the hook spool replayed at once, since the turns in flight
+// wait for what their hooks spooled meanwhile.
+func (g *Gateway) onHealth(ctx context.Context, rp *claudehook.Replayer) {
+	was := events.HealthOK
+	for {
+		ch := g.Watcher.Changed()
+		code := g.Watcher.Health().Code
+		switch {
+		case (code == events.HealthStoreFull || code == events.HealthStoreLow) && g.Compactor != nil:
+			g.Compactor.Wake()
+		case code == events.HealthOK && was != events.HealthOK:
+			rp.Wake()
+		}
+		was = code
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+		}
+	}
 }
 
 func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
@@ -403,17 +540,26 @@ func (g *Gateway) hostUp(heartbeat bool) events.Event {
 }
 
 // heartbeat announces the host periodically so a federated roster can
-// tell a silent host from a quiet one.
+// tell a silent host from a quiet one. A failing heartbeat is logged
+// when it starts failing and when it works again, not every beat.
 func (g *Gateway) heartbeat(ctx context.Context) {
 	t := time.NewTicker(g.cfg.Heartbeat)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := g.Log.Append(ctx, g.hostUp(true)); err != nil && ctx.Err() == nil {
-				g.log.Warn("heartbeat", "err", err)
+			_, err := g.Log.Append(ctx, g.hostUp(true))
+			switch {
+			case ctx.Err() != nil:
+			case err != nil && !failing:
+				g.log.Warn("heartbeat failed; retrying every beat", "err", err)
+				failing = true
+			case err == nil && failing:
+				g.log.Info("heartbeat works again")
+				failing = false
 			}
 		}
 	}
@@ -477,7 +623,9 @@ func (g *Gateway) Close() error {
 			_, aerr := g.Log.Append(ctx, events.Event{Subject: g.cfg.Host, Data: events.HostDown{Host: g.cfg.Host, Reason: "shutdown"}})
 			cancel()
 			if aerr != nil {
-				err = errors.Join(err, fmt.Errorf("announce host down: %w", aerr))
+				// The shutdown itself is clean: the log (lost, full) just
+				// cannot record it; other hosts see this one go silent.
+				g.log.Warn("could not announce the host down", "err", aerr)
 			}
 		}
 		g.shutdownNATS()
@@ -486,6 +634,9 @@ func (g *Gateway) Close() error {
 }
 
 func (g *Gateway) shutdownNATS() {
+	if g.adminNC != nil {
+		g.adminNC.Close()
+	}
 	if g.nc != nil {
 		_ = g.nc.Drain()
 		g.nc.Close()

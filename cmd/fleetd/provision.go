@@ -128,12 +128,12 @@ func (p provisioner) run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	for _, bucket := range fabricBuckets {
-		if err := ensure("bucket "+bucket, "KV_"+bucket, func(ctx context.Context) error {
-			_, err := p.js.CreateOrUpdateKeyValue(ctx, projections.BucketConfig(bucket, p.replicas))
+	for _, cfg := range projections.BucketConfigs(projections.Options{Replicas: p.replicas}) {
+		if err := ensure("bucket "+cfg.Bucket, "KV_"+cfg.Bucket, func(ctx context.Context) error {
+			_, err := p.js.CreateOrUpdateKeyValue(ctx, cfg)
 			return err
 		}); err != nil {
-			return fmt.Errorf("ensure bucket %s: %w", bucket, err)
+			return fmt.Errorf("ensure bucket %s: %w", cfg.Bucket, err)
 		}
 	}
 	if len(missing) > 0 {

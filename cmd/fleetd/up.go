@@ -16,7 +16,10 @@ type UpCmd struct {
 	Listen          string        `help:"NATS client listen address for the embedded server; empty for in-process only." default:"127.0.0.1:4222" env:"FLEET_LISTEN"`
 	HTTP            string        `name:"http" help:"Lead HTTP shim listen address (loopback by default; any other address needs --token)." default:"127.0.0.1:8765" env:"FLEET_HTTP"`
 	SyncAlways      bool          `help:"fsync every JetStream write before acknowledging it." default:"true" negatable:"" env:"FLEET_SYNC_ALWAYS"`
-	MaxStore        int64         `help:"Cap on JetStream file storage in bytes (0 = no cap)." env:"FLEET_MAX_STORE"`
+	MaxStore        int64         `help:"Cap on JetStream file storage in bytes (0 = no cap). Near it, new sends are refused (503 store_low) so accepted turns can finish; at it, /healthz says store_full until space frees." env:"FLEET_MAX_STORE"`
+	Retain          string        `help:"How much of the FLEET stream to keep beyond what open turns and live agents need: an age (7d, 36h), a size (500MB, 2GiB), both (7d,2GiB: whichever trims more) or forever. Default: 7d, and half of --max-store when it is set." env:"FLEET_RETAIN"`
+	RetainTurns     string        `help:"How long a final turn stays in fleet_turns (GET /message/{id} answers for it), or forever." default:"7d" env:"FLEET_RETAIN_TURNS"`
+	RecreateStream  time.Duration `help:"Create the FLEET stream again once it has been missing this long (0: never; then an administrator recreates it and fleetd resumes by itself)." default:"10s" env:"FLEET_RECREATE_STREAM"`
 	MaxMemory       int64         `help:"Cap on JetStream memory storage in bytes (0 = no cap)." env:"FLEET_MAX_MEMORY"`
 	Cluster         string        `help:"Cluster name: join a cluster of fleetd hosts." env:"FLEET_CLUSTER"`
 	ClusterListen   string        `help:"Cluster route listen address." default:"0.0.0.0:6222" env:"FLEET_CLUSTER_LISTEN"`
@@ -106,6 +109,9 @@ func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
 		MaxText:         c.MaxText,
 		MaxEventReaders: c.MaxEventReaders,
 		MaxConns:        c.MaxConns,
+		Retain:          c.Retain,
+		RetainTurns:     c.RetainTurns,
+		RecreateStream:  c.RecreateStream,
 		Logger:          g.Logger(),
 	}, nil
 }

@@ -1,0 +1,435 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// StreamState is the FLEET stream as it stands.
+type StreamState struct {
+	// FirstSeq and LastSeq bound what the stream holds; FirstSeq passes 1
+	// once retention has trimmed the beginning.
+	FirstSeq, LastSeq uint64
+	Msgs, Bytes       uint64
+	// Created identifies the incarnation: a stream deleted and created
+	// again (its sequences may restart at 1) has a new one.
+	Created time.Time
+	// Config is the stream's configuration (limits, replicas).
+	Config jetstream.StreamConfig
+}
+
+func (l *jsLog) State(ctx context.Context) (StreamState, error) {
+	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
+	defer cancel()
+	return streamState(ctx, l.js)
+}
+
+func streamState(ctx context.Context, js jetstream.JetStream) (StreamState, error) {
+	s, err := js.Stream(ctx, Stream)
+	if err != nil {
+		return StreamState{}, fmt.Errorf("stream %s: %w", Stream, translate(err))
+	}
+	info := s.CachedInfo()
+	return StreamState{
+		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Msgs: info.State.Msgs, Bytes: info.State.Bytes,
+		Created: info.Created, Config: info.Config,
+	}, nil
+}
+
+// reader is one ordered, ephemeral read of the stream. fleetd owns it end
+// to end rather than using jetstream's ordered consumer, whose Next
+// retries a lost consumer forever under a lock that Stop needs, with
+// waits no context ends: a deleted stream made Follower.Stop hang.
+// Every wait here ends with ctx. A reader is used by one goroutine.
+type reader struct {
+	l       *jsLog
+	filters []string
+	pull    jetstream.PullMessagesOpt // how far it pulls ahead (Query.Prefetch)
+	// next is the stream sequence to read from when the consumer is made
+	// again; dseq the consumer's delivery sequence of the last message.
+	next uint64
+	dseq uint64
+	// start is where the first consumer started, for a consumer made
+	// again before anything was read.
+	start jetstream.ConsumerConfig
+	// created is the incarnation the reader reads: a consumer is never
+	// made again on a stream created since (its sequences restarted).
+	created time.Time
+	cons    jetstream.Consumer
+	it      jetstream.MessagesContext
+}
+
+// open makes the reader's first consumer, starting where q says.
+func (l *jsLog) open(ctx context.Context, q Query) (*reader, error) {
+	r := &reader{l: l, filters: q.Subjects, pull: pullOpt(q)}
+	if len(r.filters) == 0 {
+		r.filters = []string{SubjectAll}
+	}
+	cfg := r.config()
+	switch {
+	case q.New:
+		// "New" is pinned to a sequence now: a consumer made again before
+		// its first message would otherwise re-apply "deliver new" and
+		// skip what came in between.
+		last, err := l.lastSeq(ctx, SubjectAll)
+		if err != nil {
+			return nil, fmt.Errorf("follow from now: %w", err)
+		}
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
+	case q.FromSeq > 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, q.FromSeq
+	case !q.Since.IsZero():
+		since := q.Since
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	default:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	}
+	r.start = cfg
+	st, err := streamState(ctx, l.js)
+	if err != nil {
+		return nil, fmt.Errorf("read %v: %w", r.filters, err)
+	}
+	r.created = st.Created
+	if err := r.subscribe(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// config is an ordered consumer's configuration without a start.
+func (r *reader) config() jetstream.ConsumerConfig {
+	// A short inactivity threshold and an explicit delete (release) keep
+	// readers from piling up server-side consumers: 2.15 caps a stream at
+	// 1,000 by default.
+	cfg := jetstream.ConsumerConfig{
+		Name: "fleetd_" + nuid.Next(), AckPolicy: jetstream.AckNonePolicy, Replicas: 1, MemoryStorage: true,
+		InactiveThreshold: 30 * time.Second,
+	}
+	if len(r.filters) == 1 {
+		cfg.FilterSubject = r.filters[0]
+	} else {
+		cfg.FilterSubjects = r.filters
+	}
+	return cfg
+}
+
+// subscribe makes a consumer with cfg and starts pulling from it.
+// Creating a consumer needs the JetStream meta leader. Right after a
+// cluster member died the request can go unanswered until a new leader is
+// elected, so it tries in short rounds within ctx.
+func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) error {
+	for {
+		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		c, err := r.l.js.CreateOrUpdateConsumer(try, Stream, cfg)
+		cancel()
+		if err == nil {
+			// A 5 s heartbeat, as jetstream's ordered consumer has: a
+			// consumer gone quiet (lost with a cluster member, never
+			// started) is noticed in 10 s and made again.
+			it, err := c.Messages(r.pull, jetstream.PullHeartbeat(5*time.Second),
+				jetstream.WithMessagesErrOnMissingHeartbeat(true))
+			if err != nil {
+				r.l.release(c)
+				return fmt.Errorf("read %v: %w", r.filters, err)
+			}
+			r.cons, r.it, r.dseq = c, it, 0
+			return nil
+		}
+		retry := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
+		if !retry || ctx.Err() != nil {
+			return fmt.Errorf("read %v: %w", r.filters, translate(err))
+		}
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return fmt.Errorf("read %v: %w", r.filters, err)
+		}
+	}
+}
+
+// errGap means a consumer skipped a delivery: it was reset server-side.
+var errGap = errors.New("consumer delivery gap")
+
+// nextMsg returns the next message and its stream sequence. An error is
+// returned as it is: the caller decides whether to resume.
+func (r *reader) nextMsg(ctx context.Context) (jetstream.Msg, uint64, error) {
+	msg, err := r.it.Next(jetstream.NextContext(ctx))
+	if err != nil {
+		return nil, 0, err
+	}
+	md, err := msg.Metadata()
+	if err != nil {
+		// Not a stream message at all; count it and go on.
+		r.l.skip(msg.Subject(), 0, err)
+		return nil, 0, nil
+	}
+	if md.Sequence.Consumer != r.dseq+1 {
+		return nil, 0, errGap
+	}
+	r.dseq = md.Sequence.Consumer
+	r.next = md.Sequence.Stream + 1
+	return msg, md.Sequence.Stream, nil
+}
+
+// resume drops the current consumer and makes a new one that starts
+// after the last message read. It retries with backoff until it works,
+// ctx ends, or the stream is gone (ErrStreamLost).
+func (r *reader) resume(ctx context.Context, cause error) error {
+	r.close()
+	backoff := 50 * time.Millisecond
+	for {
+		cfg := r.config()
+		if r.next > 0 {
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, r.next
+		} else {
+			// Nothing read yet: start where the first consumer did.
+			cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = r.start.DeliverPolicy, r.start.OptStartSeq, r.start.OptStartTime
+		}
+		st, err := streamState(ctx, r.l.js)
+		if err == nil && !st.Created.Equal(r.created) {
+			// Same name, new stream: its sequences say nothing about
+			// where this reader was. Whoever reads must start over.
+			return fmt.Errorf("%w: it was created again (after %v)", ErrStreamLost, cause)
+		}
+		if err == nil {
+			err = r.subscribe(ctx, cfg)
+		}
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, ErrStreamLost), errors.Is(err, nats.ErrConnectionClosed):
+			return fmt.Errorf("%w (after %v)", err, cause)
+		}
+		if !sleepCtx(ctx, backoff) {
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// close stops pulling and deletes the consumer.
+func (r *reader) close() {
+	if r.it != nil {
+		r.it.Stop()
+		r.it = nil
+	}
+	if r.cons != nil {
+		r.l.release(r.cons)
+		r.cons = nil
+	}
+}
+
+// release deletes a consumer, briefly: the inactivity threshold removes
+// it anyway, so a server that does not answer is not waited for.
+func (l *jsLog) release(c jetstream.Consumer) {
+	info := c.CachedInfo()
+	if info == nil || !l.js.Conn().IsConnected() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = l.js.DeleteConsumer(ctx, Stream, info.Name)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		q.New = false
+		if len(q.Subjects) == 0 {
+			q.Subjects = []string{SubjectAll}
+		}
+		// The end is fixed up front, by the stream leader: a consumer may
+		// sit on a replica that has not applied the newest messages yet,
+		// and its pending count would end the read too early.
+		setup, cancel := withDefaultTimeout(ctx, l.o.Timeout)
+		var end, start uint64
+		for _, subj := range q.Subjects {
+			last, err := l.lastSeq(setup, subj)
+			if err != nil {
+				cancel()
+				yield(Event{}, fmt.Errorf("read: %w", err))
+				return
+			}
+			end = max(end, last)
+			if !q.Since.IsZero() && q.FromSeq == 0 {
+				// A time becomes a sequence, so "is there anything to
+				// read" has an exact answer.
+				first, err := l.firstSince(setup, subj, q.Since)
+				if err != nil {
+					cancel()
+					yield(Event{}, fmt.Errorf("read: %w", err))
+					return
+				}
+				if first > 0 && (start == 0 || first < start) {
+					start = first
+				}
+			}
+		}
+		if !q.Since.IsZero() && q.FromSeq == 0 {
+			if start == 0 {
+				cancel()
+				return
+			}
+			q.FromSeq, q.Since = start, time.Time{}
+		}
+		if end == 0 || end < q.FromSeq {
+			cancel()
+			return
+		}
+		r, err := l.open(setup, q)
+		cancel()
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		defer r.close()
+		for {
+			msg, seq, err := r.nextMsg(ctx)
+			if err != nil && ctx.Err() == nil {
+				// A broken consumer is made again from where the read was,
+				// as a follower's is; a lost stream ends the read.
+				err = r.resume(ctx, err)
+				if err == nil {
+					continue
+				}
+			}
+			if err != nil {
+				yield(Event{}, fmt.Errorf("read: %w", translate(err)))
+				return
+			}
+			if msg == nil {
+				continue
+			}
+			ev, ok := l.decode(msg, seq)
+			if !ok && q.Skips && seq != 0 {
+				ev, ok = Event{Seq: seq, NATSSubject: msg.Subject()}, true
+			}
+			if ok && !yield(ev, nil) {
+				return
+			}
+			if seq >= end {
+				return
+			}
+		}
+	}
+}
+
+// Follower is a live subscription to the log. Events arrive in stream
+// order on Events until Stop is called, the context ends, or the stream
+// is lost.
+type Follower struct {
+	events chan Event
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+	err    error
+}
+
+// Events delivers decoded events. It is closed when the follower stops.
+func (f *Follower) Events() <-chan Event { return f.events }
+
+// Buffered is how many events wait in Events, not yet received.
+func (f *Follower) Buffered() int { return len(f.events) }
+
+// Done is closed once the follower has stopped.
+func (f *Follower) Done() <-chan struct{} { return f.done }
+
+// Err is why the follower stopped: nil after Stop or context end; an
+// error wrapping ErrStreamLost when the stream went away.
+func (f *Follower) Err() error {
+	<-f.done
+	return f.err
+}
+
+// Stop ends the subscription and waits for it. It is idempotent, and it
+// returns promptly whatever the subscription is doing: every wait inside
+// ends with the follower's context (deleting the server-side consumer is
+// bounded to a second, and skipped without a connection).
+func (f *Follower) Stop() {
+	f.once.Do(f.cancel)
+	<-f.done
+}
+
+func (l *jsLog) Follow(ctx context.Context, q Query) (*Follower, error) {
+	setup, cancelSetup := withDefaultTimeout(ctx, l.o.Timeout)
+	r, err := l.open(setup, q)
+	cancelSetup()
+	if err != nil {
+		return nil, err
+	}
+	if q.Buffer <= 0 {
+		q.Buffer = 256
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	f := &Follower{events: make(chan Event, q.Buffer), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		defer close(f.events)
+		defer r.close()
+		for {
+			msg, seq, err := r.nextMsg(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				// The consumer broke (deleted with its stream, lost with a
+				// cluster member, heartbeats missed, a delivery skipped):
+				// read again from where it was.
+				if rerr := r.resume(ctx, err); rerr != nil {
+					if ctx.Err() == nil {
+						f.err = fmt.Errorf("follow: %w", rerr)
+					}
+					return
+				}
+				continue
+			}
+			if msg == nil {
+				continue
+			}
+			ev, ok := l.decode(msg, seq)
+			if !ok && q.Skips && seq != 0 {
+				ev, ok = Event{Seq: seq, NATSSubject: msg.Subject()}, true
+			}
+			if !ok {
+				continue
+			}
+			select {
+			case f.events <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return f, nil
+}
+
+// pullOpt is how far a reader of q pulls ahead.
+func pullOpt(q Query) jetstream.PullMessagesOpt {
+	n := q.Prefetch
+	if n <= 0 {
+		n = 512
+	}
+	if q.PrefetchBytes > 0 {
+		return jetstream.PullMaxMessagesWithBytesLimit(n, q.PrefetchBytes)
+	}
+	return jetstream.PullMaxMessages(n)
+}
