@@ -38,7 +38,9 @@ var allowed = map[string][]string{
 	"natsauth":                          {"events"},
 	"fakeapi":                           {},
 	"bench":                             {"embeddednats", "events", "lifecycle", "projections"},
-	"cmd/fleetd":                        nil, // cmd wires everything
+	"gateway": {"embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
+		"claudehook", "natsauth", "retention"},
+	"cmd/fleetd": nil, // cmd wires everything
 }
 
 func TestImportDirection(t *testing.T) {

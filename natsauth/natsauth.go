@@ -402,3 +402,20 @@ func ConnectOption(path string) (nats.Option, error) {
 		return nats.CustomInboxPrefix(prefix)(o)
 	}, nil
 }
+
+// ClientOptions is how a fleetd client authenticates to NATS: with
+// credentials (an nkey from fleetd auth, which also sets its inbox
+// prefix, or a JWT .creds file), else with the token, else not at all.
+func ClientOptions(creds, token string) ([]nats.Option, error) {
+	switch {
+	case creds != "":
+		o, err := ConnectOption(creds)
+		if err != nil {
+			return nil, err
+		}
+		return []nats.Option{o}, nil
+	case token != "":
+		return []nats.Option{nats.Token(token)}, nil
+	}
+	return nil, nil
+}

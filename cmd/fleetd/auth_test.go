@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/gateway"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,7 +171,7 @@ func TestUnderFleetdAuthEachKeyDoesOnlyItsPart(t *testing.T) {
 		t.Fatalf("fleetd provision with the admin's key: %v", err)
 	}
 	waitLaunched(t, h.up, 30*time.Second)
-	if err := (&ProvisionCmd{Roles: h.roles}).Run(ctx, &Globals{NATS: h.natsURL, Creds: gatewayKey, LogLevel: "error"}); !errors.Is(err, errDenied) {
+	if err := (&ProvisionCmd{Roles: h.roles}).Run(ctx, &Globals{NATS: h.natsURL, Creds: gatewayKey, LogLevel: "error"}); !errors.Is(err, gateway.ErrDenied) {
 		t.Errorf("fleetd provision with the gateway's key: %v, want it refused", err)
 	}
 

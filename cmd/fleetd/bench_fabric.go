@@ -81,7 +81,7 @@ func (s benchStage) fabric(ctx context.Context) ([]bench.Row, error) {
 		return nil, err
 	}
 	defer fab.close()
-	st, err := fab.gw.js.Stream(ctx, events.Stream)
+	st, err := fab.gw.JetStream().Stream(ctx, events.Stream)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (s benchStage) fabric(ctx context.Context) ([]bench.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	hop, err := bench.RoundTrip(ctx, fab.gw.js, s.size.roundTrips)
+	hop, err := bench.RoundTrip(ctx, fab.gw.JetStream(), s.size.roundTrips)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		}
 		text := fmt.Sprintf("bench turn %d: say hello", i+1)
 		var env leadshim.Envelope
-		reqs := r.fab.gw.herdrMetrics.Requests()
+		reqs := r.fab.gw.HerdrMetrics().Requests()
 		t0 := time.Now()
 		err = r.fab.client.Do(ctx, http.MethodPost, "/message", leadshim.Message{To: agent, Text: text, Timeout: "2m"}, &env)
 		t1 := time.Now()
@@ -256,7 +256,7 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		if err := r.settle(ctx, agent); err != nil {
 			return ts, err
 		}
-		ts.requests += r.fab.gw.herdrMetrics.Requests() - reqs
+		ts.requests += r.fab.gw.HerdrMetrics().Requests() - reqs
 		after, err := r.agentEvents(ctx, agent)
 		if err != nil {
 			return ts, err

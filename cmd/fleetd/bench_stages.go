@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/fleetd/fleetd/gateway"
 	"io"
 	"log/slog"
 	"net/http"
@@ -137,9 +138,10 @@ func (s benchStage) rebuild(ctx context.Context) ([]bench.Row, error) {
 
 // benchGateway starts a gateway with no herdr on a fresh store: the log,
 // the projections and the lead shim, as `fleetd up --no-herdr` runs them.
-func (s benchStage) benchGateway(ctx context.Context) (*Gateway, error) {
-	gw := NewGateway(GatewayConfig{
-		Host: "bench", NATS: embeddednats.Config{DataDir: filepath.Join(s.dir, "gw"), ServerName: "bench", SyncAlways: s.sync},
+func (s benchStage) benchGateway(ctx context.Context) (*gateway.Gateway, error) {
+	gw := gateway.New(gateway.Config{
+		Version: version,
+		Host:    "bench", NATS: embeddednats.Config{DataDir: filepath.Join(s.dir, "gw"), ServerName: "bench", SyncAlways: s.sync},
 		HTTP: "127.0.0.1:0", NoHerdr: true, Heartbeat: 5 * time.Second, Logger: s.logger,
 	})
 	if err := gw.Start(ctx); err != nil {
@@ -158,7 +160,7 @@ func (s benchStage) scale(ctx context.Context) ([]bench.Row, error) {
 	}
 	defer gw.Close()
 	f := bench.NewFleet(s.size.hosts, s.size.agents)
-	last, err := bench.Publish(ctx, gw.js, f.Announce())
+	last, err := bench.Publish(ctx, gw.JetStream(), f.Announce())
 	if err != nil {
 		return nil, err
 	}
@@ -234,13 +236,13 @@ func (s benchStage) turns(ctx context.Context) ([]bench.Row, error) {
 	}
 	defer gw.Close()
 	f := bench.NewFleet(s.size.hosts, 100)
-	if _, err := bench.Publish(ctx, gw.js, f.Announce()); err != nil {
+	if _, err := bench.Publish(ctx, gw.JetStream(), f.Announce()); err != nil {
 		return nil, err
 	}
 	newID := events.NewULIDSource(time.Now)
 	drive := func(from, to int) (bench.Memory, error) {
 		start := time.Now()
-		seq, err := bench.DriveTurns(ctx, gw.js, f, from, to-from, newID)
+		seq, err := bench.DriveTurns(ctx, gw.JetStream(), f, from, to-from, newID)
 		if err != nil {
 			return bench.Memory{}, err
 		}

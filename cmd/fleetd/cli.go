@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/fleetd/fleetd/gateway"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -85,16 +86,7 @@ func (g *Globals) Logger() *slog.Logger {
 }
 
 // defaultDataDir is $XDG_STATE_HOME/fleetd, else ~/.local/state/fleetd.
-func defaultDataDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "fleetd")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "fleetd")
-	}
-	return filepath.Join(home, ".local", "state", "fleetd")
-}
+func defaultDataDir() string { return gateway.DefaultDataDir() }
 
 // defaultConfigPath is $XDG_CONFIG_HOME/fleetd/config.json (read if present).
 func defaultConfigPath() string {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/gateway"
 	"io"
 	"net/http"
 	"os"
@@ -910,13 +911,13 @@ func TestAgentCredentialsCannotPublishAnotherAgentsEvents(t *testing.T) {
 
 	// A pane gets its agent's own credentials, never the gateway's, and
 	// its hooks carry a turn through with them.
-	if got, want := paneCreds(gatewayCreds)("w-2"), filepath.Join(dir, "agents", "agent-w-2.nk"); got != want {
+	if got, want := gateway.PaneCreds(gatewayCreds)("w-2"), filepath.Join(dir, "agents", "agent-w-2.nk"); got != want {
 		t.Errorf("w-2's pane gets credentials %q, want %q", got, want)
 	}
-	if got := paneCreds(gatewayCreds)("w-9"); got != "" {
+	if got := gateway.PaneCreds(gatewayCreds)("w-9"); got != "" {
 		t.Errorf("an agent without credentials of its own gets %q", got)
 	}
-	if got, want := paneCreds(filepath.Join(dir, "admin.nk"))("w-2"), filepath.Join(dir, "agents", "agent-w-2.nk"); got != want {
+	if got, want := gateway.PaneCreds(filepath.Join(dir, "admin.nk"))("w-2"), filepath.Join(dir, "agents", "agent-w-2.nk"); got != want {
 		t.Errorf("w-2's pane of a process run with the admin's key gets %q, want %q", got, want)
 	}
 	h := &fleetHost{name: "testhost", data: data, sock: sock, natsURL: up.url, httpURL: up.http}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/gateway"
 	"io"
 	"log/slog"
 	"net/http"
@@ -43,7 +44,7 @@ type demoRun struct {
 	dir    string
 	real   bool
 	fab    *fabric
-	gw     *Gateway
+	gw     *gateway.Gateway
 	herdr  *herdrtest.Server
 	api    *fakeapi.Server
 	agents []string
@@ -320,7 +321,7 @@ func (d *demoRun) summary(wall time.Duration) {
 	for _, err := range d.errs {
 		fmt.Fprintf(d.out, "error:    %v\n", err)
 	}
-	if st, err := d.gw.js.Stream(context.Background(), events.Stream); err == nil {
+	if st, err := d.gw.JetStream().Stream(context.Background(), events.Stream); err == nil {
 		if info, err := st.Info(context.Background()); err == nil {
 			fmt.Fprintf(d.out, "events:   %d in stream %s (%.1f per turn)\n", info.State.Msgs, events.Stream, float64(info.State.Msgs)/float64(max(1, d.cmd.Tasks)))
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/leadshim"
 	"log/slog"
 	"os"
@@ -23,7 +24,7 @@ import (
 type fabric struct {
 	herdr  *herdrtest.Server
 	api    *fakeapi.Server
-	gw     *Gateway
+	gw     *gateway.Gateway
 	client *leadshim.Client
 }
 
@@ -74,8 +75,9 @@ func startFabric(ctx context.Context, cfg fabricConfig) (f *fabric, err error) {
 		DataDir: filepath.Join(cfg.Dir, "data"), ServerName: cfg.Host, Listen: "127.0.0.1:0",
 		SyncAlways: cfg.SyncAlways,
 	}
-	f.gw = NewGateway(GatewayConfig{
-		Host: cfg.Host, NATS: natsCfg, HTTP: "127.0.0.1:0", HerdrPath: f.herdr.Path(), Roles: &rc,
+	f.gw = gateway.New(gateway.Config{
+		Version: version,
+		Host:    cfg.Host, NATS: natsCfg, HTTP: "127.0.0.1:0", HerdrPath: f.herdr.Path(), Roles: &rc,
 		Heartbeat: 5 * time.Second, Logger: cfg.Logger,
 	})
 	if err := f.gw.Start(ctx); err != nil {

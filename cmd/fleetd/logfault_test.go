@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/fleetd/fleetd/gateway"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -76,13 +77,13 @@ type faultFleet struct {
 	dir   string
 	herdr *herdrtest.Server
 	rc    roles.Config
-	cfg   GatewayConfig
-	gw    *Gateway
+	cfg   gateway.Config
+	gw    *gateway.Gateway
 	logs  *logTally
 	base  string
 }
 
-func startFaultFleet(t *testing.T, think time.Duration, mod func(*GatewayConfig)) *faultFleet {
+func startFaultFleet(t *testing.T, think time.Duration, mod func(*gateway.Config)) *faultFleet {
 	t.Helper()
 	dir := t.TempDir()
 	fx := &faultFleet{t: t, dir: dir, logs: &logTally{msgs: map[string]int{}}}
@@ -91,7 +92,7 @@ func startFaultFleet(t *testing.T, think time.Duration, mod func(*GatewayConfig)
 	fx.rc = roles.Config{Roles: map[string]roles.Role{
 		"w": {Tier: 2, EnvClass: roles.EnvClean, Env: paneEnv, Command: []string{fleetdBin, "sim-agent", "--think", think.String()}},
 	}}
-	fx.cfg = GatewayConfig{
+	fx.cfg = gateway.Config{
 		Host: "g8", HTTP: "127.0.0.1:0", HerdrPath: fx.herdr.Path(), Roles: &fx.rc, Heartbeat: time.Second,
 		NATS:   embeddednats.Config{DataDir: filepath.Join(dir, "data"), ServerName: "g8", Listen: "127.0.0.1:0"},
 		Logger: slog.New(slog.NewTextHandler(fx.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
@@ -106,7 +107,7 @@ func startFaultFleet(t *testing.T, think time.Duration, mod func(*GatewayConfig)
 // start runs the gateway (again) on the fleet's data and herdr.
 func (fx *faultFleet) start() {
 	fx.t.Helper()
-	fx.gw = NewGateway(fx.cfg)
+	fx.gw = gateway.New(fx.cfg)
 	if err := fx.gw.Start(context.Background()); err != nil {
 		fx.t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func (fx *faultFleet) publishes(subjects ...string) (count func() int64) {
 // with a reason (the one whose deadline passed: timeout).
 func TestAFullStoreStallsNoAcknowledgedTurnSilently(t *testing.T) {
 	const maxStore = 8 << 20
-	fx := startFaultFleet(t, 2*time.Second, func(c *GatewayConfig) {
+	fx := startFaultFleet(t, 2*time.Second, func(c *gateway.Config) {
 		c.NATS.MaxStore = maxStore
 		c.Retain = "forever" // the test frees the space itself
 	})
@@ -338,12 +339,12 @@ func TestAgentsWorkOnAfterTheStreamIsCreatedAgain(t *testing.T) {
 	if got := fx.send(`{"to":"w-0","text":"before","timeout":"1m"}`, &env); got != http.StatusOK || env.Status != "replied" {
 		t.Fatalf("turn before: %d %+v", got, env)
 	}
-	if err := fx.gw.js.DeleteStream(ctx, events.Stream); err != nil {
+	if err := fx.gw.JetStream().DeleteStream(ctx, events.Stream); err != nil {
 		t.Fatal(err)
 	}
 	// The watcher's own word (not only a failed read's): it noticed.
 	waitHealth(t, fx.base, http.StatusServiceUnavailable, "stream_lost", 20*time.Second, "since")
-	if _, err := events.EnsureStream(ctx, fx.gw.js, events.StreamOptions{}); err != nil {
+	if _, err := events.EnsureStream(ctx, fx.gw.JetStream(), events.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitHealth(t, fx.base, http.StatusOK, "", 30*time.Second)
@@ -374,7 +375,7 @@ func TestAgentsWorkOnAfterTheStreamIsCreatedAgain(t *testing.T) {
 // trimmed turn, from fleet_turns), and a restarted fleetd's projections
 // equal the live ones.
 func TestRetentionKeepsWhatIsNeededAndARestartAgrees(t *testing.T) {
-	fx := startFaultFleet(t, 100*time.Millisecond, func(c *GatewayConfig) { c.Retain = "1KiB" })
+	fx := startFaultFleet(t, 100*time.Millisecond, func(c *gateway.Config) { c.Retain = "1KiB" })
 	fx.spawn("w-0")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"io"
 	"os"
@@ -98,7 +99,7 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 			return err
 		}
 		defer done()
-		spawner = &herdrSpawner{bridge: b, herdr: herdrapi.New(c.socket()), agents: views, host: events.HostToken(host)}
+		spawner = &gateway.SessionSpawner{Bridge: b, Herdr: herdrapi.New(c.socket()), Agents: views, Host: events.HostToken(host)}
 	}
 	sessions, err := orchestrator.NewSessions(orchestrator.SessionConfig{
 		Log: log, Views: views, Spawner: spawner, Role: c.SessionRole,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fleetd/fleetd/gateway"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -37,7 +38,7 @@ type f5Fleet struct {
 	dataDir   string
 	rolesFile string
 	herdr     *herdrtest.Server
-	gw        *Gateway
+	gw        *gateway.Gateway
 	env       []string
 }
 
@@ -69,7 +70,7 @@ func startF5(t *testing.T, idleTTL time.Duration) *f5Fleet {
 		t.Fatal(err)
 	}
 
-	fx.gw = NewGateway(GatewayConfig{
+	fx.gw = gateway.New(gateway.Config{
 		Host: "f5", HTTP: "127.0.0.1:0", HerdrPath: fx.herdr.Path(), Roles: &rc, IdleTTL: idleTTL,
 		NATS:   embeddednats.Config{DataDir: fx.dataDir, ServerName: "f5", Listen: "127.0.0.1:0"},
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"os"
 	"path/filepath"
@@ -94,8 +95,8 @@ func (f *herdrFlags) bridge(g *Globals) (*herdrbridge.Bridge, func(), error) {
 	b, err := herdrbridge.NewBridge(herdrbridge.BridgeConfig{
 		Host: host, SocketPath: socket, Roles: rc, Logger: g.Logger(),
 		Log: events.New(js, events.Options{Source: "fleetd/" + host + "/cli"}),
-		Launch: herdrbridge.Launch{NATSURL: natsURL, NATSCreds: g.Creds, AgentCreds: paneCreds(g.Creds),
-			NATSToken: paneToken(g.Creds, g.natsToken()), FleetURL: g.URL,
+		Launch: herdrbridge.Launch{NATSURL: natsURL, NATSCreds: g.Creds, AgentCreds: gateway.PaneCreds(g.Creds),
+			NATSToken: gateway.PaneToken(g.Creds, g.natsToken()), FleetURL: g.URL,
 			SpoolDir: filepath.Join(f.DataDir, "spool"), Settings: settings},
 	})
 	if err != nil {

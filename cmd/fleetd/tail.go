@@ -187,7 +187,7 @@ func dialNATS(g *Globals, name string, extra ...nats.Option) (*nats.Conn, error)
 		url = nats.DefaultURL
 	}
 	opts := []nats.Option{nats.Name(name), nats.Timeout(3 * time.Second)}
-	auth, err := natsAuth(g.Creds, g.natsToken())
+	auth, err := natsauth.ClientOptions(g.Creds, g.natsToken())
 	if err != nil {
 		return nil, err
 	}
@@ -197,21 +197,4 @@ func dialNATS(g *Globals, name string, extra ...nats.Option) (*nats.Conn, error)
 		return nil, fmt.Errorf("connect to fleetd's NATS at %s: %w (is 'fleetd up' running? set --nats or FLEET_NATS_URL)", url, err)
 	}
 	return nc, nil
-}
-
-// natsAuth is how a fleetd client authenticates to NATS: with credentials
-// (an nkey from 'fleetd auth', which also sets its inbox prefix, or a JWT
-// .creds file), else with the token, else not at all.
-func natsAuth(creds, token string) ([]nats.Option, error) {
-	switch {
-	case creds != "":
-		o, err := natsauth.ConnectOption(creds)
-		if err != nil {
-			return nil, err
-		}
-		return []nats.Option{o}, nil
-	case token != "":
-		return []nats.Option{nats.Token(token)}, nil
-	}
-	return nil, nil
 }

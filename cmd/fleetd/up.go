@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetd/fleetd/gateway"
 	"os"
 	"time"
 
@@ -46,30 +47,21 @@ func (c *UpCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	gw := NewGateway(cfg)
-	if err := gw.Start(ctx); err != nil {
-		if errors.Is(err, embeddednats.ErrUnauthenticated) {
-			return fmt.Errorf("%w\nNATS must be no more open than the shim. Either add --token TOKEN (every NATS client then needs it too: "+
-				"FLEET_TOKEN or --token for fleetd's commands, --token for the nats CLI; cluster routes authenticate with it), "+
-				"or run with the server config and keys of 'fleetd auth' (--server-config <dir>/server.conf --creds <dir>/gateway-<host>.nk; "+
-				"its server.conf also authenticates cluster routes), "+
-				"or listen on loopback (--listen 127.0.0.1:4222, --cluster-listen 127.0.0.1:6222)", err)
-		}
-		return err
+	err = gateway.New(cfg).Run(ctx, func(gw *gateway.Gateway) { fmt.Fprint(os.Stdout, gw.Banner()) })
+	if errors.Is(err, embeddednats.ErrUnauthenticated) {
+		return fmt.Errorf("%w\nNATS must be no more open than the shim. Either add --token TOKEN (every NATS client then needs it too: "+
+			"FLEET_TOKEN or --token for fleetd's commands, --token for the nats CLI; cluster routes authenticate with it), "+
+			"or run with the server config and keys of 'fleetd auth' (--server-config <dir>/server.conf --creds <dir>/gateway-<host>.nk; "+
+			"its server.conf also authenticates cluster routes), "+
+			"or listen on loopback (--listen 127.0.0.1:4222, --cluster-listen 127.0.0.1:6222)", err)
 	}
-	fmt.Fprint(os.Stdout, gw.Banner())
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(os.Stderr, "fleetd: shutting down")
-		return gw.Close()
-	case <-gw.Done():
-		err := gw.Err()
-		gw.Close()
-		return err
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "fleetd: shut down")
 	}
+	return err
 }
 
-func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
+func (c *UpCmd) gatewayConfig(g *Globals) (gateway.Config, error) {
 	host := g.Host
 	if host == "" {
 		host = embeddednats.DefaultServerName()
@@ -88,7 +80,8 @@ func (c *UpCmd) gatewayConfig(g *Globals) (GatewayConfig, error) {
 	if c.Cluster != "" {
 		ncfg.ClusterName, ncfg.ClusterListen, ncfg.Routes = c.Cluster, c.ClusterListen, c.Routes
 	}
-	return GatewayConfig{
+	return gateway.Config{
+		Version:         version,
 		Host:            host,
 		NATS:            ncfg,
 		ExternalURL:     g.NATS,

@@ -1,4 +1,4 @@
-package main
+package gateway
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/fleetd/fleetd/natsauth"
 )
 
-// provisionTimeout bounds the wait for a cluster's members to join and
+// ProvisionTimeout bounds the wait for a cluster's members to join and
 // place the fabric's streams.
-const provisionTimeout = 2 * time.Minute
+const ProvisionTimeout = 2 * time.Minute
 
 // provisionAttempt bounds one create call. It is short on purpose: when
 // several members create the same replicated stream at once, nats-server
@@ -40,8 +40,8 @@ const provisionAttempt = 2 * time.Second
 func (g *Gateway) provision(ctx context.Context, replicas int) error {
 	js, den := g.js, g.denials
 	if g.cfg.AdminCreds != "" {
-		ad := newDenials(g.log)
-		nc, err := g.dial("fleetd admin", g.cfg.AdminCreds, nats.ErrorHandler(ad.handle))
+		ad := NewDenials(g.log)
+		nc, err := g.dial("fleetd admin", g.cfg.AdminCreds, nats.ErrorHandler(ad.Handle))
 		if err != nil {
 			return fmt.Errorf("provision as %s: %w", g.cfg.AdminCreds, err)
 		}
@@ -53,21 +53,21 @@ func (g *Gateway) provision(ctx context.Context, replicas int) error {
 		// retention policy, and create it again when it was lost.
 		g.adminNC, g.adminJS, den = nc, js, ad
 	}
-	p := provisioner{js: js, log: g.log, denials: den, replicas: replicas, roles: g.Roles.Names()}
-	fctx, cancel := context.WithTimeout(ctx, provisionTimeout)
+	p := Provisioner{JS: js, Log: g.log, Denials: den, Replicas: replicas, Roles: g.Roles.Names()}
+	fctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
 	defer cancel()
-	err := p.run(fctx)
-	if !errors.Is(err, errNotProvisioned) || g.cfg.AdminCreds != "" {
+	err := p.Run(fctx)
+	if !errors.Is(err, ErrNotProvisioned) || g.cfg.AdminCreds != "" {
 		return err
 	}
-	return p.await(ctx, g.NATSURL())
+	return p.Await(ctx, g.NATSURL())
 }
 
 // retryForming calls create with a short deadline until it succeeds, fails
 // for a reason other than a forming cluster, or ctx ends. An attempt NATS
 // refuses for want of permission (reported to den) ends at once, with
-// errDenied.
-func retryForming(ctx context.Context, log *slog.Logger, den *denials, what string, create func(context.Context) error) error {
+// ErrDenied.
+func retryForming(ctx context.Context, log *slog.Logger, den *Denials, what string, create func(context.Context) error) error {
 	for {
 		actx, cancel := context.WithTimeout(ctx, provisionAttempt)
 		var refused atomic.Pointer[string]
@@ -79,7 +79,7 @@ func retryForming(ctx context.Context, log *slog.Logger, den *denials, what stri
 		stop()
 		cancel()
 		if s := refused.Load(); s != nil && err != nil {
-			return fmt.Errorf("%s: %w: NATS refused %s", what, errDenied, *s)
+			return fmt.Errorf("%s: %w: NATS refused %s", what, ErrDenied, *s)
 		}
 		if err == nil || !clusterForming(err) || ctx.Err() != nil {
 			return err
@@ -130,22 +130,22 @@ func clusterForming(err error) bool {
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
 }
 
-// paneCreds is what a pane of an agent gets for credentials when this
+// PaneCreds is what a pane of an agent gets for credentials when this
 // process runs with creds: with an admin's or a gateway's key from
 // 'fleetd auth', the agent's own key from the agents directory beside it
 // (none if it has none), never the process's own; any other file (a
 // .creds of an external deployment) is passed on as it is.
-func paneCreds(creds string) func(agent string) string {
+func PaneCreds(creds string) func(agent string) string {
 	if name := natsauth.IdentityName(creds); creds == "" || name == "" {
 		return nil
 	}
 	return func(agent string) string { return natsauth.AgentCreds(creds, agent) }
 }
 
-// paneToken is the NATS token a spawned pane's hooks get: the process's,
+// PaneToken is the NATS token a spawned pane's hooks get: the process's,
 // when it runs without credentials (with credentials, a pane gets its
 // agent's own key instead, or nothing).
-func paneToken(creds, token string) string {
+func PaneToken(creds, token string) string {
 	if creds != "" {
 		return ""
 	}

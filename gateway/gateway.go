@@ -1,10 +1,11 @@
-package main
+package gateway
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/natsauth"
 	"log/slog"
 	"net"
 	"os"
@@ -28,102 +29,11 @@ import (
 	"github.com/fleetd/fleetd/router"
 )
 
-// GatewayConfig is everything one host's fleetd process runs with.
-type GatewayConfig struct {
-	Host string
-	// NATS configures the embedded server; ignored when ExternalURL is set.
-	NATS        embeddednats.Config
-	ExternalURL string
-	// Creds is this gateway's NATS identity (its key from 'fleetd auth',
-	// or a .creds file); NATSToken the token it presents without one. A
-	// pane gets its agent's own key, or NATSToken, never Creds.
-	Creds     string
-	NATSToken string
-	// AdminCreds, when set, is a key allowed to provision the fabric
-	// (create FLEET, the buckets and the router's consumers); it is used
-	// for that alone, on a connection of its own. Without it, a gateway
-	// whose identity may not provision waits for 'fleetd provision'.
-	AdminCreds string
-	Replicas   int
-	HTTP       string
-	// Token is the lead shim's bearer token.
-	Token     string
-	HerdrPath string
-	NoHerdr   bool
-	RolesFile string
-	// Roles, when set, is used instead of reading RolesFile (the demo and
-	// tests build roles in code).
-	Roles     *roles.Config
-	Heartbeat time.Duration
-	// SubmitTimeout bounds the wait for proof a typed prompt was
-	// submitted before Enter is pressed again (default 5s).
-	SubmitTimeout time.Duration
-	// ExitGrace: how long the turns of an agent whose session ended wait
-	// for a new one (default 30s).
-	ExitGrace time.Duration
-	// MaxText bounds a turn's text (default 1 MiB).
-	MaxText int
-	// MaxEventReaders and MaxConns bound the lead shim's event streams and
-	// connections (0: its defaults).
-	MaxEventReaders int
-	MaxConns        int
-	// HostTTL: a host silent this long has its agents marked stale.
-	HostTTL time.Duration
-	// IdleTTL closes a named session's pane on this host once it has been
-	// idle this long (0: never); the session stays resumable.
-	IdleTTL time.Duration
-	// Retain is FLEET's retention (retention.ParsePolicy): "" is the
-	// default, a week, plus half of the store when NATS.MaxStore is set.
-	Retain string
-	// RetainTurns is how long final turns stay in fleet_turns
-	// (retention.ParseAge): "" is a week, "forever" keeps them.
-	RetainTurns string
-	// RecreateStream: create FLEET again once it has been missing this
-	// long (0: never; an administrator recreates it and fleetd resumes).
-	RecreateStream time.Duration
-	Logger         *slog.Logger
-}
-
-// DefaultRetainTurns is how long final turns stay in fleet_turns unless
-// told otherwise.
-const DefaultRetainTurns = 7 * 24 * time.Hour
-
-// retention parses Retain and RetainTurns, applying the defaults.
-func (c GatewayConfig) retention() (retention.Policy, time.Duration, error) {
-	var errs []error
-	policy := retention.DefaultPolicy
-	if c.Retain != "" {
-		p, err := retention.ParsePolicy(c.Retain)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--retain: %w", err))
-		}
-		policy = p
-	} else if c.ExternalURL == "" && c.NATS.MaxStore > 0 {
-		// A capped store: the log makes room long before it is full.
-		policy.MaxBytes = c.NATS.MaxStore / 2
-	}
-	turns := DefaultRetainTurns
-	if c.RetainTurns != "" {
-		d, err := retention.ParseAge(c.RetainTurns)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--retain-turns: %w", err))
-		}
-		turns = d
-		if d > 0 && d < time.Second {
-			errs = append(errs, fmt.Errorf("--retain-turns %s: at least 1s, or forever", d))
-		}
-	}
-	if c.RecreateStream < 0 {
-		errs = append(errs, fmt.Errorf("--recreate-stream %s: 0 (never) or positive", c.RecreateStream))
-	}
-	return policy, turns, errors.Join(errs...)
-}
-
 // Gateway is one host's fleetd: the embedded server (or a connection to an
 // external one), the event log, and the components wired over it. The e2e
 // tests start it whole, on port 0 and a temp dir.
 type Gateway struct {
-	cfg GatewayConfig
+	cfg Config
 	log *slog.Logger
 
 	srv *embeddednats.Server
@@ -132,9 +42,9 @@ type Gateway struct {
 	// adminNC and adminJS are the admin key's connection (AdminCreds).
 	adminNC *nats.Conn
 	adminJS jetstream.JetStream
-	// denials logs the permission violations NATS reports to nc and tells
+	// Denials logs the permission violations NATS reports to nc and tells
 	// provisioning when its identity may not create what it tried.
-	denials *denials
+	denials *Denials
 	// Log is the event log; Views the projections over it; Bridge the
 	// herdr gateway (nil with NoHerdr). Set once Start returned.
 	Log    events.Log
@@ -166,24 +76,38 @@ type Gateway struct {
 	err       error
 }
 
-// NewGateway returns a gateway that is not yet running.
-func NewGateway(cfg GatewayConfig) *Gateway {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+// New returns a gateway that is not yet running. It does no I/O; cfg's
+// defaults are applied and it is validated when the gateway starts.
+func New(cfg Config) *Gateway {
+	cfg.setDefaults()
+	return &Gateway{cfg: cfg, log: cfg.Logger, done: make(chan struct{}), denials: NewDenials(cfg.Logger)}
+}
+
+// Run starts the gateway, calls ready (if set) once it serves, and serves
+// until ctx ends or a component fails; whatever it started is closed
+// before it returns. A nil error means ctx ended.
+func (g *Gateway) Run(ctx context.Context, ready func(*Gateway)) error {
+	if err := g.Start(ctx); err != nil {
+		return err
 	}
-	if cfg.Heartbeat == 0 {
-		cfg.Heartbeat = 5 * time.Second
+	if ready != nil {
+		ready(g)
 	}
-	return &Gateway{cfg: cfg, log: cfg.Logger, done: make(chan struct{}), denials: newDenials(cfg.Logger)}
+	select {
+	case <-ctx.Done():
+		return g.Close()
+	case <-g.Done():
+		err := g.Err()
+		return errors.Join(err, g.Close())
+	}
 }
 
 // Start brings the gateway up and returns once it serves.
 func (g *Gateway) Start(ctx context.Context) error {
-	host := events.HostToken(g.cfg.Host)
-	if err := events.ValidToken(host); err != nil {
+	if err := g.cfg.Validate(); err != nil {
 		return err
 	}
-	g.cfg.Host = host
+	host := g.cfg.Host
 	if g.cfg.Roles != nil {
 		g.Roles = *g.cfg.Roles
 	} else {
@@ -298,7 +222,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	}
 	g.goRun("lead shim", g.shim.Run, runCtx)
 
-	spool := filepath.Join(g.dataDir(), "spool")
+	spool := filepath.Join(g.DataDir(), "spool")
 	rp := &claudehook.Replayer{Dir: spool, Log: g.Log, Interval: 10 * time.Second, OnReplay: func(n int, err error) {
 		if n > 0 || err != nil {
 			g.log.Info("replayed spooled hook events", "events", n, "err", err)
@@ -385,7 +309,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 		}
 	}
 	g.herdrSocket = socket
-	settings := filepath.Join(g.dataDir(), "claude-settings.json")
+	settings := filepath.Join(g.DataDir(), "claude-settings.json")
 	if err := writeHookSettings(settings); err != nil {
 		return err
 	}
@@ -393,7 +317,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 		Host: g.cfg.Host, SocketPath: socket, Log: g.Log, Roles: g.Roles, Logger: g.log,
 		SubmitTimeout: g.cfg.SubmitTimeout, ExitGrace: g.cfg.ExitGrace, Metrics: g.herdrMetrics,
 		Launch: herdrbridge.Launch{
-			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, AgentCreds: paneCreds(g.cfg.Creds), NATSToken: g.paneToken(),
+			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, AgentCreds: PaneCreds(g.cfg.Creds), NATSToken: g.PaneToken(),
 			FleetURL: "http://" + g.httpAddr,
 			SpoolDir: spool, Settings: settings,
 		},
@@ -407,7 +331,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 	// One fleet-wide reaper per host, for this host's panes only.
 	g.Sessions, err = orchestrator.NewSessions(orchestrator.SessionConfig{
 		Log: g.Log, Views: g.Views, AllTiers: true, Host: g.cfg.Host, IdleTTL: g.cfg.IdleTTL,
-		Spawner: &herdrSpawner{bridge: br, herdr: herdrapi.New(socket, herdrapi.WithObserver(g.herdrMetrics.Observe)), agents: g.Views, host: g.cfg.Host},
+		Spawner: &SessionSpawner{Bridge: br, Herdr: herdrapi.New(socket, herdrapi.WithObserver(g.herdrMetrics.Observe)), Agents: g.Views, Host: g.cfg.Host},
 		OnError: func(err error) { g.log.Warn("session reaper", "err", err) },
 	})
 	if err != nil {
@@ -469,26 +393,32 @@ func (g *Gateway) Err() error {
 	return g.err
 }
 
+// JetStream is the gateway's JetStream handle (its own identity's).
+func (g *Gateway) JetStream() jetstream.JetStream { return g.js }
+
+// HerdrMetrics are the herdr bridge's series (requests, typed turns).
+func (g *Gateway) HerdrMetrics() *herdrbridge.Metrics { return g.herdrMetrics }
+
 // HTTPAddr is where the lead shim listens.
 func (g *Gateway) HTTPAddr() string { return g.httpAddr }
 
 // Host is this gateway's host token.
 func (g *Gateway) Host() string { return g.cfg.Host }
 
-func (g *Gateway) dataDir() string {
+func (g *Gateway) DataDir() string {
 	if g.cfg.NATS.DataDir != "" {
 		return g.cfg.NATS.DataDir
 	}
-	return defaultDataDir()
+	return DefaultDataDir()
 }
 
 // paneToken is the NATS token a spawned pane's hooks get.
-func (g *Gateway) paneToken() string { return paneToken(g.cfg.Creds, g.cfg.NATSToken) }
+func (g *Gateway) PaneToken() string { return PaneToken(g.cfg.Creds, g.cfg.NATSToken) }
 
 // dial opens a connection as the identity creds (or the token) to the
 // gateway's server: the embedded one in-process, or the external one.
 func (g *Gateway) dial(name, creds string, extra ...nats.Option) (*nats.Conn, error) {
-	opts, err := natsAuth(creds, g.cfg.NATSToken)
+	opts, err := natsauth.ClientOptions(creds, g.cfg.NATSToken)
 	if err != nil {
 		return nil, err
 	}
@@ -507,7 +437,7 @@ func (g *Gateway) dial(name, creds string, extra ...nats.Option) (*nats.Conn, er
 func (g *Gateway) connect(ctx context.Context) error {
 	var err error
 	if g.cfg.ExternalURL != "" {
-		g.nc, err = g.dial("fleetd "+g.cfg.Host, g.cfg.Creds, nats.MaxReconnects(-1), nats.ErrorHandler(g.denials.handle))
+		g.nc, err = g.dial("fleetd "+g.cfg.Host, g.cfg.Creds, nats.MaxReconnects(-1), nats.ErrorHandler(g.denials.Handle))
 		if err != nil {
 			return err
 		}
@@ -522,7 +452,7 @@ func (g *Gateway) connect(ctx context.Context) error {
 		if err := g.srv.Start(ctx); err != nil {
 			return err
 		}
-		g.nc, err = g.dial("fleetd", g.cfg.Creds, nats.ErrorHandler(g.denials.handle))
+		g.nc, err = g.dial("fleetd", g.cfg.Creds, nats.ErrorHandler(g.denials.Handle))
 		if err != nil {
 			g.srv.Close()
 			return err
@@ -534,7 +464,7 @@ func (g *Gateway) connect(ctx context.Context) error {
 
 func (g *Gateway) hostUp(heartbeat bool) events.Event {
 	return events.Event{Subject: g.cfg.Host, Data: events.HostUp{
-		Host: g.cfg.Host, Version: version, NATSURL: g.NATSURL(),
+		Host: g.cfg.Host, Version: g.cfg.Version, NATSURL: g.NATSURL(),
 		HTTPAddr: g.httpAddr, DataDir: g.cfg.NATS.DataDir, PID: os.Getpid(), Heartbeat: heartbeat,
 	}}
 }
@@ -579,7 +509,7 @@ func (g *Gateway) NATSURL() string {
 // Banner tells a person where things are.
 func (g *Gateway) Banner() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fleetd %s up on host %s\n", version, g.cfg.Host)
+	fmt.Fprintf(&b, "fleetd %s up on host %s\n", g.cfg.Version, g.cfg.Host)
 	if g.srv != nil {
 		fmt.Fprintf(&b, "  data:   %s\n", g.cfg.NATS.DataDir)
 	}
@@ -644,4 +574,17 @@ func (g *Gateway) shutdownNATS() {
 	if g.srv != nil {
 		g.srv.Close()
 	}
+}
+
+// DefaultDataDir is where a host keeps its store and state unless told:
+// $XDG_STATE_HOME/fleetd, else ~/.local/state/fleetd.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "fleetd")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "fleetd")
+	}
+	return filepath.Join(home, ".local", "state", "fleetd")
 }
