@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/alecthomas/kong"
 )
@@ -112,4 +113,13 @@ func exitCode(err error) int {
 		return ee.code
 	}
 	return 1
+}
+
+// clip shortens s to n runes on one line, for a one-line summary.
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -112,72 +112,8 @@ func (c *TailCmd) print(w io.Writer, ev events.Event) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	_, err := fmt.Fprintln(w, Describe(ev))
+	_, err := fmt.Fprintln(w, events.Describe(ev))
 	return err
-}
-
-// Describe renders an event as one readable line.
-func Describe(ev events.Event) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s #%-6d %-8s %-14s %-10s", ev.Time.Local().Format("15:04:05.000"), ev.Seq, ev.Type().Category(), ev.Subject, ev.Type().Kind())
-	turn := ""
-	if ev.CorrelationID != "" {
-		turn = " turn=" + ev.CorrelationID
-	}
-	switch d := ev.Data.(type) {
-	case events.AgentRegistered:
-		fmt.Fprintf(&b, " host=%s pane=%s role=%s tier=%d model=%s", d.Host, d.Pane, d.Role, d.Tier, d.Model)
-	case events.AgentStatusChanged:
-		fmt.Fprintf(&b, " %s (from %s)", d.Status, d.Source)
-		if d.Violation != "" {
-			fmt.Fprintf(&b, " BOUNDARY: %s", d.Violation)
-		}
-	case events.AgentQueued:
-		fmt.Fprintf(&b, "%s from=%s %q", turn, d.From, clip(d.Text, 60))
-	case events.AgentTyped:
-		fmt.Fprintf(&b, "%s pane=%s via %s", turn, d.Pane, d.Method)
-	case events.AgentSubmitted:
-		fmt.Fprintf(&b, "%s via %s prompt_id=%s", turn, d.Via, d.PromptID)
-	case events.AgentReplied:
-		fmt.Fprintf(&b, "%s %q tokens=%d/%d", turn, clip(d.Reply, 60), d.Tokens.In, d.Tokens.Out)
-	case events.AgentFailed:
-		fmt.Fprintf(&b, "%s %s: %s", turn, d.Reason, d.Message)
-	case events.AgentSession:
-		fmt.Fprintf(&b, " %s session=%s %s", d.State, d.SessionID, d.Source)
-	case events.AgentExited:
-		fmt.Fprintf(&b, " pane=%s %s", d.Pane, d.Reason)
-	case events.RoleQueued:
-		fmt.Fprintf(&b, "%s from=%s %q", turn, d.From, clip(d.Text, 60))
-	case events.HostUp:
-		if d.Heartbeat {
-			b.WriteString(" heartbeat")
-		} else {
-			fmt.Fprintf(&b, " version=%s nats=%s pid=%d", d.Version, d.NATSURL, d.PID)
-		}
-	case events.HostDown:
-		fmt.Fprintf(&b, " %s", d.Reason)
-	case events.HostHerdr:
-		fmt.Fprintf(&b, " connected=%t %s %s", d.Connected, d.Socket, d.Error)
-	case events.JobCreated:
-		fmt.Fprintf(&b, " %q tasks=%d", clip(d.Goal, 60), len(d.Tasks))
-	case events.JobContext:
-		fmt.Fprintf(&b, " key=%s tags=%v %dB", d.Key, d.Tags, d.Size)
-	case events.JobSliced:
-		fmt.Fprintf(&b, " task=%s items=%v %d/%dB", d.Task, d.Items, d.Bytes, d.Budget)
-	case events.JobTask:
-		fmt.Fprintf(&b, " task=%s %s agent=%s", d.Task, d.State, d.Agent)
-	case events.JobDone:
-		fmt.Fprintf(&b, " %s %s", d.Status, d.Error)
-	}
-	return b.String()
-}
-
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 // dialNATS connects a client command to a running fleetd.

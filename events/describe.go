@@ -1,0 +1,90 @@
+package events
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Describe renders an event as one readable line: its time, stream
+// sequence, category, aggregate and kind, then what its data says (what
+// `fleetd tail` prints).
+func Describe(ev Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s #%-6d %-8s %-14s %-10s", ev.Time.Local().Format("15:04:05.000"), ev.Seq, ev.Type().Category(), ev.Subject, ev.Type().Kind())
+	turn := ""
+	if ev.CorrelationID != "" {
+		turn = " turn=" + ev.CorrelationID
+	}
+	switch d := ev.Data.(type) {
+	case AgentRegistered:
+		fmt.Fprintf(&b, " host=%s pane=%s role=%s tier=%d model=%s", d.Host, d.Pane, d.Role, d.Tier, d.Model)
+	case AgentStatusChanged:
+		fmt.Fprintf(&b, " %s (from %s)", d.Status, d.Source)
+		if d.Violation != "" {
+			fmt.Fprintf(&b, " BOUNDARY: %s", d.Violation)
+		}
+	case AgentQueued:
+		if d.Command != "" {
+			fmt.Fprintf(&b, "%s from=%s command %s", turn, d.From, d.Command)
+		} else {
+			fmt.Fprintf(&b, "%s from=%s %q", turn, d.From, clip(d.Text, 60))
+		}
+	case AgentTyped:
+		fmt.Fprintf(&b, "%s pane=%s via %s", turn, d.Pane, d.Method)
+		if d.Delivery != "" {
+			fmt.Fprintf(&b, " as %s", d.Delivery)
+		}
+		if d.Enter > 0 {
+			b.WriteString(" (one more Enter)")
+		}
+	case AgentSubmitted:
+		fmt.Fprintf(&b, "%s via %s prompt_id=%s", turn, d.Via, d.PromptID)
+	case AgentReplied:
+		fmt.Fprintf(&b, "%s %q tokens=%d/%d", turn, clip(d.Reply, 60), d.Tokens.In, d.Tokens.Out)
+	case AgentFailed:
+		fmt.Fprintf(&b, "%s %s: %s", turn, d.Reason, d.Message)
+	case AgentSession:
+		fmt.Fprintf(&b, " %s session=%s %s", d.State, d.SessionID, d.Source)
+	case AgentExited:
+		fmt.Fprintf(&b, " pane=%s %s", d.Pane, d.Reason)
+	case AgentDeferred:
+		fmt.Fprintf(&b, "%s %s: %s", turn, d.Reason, d.Message)
+	case AgentAttention:
+		if d.Reason == "" {
+			b.WriteString(" cleared")
+		} else {
+			fmt.Fprintf(&b, " %s: %s", d.Reason, d.Detail)
+		}
+	case RoleQueued:
+		fmt.Fprintf(&b, "%s from=%s %q", turn, d.From, clip(d.Text, 60))
+	case HostUp:
+		if d.Heartbeat {
+			b.WriteString(" heartbeat")
+		} else {
+			fmt.Fprintf(&b, " version=%s nats=%s pid=%d", d.Version, d.NATSURL, d.PID)
+		}
+	case HostDown:
+		fmt.Fprintf(&b, " %s", d.Reason)
+	case HostHerdr:
+		fmt.Fprintf(&b, " connected=%t %s %s", d.Connected, d.Socket, d.Error)
+	case JobCreated:
+		fmt.Fprintf(&b, " %q tasks=%d", clip(d.Goal, 60), len(d.Tasks))
+	case JobContext:
+		fmt.Fprintf(&b, " key=%s tags=%v %dB", d.Key, d.Tags, d.Size)
+	case JobSliced:
+		fmt.Fprintf(&b, " task=%s items=%v %d/%dB", d.Task, d.Items, d.Bytes, d.Budget)
+	case JobTask:
+		fmt.Fprintf(&b, " task=%s %s agent=%s", d.Task, d.State, d.Agent)
+	case JobDone:
+		fmt.Fprintf(&b, " %s %s", d.Status, d.Error)
+	}
+	return b.String()
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
