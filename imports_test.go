@@ -40,6 +40,7 @@ var allowed = map[string][]string{
 	"bench":                             {"embeddednats", "events", "lifecycle", "projections"},
 	"gateway": {"embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
 		"claudehook", "natsauth", "retention"},
+	"leadkit":    {"events", "lifecycle", "projections", "roles", "orchestrator", "leadshim"},
 	"cmd/fleetd": nil, // cmd wires everything
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/fleetd/fleetd/leadkit"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -123,7 +124,7 @@ func TestInitLeadWritesTheCharterOnce(t *testing.T) {
 	}
 	b, _ := os.ReadFile(claudeMD)
 	doc := string(b)
-	if strings.Count(doc, charterBegin) != 1 || strings.Count(doc, charterEnd) != 1 || !strings.HasPrefix(doc, "# My project\n\nKeep this.\n") {
+	if strings.Count(doc, leadkit.CharterBegin) != 1 || strings.Count(doc, leadkit.CharterEnd) != 1 || !strings.HasPrefix(doc, "# My project\n\nKeep this.\n") {
 		t.Fatalf("CLAUDE.md after two runs:\n%s", doc)
 	}
 	for _, want := range []string{"## Your team (via fleetd)", "fleetd --url " + g.URL + " roster", "`w-local` — bulk work", "At most 3 at once", "DISPATCH ALL"} {
