@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,59 +31,19 @@ func (c *HookCmd) Run(ctx context.Context, g *Globals) error {
 		return c.replay(ctx, g)
 	}
 	if c.Finish != "" {
-		return c.finish(ctx)
+		claudehook.Finish(ctx, c.Event, c.Finish, os.Getenv)
+		return nil
+	}
+	var detach func([]byte) error
+	if exe, err := os.Executable(); err == nil {
+		detach = claudehook.DetachFinisher(exe, c.Event)
 	}
 	err := claudehook.Run(ctx, c.Event, os.Stdin, os.Getenv, claudehook.Options{
-		Timeout: c.Timeout, NoHerdr: c.NoHerdr, Stderr: os.Stderr, Detach: detachFinisher(c.Event),
+		Timeout: c.Timeout, NoHerdr: c.NoHerdr, Stderr: os.Stderr, Detach: detach,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleetd hook:", err)
 	}
-	return nil
-}
-
-// detachFinisher hands a Stop hook's payload to a detached `fleetd hook
-// <event> --finish FILE`: Claude Code may write the reply's transcript line
-// only after its hooks return, so the finisher, not the hook, waits for it.
-func detachFinisher(event string) func([]byte) error {
-	return func(payload []byte) error {
-		exe, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		f, err := os.CreateTemp("", "fleetd-hook-*.json")
-		if err != nil {
-			return err
-		}
-		if _, err := f.Write(payload); err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			return err
-		}
-		f.Close()
-		cmd := exec.Command(exe, "hook", event, "--finish", f.Name())
-		// Its own session and no inherited pipes: Claude Code waits for the
-		// hook's output to close, and must not wait for the finisher.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := cmd.Start(); err != nil {
-			os.Remove(f.Name())
-			return err
-		}
-		return cmd.Process.Release()
-	}
-}
-
-// finish is the detached half of a Stop hook: the payload comes from the
-// file the hook left; the transcript gets seconds, not a second.
-func (c *HookCmd) finish(ctx context.Context) error {
-	payload, err := os.ReadFile(c.Finish)
-	os.Remove(c.Finish)
-	if err != nil {
-		return nil
-	}
-	_ = claudehook.Run(ctx, c.Event, bytes.NewReader(payload), os.Getenv, claudehook.Options{
-		Timeout: 10 * time.Second, TranscriptWait: 6 * time.Second, NoHerdr: true,
-	})
 	return nil
 }
 
