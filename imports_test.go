@@ -40,6 +40,8 @@ var allowed = map[string][]string{
 	"bench":                             {"embeddednats", "events", "lifecycle", "projections"},
 	"gateway": {"embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
 		"claudehook", "natsauth", "retention"},
+	"demo": {"gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
+		"claudehook", "natsauth", "retention", "herdrbridge/herdrtest", "fakeapi"},
 	"cmd/fleetd": nil, // cmd wires everything
 }
 

@@ -183,10 +183,7 @@ func (c *BenchCmd) runStage(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	st := benchStage{size: size, sync: c.StageSync, dir: dir, claude: c.Claude, logger: g.Logger()}
-	if g.LogLevel == "info" {
-		st.logger = quietLogger()
-	}
+	st := benchStage{size: size, sync: c.StageSync, dir: dir, claude: c.Claude, logger: g.quietLogger()}
 	var rows []bench.Row
 	switch c.Stage {
 	case "micro":

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/bench"
+	"github.com/fleetd/fleetd/demo"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
 	"github.com/fleetd/fleetd/leadshim"
@@ -32,7 +33,7 @@ const turnHops = 3
 // fabricRun is the fabric stage's moving parts.
 type fabricRun struct {
 	benchStage
-	fab    *fabric
+	fab    *demo.Fabric
 	herdr  *herdrapi.Client
 	stream jetstream.Stream
 	reg    *events.Registry
@@ -76,20 +77,20 @@ func (s benchStage) fabric(ctx context.Context) ([]bench.Row, error) {
 		}
 		return cfg, cfg.Validate()
 	}
-	fab, err := startFabric(ctx, fabricConfig{Dir: s.dir, Host: "bench", SyncAlways: s.sync, Logger: s.logger, Roles: rolesFn})
+	fab, err := demo.StartFabric(ctx, demo.FabricConfig{Dir: s.dir, Host: "bench", Version: version, SyncAlways: s.sync, Logger: s.logger, Roles: rolesFn})
 	if err != nil {
 		return nil, err
 	}
-	defer fab.close()
-	st, err := fab.gw.JetStream().Stream(ctx, events.Stream)
+	defer fab.Close()
+	st, err := fab.Gateway.JetStream().Stream(ctx, events.Stream)
 	if err != nil {
 		return nil, err
 	}
-	r := &fabricRun{benchStage: s, fab: fab, herdr: herdrapi.New(fab.herdr.Path()), stream: st, reg: events.NewRegistry()}
+	r := &fabricRun{benchStage: s, fab: fab, herdr: herdrapi.New(fab.Herdr.Path()), stream: st, reg: events.NewRegistry()}
 
-	specs := []agentSpec{{Role: "w-sim", Name: "w-sim-1", Cwd: work}}
+	specs := []demo.AgentSpec{{Role: "w-sim", Name: "w-sim-1", Cwd: work}}
 	if claude {
-		specs = append(specs, agentSpec{Role: "w-claude", Name: "w-claude-1", Cwd: work})
+		specs = append(specs, demo.AgentSpec{Role: "w-claude", Name: "w-claude-1", Cwd: work})
 	}
 	if err := r.start(ctx, specs); err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func (s benchStage) fabric(ctx context.Context) ([]bench.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	hop, err := bench.RoundTrip(ctx, fab.gw.JetStream(), s.size.roundTrips)
+	hop, err := bench.RoundTrip(ctx, fab.Gateway.JetStream(), s.size.roundTrips)
 	if err != nil {
 		return nil, err
 	}
@@ -131,8 +132,8 @@ func (s benchStage) fabric(ctx context.Context) ([]bench.Row, error) {
 }
 
 // start spawns the agents and waits until they are ready.
-func (r *fabricRun) start(ctx context.Context, specs []agentSpec) error {
-	if err := r.fab.spawn(ctx, specs); err != nil {
+func (r *fabricRun) start(ctx context.Context, specs []demo.AgentSpec) error {
+	if err := r.fab.Spawn(ctx, specs); err != nil {
 		return err
 	}
 	var names []string
@@ -142,7 +143,7 @@ func (r *fabricRun) start(ctx context.Context, specs []agentSpec) error {
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	if err := r.fab.waitReady(wctx, names); err != nil {
+	if err := r.fab.WaitReady(wctx, names); err != nil {
 		return err
 	}
 	r.progress("%d agent(s) ready in %s", len(names), time.Since(start).Round(time.Millisecond))
@@ -156,7 +157,7 @@ func (r *fabricRun) waitIdle(ctx context.Context, agent string) (pane string, er
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for {
-		a, ok := r.fab.gw.Views.Agent(agent)
+		a, ok := r.fab.Gateway.Views.Agent(agent)
 		if ok && a.Ready() && a.Pane != "" {
 			if info, err := r.herdr.Agent(ctx, a.Pane); err == nil && info.AgentStatus.Ready() && !info.LaunchPending {
 				return a.Pane, nil
@@ -231,9 +232,9 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		}
 		text := fmt.Sprintf("bench turn %d: say hello", i+1)
 		var env leadshim.Envelope
-		reqs := r.fab.gw.HerdrMetrics().Requests()
+		reqs := r.fab.Gateway.HerdrMetrics().Requests()
 		t0 := time.Now()
-		err = r.fab.client.Do(ctx, http.MethodPost, "/message", leadshim.Message{To: agent, Text: text, Timeout: "2m"}, &env)
+		err = r.fab.Client.Do(ctx, http.MethodPost, "/message", leadshim.Message{To: agent, Text: text, Timeout: "2m"}, &env)
 		t1 := time.Now()
 		if err != nil {
 			return ts, fmt.Errorf("turn %d: %w", i+1, err)
@@ -256,7 +257,7 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		if err := r.settle(ctx, agent); err != nil {
 			return ts, err
 		}
-		ts.requests += r.fab.gw.HerdrMetrics().Requests() - reqs
+		ts.requests += r.fab.Gateway.HerdrMetrics().Requests() - reqs
 		after, err := r.agentEvents(ctx, agent)
 		if err != nil {
 			return ts, err
@@ -359,11 +360,11 @@ func (r *fabricRun) overheadRows(ts turnSet, hop Sample) []bench.Row {
 // fanOut sends one turn to each of K agents at once, each working T.
 func (r *fabricRun) fanOut(ctx context.Context, work string) (bench.Row, error) {
 	k, T := r.size.fanOut, r.size.think
-	var specs []agentSpec
+	var specs []demo.AgentSpec
 	var names []string
 	for i := range k {
 		name := fmt.Sprintf("w-fan-%d", i+1)
-		specs = append(specs, agentSpec{Role: "w-fan", Name: name, Cwd: work})
+		specs = append(specs, demo.AgentSpec{Role: "w-fan", Name: name, Cwd: work})
 		names = append(names, name)
 	}
 	if err := r.start(ctx, specs); err != nil {
@@ -385,7 +386,7 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) (bench.Row, error) 
 		wg.Go(func() {
 			var env leadshim.Envelope
 			t0 := time.Now()
-			err := r.fab.client.Do(ctx, http.MethodPost, "/message",
+			err := r.fab.Client.Do(ctx, http.MethodPost, "/message",
 				leadshim.Message{To: a, Text: fmt.Sprintf("fan-out task %d", i+1), Timeout: "5m"}, &env)
 			d := time.Since(t0)
 			mu.Lock()
@@ -457,7 +458,7 @@ func (r *fabricRun) hookRuns(ctx context.Context, exe string) (Sample, error) {
 		return nil, err
 	}
 	env := append(os.Environ(), "FLEET_AGENT_ID=w-hookbench", "FLEET_ROLE=w-sim", "FLEET_HOST=bench",
-		"FLEET_NATS_URL="+r.fab.gw.NATSURL(), "FLEET_SPOOL_DIR="+filepath.Join(dir, "spool"))
+		"FLEET_NATS_URL="+r.fab.Gateway.NATSURL(), "FLEET_SPOOL_DIR="+filepath.Join(dir, "spool"))
 	return bench.Time(r.size.hookRuns, func() error {
 		payload, _ := json.Marshal(map[string]any{"session_id": "s1", "transcript_path": tp, "cwd": dir, "hook_event_name": "Stop",
 			"prompt_id": "p1", "stop_hook_active": false, "last_assistant_message": "SIM: hello"})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/fleetd/fleetd/gateway"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,11 +16,6 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/projections"
 )
-
-// quietLogger keeps a bench's screen for the bench: warnings and errors.
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
 
 // micro: events.Log appends against raw JetStream publishes, one at a
 // time and batched (the same bodies as the events package's Go
