@@ -37,7 +37,8 @@ var allowed = map[string][]string{
 	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "orchestrator"},
 	"natsauth":                          {"events"},
 	"fakeapi":                           {},
-	"bench":                             {"embeddednats", "events", "lifecycle", "projections"},
+	"bench": {"demo", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",
+		"herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "natsauth", "retention", "fakeapi"},
 	"gateway": {"embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
 		"claudehook", "natsauth", "retention"},
 	"demo": {"gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
@@ -67,6 +68,9 @@ func TestImportDirection(t *testing.T) {
 			continue
 		}
 		seen++
+		if rel == "cmd/fleetd" && slices.Contains(p.Deps, "testing") {
+			t.Errorf("the fleetd binary links package testing: a non-test package it imports imports a test helper (herdrschema, internal/checkfor, natstest, …)")
+		}
 		for _, dep := range p.Deps {
 			if !strings.HasPrefix(dep, module+"/") {
 				continue
