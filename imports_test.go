@@ -37,10 +37,13 @@ var allowed = map[string][]string{
 	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "orchestrator"},
 	"natsauth":                          {"events"},
 	"fakeapi":                           {},
-	"bench":                             {"embeddednats", "events", "lifecycle", "projections"},
+	"bench": {"demo", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",
+		"herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "natsauth", "retention", "fakeapi"},
 	"gateway": {"embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
 		"claudehook", "natsauth", "retention"},
-	"leadkit":    {"events", "lifecycle", "projections", "roles", "orchestrator", "leadshim"},
+	"leadkit": {"events", "lifecycle", "projections", "roles", "orchestrator", "leadshim"},
+	"demo": {"gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
+		"claudehook", "natsauth", "retention", "herdrbridge/herdrtest", "fakeapi"},
 	"cmd/fleetd": nil, // cmd wires everything
 }
 
@@ -66,6 +69,9 @@ func TestImportDirection(t *testing.T) {
 			continue
 		}
 		seen++
+		if rel == "cmd/fleetd" && slices.Contains(p.Deps, "testing") {
+			t.Errorf("the fleetd binary links package testing: a non-test package it imports imports a test helper (herdrschema, internal/checkfor, natstest, …)")
+		}
 		for _, dep := range p.Deps {
 			if !strings.HasPrefix(dep, module+"/") {
 				continue

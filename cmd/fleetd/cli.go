@@ -86,6 +86,16 @@ func (g *Globals) Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
+// quietLogger keeps a demo's or a bench's screen for its report:
+// components log warnings and errors only, unless --log-level asks for
+// more than the default.
+func (g *Globals) quietLogger() *slog.Logger {
+	if g.LogLevel == "info" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return g.Logger()
+}
+
 // defaultDataDir is $XDG_STATE_HOME/fleetd, else ~/.local/state/fleetd.
 func defaultDataDir() string { return gateway.DefaultDataDir() }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetd/fleetd/demo"
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
@@ -125,8 +126,8 @@ func (fx *faultFleet) spawn(names ...string) {
 			fx.t.Fatal(err)
 		}
 	}
-	f := &fabric{gw: fx.gw}
-	if err := f.waitReady(ctx, names); err != nil {
+	f := &demo.Fabric{Gateway: fx.gw}
+	if err := f.WaitReady(ctx, names); err != nil {
 		fx.t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,9 +16,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/fleetd/fleetd/bench"
+	"github.com/fleetd/fleetd/demo"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/roles"
 )
@@ -31,8 +31,8 @@ const turnHops = 3
 
 // fabricRun is the fabric stage's moving parts.
 type fabricRun struct {
-	benchStage
-	fab    *fabric
+	stage
+	fab    *demo.Fabric
 	herdr  *herdrapi.Client
 	stream jetstream.Stream
 	reg    *events.Registry
@@ -41,13 +41,10 @@ type fabricRun struct {
 // fabric: whole turns through the real fleetd (herdr panes, hooks, shim)
 // beside the agent's own floor, completion latency, fabric overhead beside
 // the raw log hop, events per turn, the hook's cost, and a fan-out.
-func (s benchStage) fabric(ctx context.Context) ([]bench.Row, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	claude := s.claude == "on"
-	if s.claude == "auto" {
+func (s stage) fabric(ctx context.Context) ([]Row, error) {
+	exe := s.Fleetd
+	claude := s.Claude == "on"
+	if s.Claude == "auto" {
 		_, err := exec.LookPath("claude")
 		claude = err == nil
 	}
@@ -62,7 +59,7 @@ func (s benchStage) fabric(ctx context.Context) ([]bench.Row, error) {
 			"w-sim": {EnvClass: roles.EnvClean, Tier: 2, Env: sim,
 				Command: []string{exe, "sim-agent", "--think", "1ns", "--model", "claude-sim"}},
 			"w-fan": {EnvClass: roles.EnvClean, Tier: 2, Env: sim,
-				Command: []string{exe, "sim-agent", "--think", s.size.think.String(), "--model", "claude-sim"}},
+				Command: []string{exe, "sim-agent", "--think", s.Size.Think.String(), "--model", "claude-sim"}},
 		}}
 		if claude {
 			home := filepath.Join(s.dir, "claude-home")
@@ -76,47 +73,47 @@ func (s benchStage) fabric(ctx context.Context) ([]bench.Row, error) {
 		}
 		return cfg, cfg.Validate()
 	}
-	fab, err := startFabric(ctx, fabricConfig{Dir: s.dir, Host: "bench", SyncAlways: s.sync, Logger: s.logger, Roles: rolesFn})
+	fab, err := demo.StartFabric(ctx, demo.FabricConfig{Dir: s.dir, Host: "bench", Version: s.Version, SyncAlways: s.Sync, Logger: s.Logger, Roles: rolesFn})
 	if err != nil {
 		return nil, err
 	}
-	defer fab.close()
-	st, err := fab.gw.JetStream().Stream(ctx, events.Stream)
+	defer fab.Close()
+	st, err := fab.Gateway.JetStream().Stream(ctx, events.Stream)
 	if err != nil {
 		return nil, err
 	}
-	r := &fabricRun{benchStage: s, fab: fab, herdr: herdrapi.New(fab.herdr.Path()), stream: st, reg: events.NewRegistry()}
+	r := &fabricRun{stage: s, fab: fab, herdr: herdrapi.New(fab.Herdr.Path()), stream: st, reg: events.NewRegistry()}
 
-	specs := []agentSpec{{Role: "w-sim", Name: "w-sim-1", Cwd: work}}
+	specs := []demo.AgentSpec{{Role: "w-sim", Name: "w-sim-1", Cwd: work}}
 	if claude {
-		specs = append(specs, agentSpec{Role: "w-claude", Name: "w-claude-1", Cwd: work})
+		specs = append(specs, demo.AgentSpec{Role: "w-claude", Name: "w-claude-1", Cwd: work})
 	}
 	if err := r.start(ctx, specs); err != nil {
 		return nil, err
 	}
-	var rows []bench.Row
+	var rows []Row
 	hook, err := r.hookRuns(ctx, exe)
 	if err != nil {
 		return nil, err
 	}
-	sim, err := r.turns(ctx, "w-sim-1", s.size.turns)
+	sim, err := r.turns(ctx, "w-sim-1", s.Size.Turns)
 	if err != nil {
 		return nil, err
 	}
-	hop, err := bench.RoundTrip(ctx, fab.gw.JetStream(), s.size.roundTrips)
+	hop, err := RoundTrip(ctx, fab.Gateway.JetStream(), s.Size.RoundTrips)
 	if err != nil {
 		return nil, err
 	}
 	rows = append(rows, sim.rows("sim-agent, think 0", hook)...)
 	rows = append(rows, r.overheadRows(sim, hop)...)
 	if claude {
-		cl, err := r.turns(ctx, "w-claude-1", s.size.claudeTurns)
+		cl, err := r.turns(ctx, "w-claude-1", s.Size.ClaudeTurns)
 		if err != nil {
 			return nil, err
 		}
 		rows = append(rows, cl.rows("real Claude Code + fake API", hook)...)
 	} else {
-		rows = append(rows, bench.Row{Name: "whole turn: real Claude Code + fake API", Unit: bench.UnitMs, Status: bench.StatusSkip,
+		rows = append(rows, Row{Name: "whole turn: real Claude Code + fake API", Unit: UnitMs, Status: StatusSkip,
 			Note: "claude is not on PATH (export PATH=\"$(.ci/install-claude.sh):$PATH\")"})
 	}
 	fan, err := r.fanOut(ctx, work)
@@ -124,15 +121,15 @@ func (s benchStage) fabric(ctx context.Context) ([]bench.Row, error) {
 		return nil, err
 	}
 	rows = append(rows, fan)
-	hookRow := bench.Row{Name: "hook: fleetd hook stop, exec'd", N: len(hook), Unit: bench.UnitMs, P50: bench.Ms(hook.P50()),
-		P99: bench.Ms(hook.P99()), Status: bench.StatusNone,
+	hookRow := Row{Name: "hook: fleetd hook stop, exec'd", N: len(hook), Unit: UnitMs, P50: Ms(hook.P50()),
+		P99: Ms(hook.P99()), Status: StatusNone,
 		Note: "process start to exit against the gateway's NATS; every turn runs two (UserPromptSubmit, Stop), inside the agent floor"}
 	return append(rows, hookRow), nil
 }
 
 // start spawns the agents and waits until they are ready.
-func (r *fabricRun) start(ctx context.Context, specs []agentSpec) error {
-	if err := r.fab.spawn(ctx, specs); err != nil {
+func (r *fabricRun) start(ctx context.Context, specs []demo.AgentSpec) error {
+	if err := r.fab.Spawn(ctx, specs); err != nil {
 		return err
 	}
 	var names []string
@@ -142,7 +139,7 @@ func (r *fabricRun) start(ctx context.Context, specs []agentSpec) error {
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	if err := r.fab.waitReady(wctx, names); err != nil {
+	if err := r.fab.WaitReady(wctx, names); err != nil {
 		return err
 	}
 	r.progress("%d agent(s) ready in %s", len(names), time.Since(start).Round(time.Millisecond))
@@ -156,7 +153,7 @@ func (r *fabricRun) waitIdle(ctx context.Context, agent string) (pane string, er
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for {
-		a, ok := r.fab.gw.Views.Agent(agent)
+		a, ok := r.fab.Gateway.Views.Agent(agent)
 		if ok && a.Ready() && a.Pane != "" {
 			if info, err := r.herdr.Agent(ctx, a.Pane); err == nil && info.AgentStatus.Ready() && !info.LaunchPending {
 				return a.Pane, nil
@@ -212,9 +209,6 @@ type turnSet struct {
 	requests uint64
 }
 
-// Sample is bench.Sample, short.
-type Sample = bench.Sample
-
 // turns alternates n turns through fleetd with n direct herdr prompts to
 // the same agent, so both see the same machine.
 func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, error) {
@@ -231,9 +225,9 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		}
 		text := fmt.Sprintf("bench turn %d: say hello", i+1)
 		var env leadshim.Envelope
-		reqs := r.fab.gw.HerdrMetrics().Requests()
+		reqs := r.fab.Gateway.HerdrMetrics().Requests()
 		t0 := time.Now()
-		err = r.fab.client.Do(ctx, http.MethodPost, "/message", leadshim.Message{To: agent, Text: text, Timeout: "2m"}, &env)
+		err = r.fab.Client.Do(ctx, http.MethodPost, "/message", leadshim.Message{To: agent, Text: text, Timeout: "2m"}, &env)
 		t1 := time.Now()
 		if err != nil {
 			return ts, fmt.Errorf("turn %d: %w", i+1, err)
@@ -256,7 +250,7 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		if err := r.settle(ctx, agent); err != nil {
 			return ts, err
 		}
-		ts.requests += r.fab.gw.HerdrMetrics().Requests() - reqs
+		ts.requests += r.fab.Gateway.HerdrMetrics().Requests() - reqs
 		after, err := r.agentEvents(ctx, agent)
 		if err != nil {
 			return ts, err
@@ -321,57 +315,57 @@ func (r *fabricRun) floorTurn(ctx context.Context, agent string, i int) (time.Du
 }
 
 // rows renders a turn set.
-func (ts turnSet) rows(label string, hook Sample) []bench.Row {
+func (ts turnSet) rows(label string, hook Sample) []Row {
 	n := len(ts.whole)
-	whole := bench.Row{Name: "whole turn: " + label, N: n, Unit: bench.UnitMs, P50: bench.Ms(ts.whole.P50()), P99: bench.Ms(ts.whole.P99()),
-		Base: bench.Ms(ts.floor.P50()), BaseName: "agent floor", Target: "≤ floor + 100ms",
+	whole := Row{Name: "whole turn: " + label, N: n, Unit: UnitMs, P50: Ms(ts.whole.P50()), P99: Ms(ts.whole.P99()),
+		Base: Ms(ts.floor.P50()), BaseName: "agent floor", Target: "≤ floor + 100ms",
 		Note: fmt.Sprintf("POST /message → reply; of the floor, 2 hook execs ≈ %s (hook row) and herdr's 300 ms Enter delay", (2 * hook.P50()).Round(time.Millisecond))}
 	whole.Check(whole.Delta() <= 100)
-	floor := bench.Row{Name: "agent floor: " + label, N: len(ts.floor), Unit: bench.UnitMs, P50: bench.Ms(ts.floor.P50()),
-		P99: bench.Ms(ts.floor.P99()), Status: bench.StatusNone,
+	floor := Row{Name: "agent floor: " + label, N: len(ts.floor), Unit: UnitMs, P50: Ms(ts.floor.P50()),
+		P99: Ms(ts.floor.P99()), Status: StatusNone,
 		Note: "herdr agent.prompt straight to the pane → the Stop hook's replied event stored; no fleetd in between"}
-	ev := bench.Row{Name: "events per turn: " + label, N: n, Unit: bench.UnitCount, P50: float64(ts.events) / float64(max(n, 1)),
-		Status: bench.StatusNone, Note: "the agent's events in the log per turn, statuses from herdr and hooks included"}
-	req := bench.Row{Name: "herdr requests per turn: " + label, N: n, Unit: bench.UnitCount, P50: float64(ts.requests) / float64(max(n, 1)),
+	ev := Row{Name: "events per turn: " + label, N: n, Unit: UnitCount, P50: float64(ts.events) / float64(max(n, 1)),
+		Status: StatusNone, Note: "the agent's events in the log per turn, statuses from herdr and hooks included"}
+	req := Row{Name: "herdr requests per turn: " + label, N: n, Unit: UnitCount, P50: float64(ts.requests) / float64(max(n, 1)),
 		Target: "≤ 10", Note: "requests fleetd's gateway sent its herdr from POST /message to the agent idle again (readiness, typing, proof)"}
 	req.Check(req.P50 <= 10)
-	return []bench.Row{whole, floor, ev, req}
+	return []Row{whole, floor, ev, req}
 }
 
 // overheadRows are completion latency and fabric overhead.
-func (r *fabricRun) overheadRows(ts turnSet, hop Sample) []bench.Row {
+func (r *fabricRun) overheadRows(ts turnSet, hop Sample) []Row {
 	n := len(ts.whole)
-	comp := bench.Row{Name: "completion: Stop hook → caller has reply", N: n, Unit: bench.UnitMs, P50: bench.Ms(ts.completion.P50()),
-		P99: bench.Ms(ts.completion.P99()), Target: "≤ 5ms p99",
+	comp := Row{Name: "completion: Stop hook → caller has reply", N: n, Unit: UnitMs, P50: Ms(ts.completion.P50()),
+		P99: Ms(ts.completion.P99()), Target: "≤ 5ms p99",
 		Note: "from the replied event's stream timestamp (stored) to the HTTP response read by the caller"}
 	comp.Check(comp.P99 <= 5)
-	floor := bench.Ms(hop.P50()) * turnHops
-	fab := bench.Row{Name: "fabric overhead per turn (think 0)", N: n, Unit: bench.UnitMs, P50: bench.Ms(ts.fabric.P50()),
-		P99: bench.Ms(ts.fabric.P99()), Base: floor, BaseName: fmt.Sprintf("raw: %d hops", turnHops), Target: "≤ 1ms p50, ≤ 5ms p99",
+	floor := Ms(hop.P50()) * turnHops
+	fab := Row{Name: "fabric overhead per turn (think 0)", N: n, Unit: UnitMs, P50: Ms(ts.fabric.P50()),
+		P99: Ms(ts.fabric.P99()), Base: floor, BaseName: fmt.Sprintf("raw: %d hops", turnHops), Target: "≤ 1ms p50, ≤ 5ms p99",
 		Note: "POST → reply minus the agent's span (typed stored → replied stored: herdr's keystrokes, the agent, its hooks)"}
 	fab.Check(fab.P50 <= 1 && fab.P99 <= 5)
 	fab.Ratio()
-	rt := bench.Row{Name: "log hop: raw JetStream publish → consume", N: len(hop), Unit: bench.UnitMs, P50: bench.Ms(hop.P50()),
-		P99: bench.Ms(hop.P99()), Status: bench.StatusNone, Note: "in-process, on the gateway's server: publish with ack → an ordered consumer has it"}
-	return []bench.Row{comp, fab, rt}
+	rt := Row{Name: "log hop: raw JetStream publish → consume", N: len(hop), Unit: UnitMs, P50: Ms(hop.P50()),
+		P99: Ms(hop.P99()), Status: StatusNone, Note: "in-process, on the gateway's server: publish with ack → an ordered consumer has it"}
+	return []Row{comp, fab, rt}
 }
 
 // fanOut sends one turn to each of K agents at once, each working T.
-func (r *fabricRun) fanOut(ctx context.Context, work string) (bench.Row, error) {
-	k, T := r.size.fanOut, r.size.think
-	var specs []agentSpec
+func (r *fabricRun) fanOut(ctx context.Context, work string) (Row, error) {
+	k, T := r.Size.FanOut, r.Size.Think
+	var specs []demo.AgentSpec
 	var names []string
 	for i := range k {
 		name := fmt.Sprintf("w-fan-%d", i+1)
-		specs = append(specs, agentSpec{Role: "w-fan", Name: name, Cwd: work})
+		specs = append(specs, demo.AgentSpec{Role: "w-fan", Name: name, Cwd: work})
 		names = append(names, name)
 	}
 	if err := r.start(ctx, specs); err != nil {
-		return bench.Row{}, err
+		return Row{}, err
 	}
 	for _, a := range names {
 		if _, err := r.waitIdle(ctx, a); err != nil {
-			return bench.Row{}, err
+			return Row{}, err
 		}
 	}
 	var (
@@ -385,7 +379,7 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) (bench.Row, error) 
 		wg.Go(func() {
 			var env leadshim.Envelope
 			t0 := time.Now()
-			err := r.fab.client.Do(ctx, http.MethodPost, "/message",
+			err := r.fab.Client.Do(ctx, http.MethodPost, "/message",
 				leadshim.Message{To: a, Text: fmt.Sprintf("fan-out task %d", i+1), Timeout: "5m"}, &env)
 			d := time.Since(t0)
 			mu.Lock()
@@ -403,7 +397,7 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) (bench.Row, error) 
 	wg.Wait()
 	wall := time.Since(start)
 	if len(errs) > 0 {
-		return bench.Row{}, fmt.Errorf("fan-out: %w", errors.Join(errs...))
+		return Row{}, fmt.Errorf("fan-out: %w", errors.Join(errs...))
 	}
 	// Where the time went: when fleetd had typed every turn, and when the
 	// agents' replies were stored, from the events' own times.
@@ -411,11 +405,11 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) (bench.Row, error) 
 	for _, a := range names {
 		typed, _, err := r.last(ctx, "fleet.agent."+a+".typed")
 		if err != nil || typed == nil {
-			return bench.Row{}, fmt.Errorf("fan-out: no typed event for %s (%v)", a, err)
+			return Row{}, fmt.Errorf("fan-out: no typed event for %s (%v)", a, err)
 		}
 		replied, _, err := r.last(ctx, "fleet.agent."+a+".replied")
 		if err != nil || replied == nil {
-			return bench.Row{}, fmt.Errorf("fan-out: no replied event for %s (%v)", a, err)
+			return Row{}, fmt.Errorf("fan-out: no replied event for %s (%v)", a, err)
 		}
 		lastTyped = max(lastTyped, typed.Time.Sub(start))
 		rep := replied.Time.Sub(start)
@@ -426,8 +420,8 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) (bench.Row, error) 
 	}
 	r.progress("fan-out: %d turns in %s (T %s); all typed by %s, replies stored from %s to %s", k, wall.Round(time.Millisecond), T,
 		lastTyped.Round(time.Millisecond), firstReply.Round(time.Millisecond), lastReply.Round(time.Millisecond))
-	row := bench.Row{Name: fmt.Sprintf("fan-out: %d turns on %d agents, T each", k, k), N: k, Unit: bench.UnitMs,
-		P50: bench.Ms(wall), Base: bench.Ms(T), BaseName: "T", Target: "≤ T + 100ms",
+	row := Row{Name: fmt.Sprintf("fan-out: %d turns on %d agents, T each", k, k), N: k, Unit: UnitMs,
+		P50: Ms(wall), Base: Ms(T), BaseName: "T", Target: "≤ T + 100ms",
 		Note: fmt.Sprintf("wall time, first POST → last reply; fleetd had typed all %d by +%s; replies stored from +%s to +%s (the agents' hooks share 2 cores)",
 			k, lastTyped.Round(time.Millisecond), firstReply.Round(time.Millisecond), lastReply.Round(time.Millisecond))}
 	row.Check(row.Delta() <= 100)
@@ -457,8 +451,8 @@ func (r *fabricRun) hookRuns(ctx context.Context, exe string) (Sample, error) {
 		return nil, err
 	}
 	env := append(os.Environ(), "FLEET_AGENT_ID=w-hookbench", "FLEET_ROLE=w-sim", "FLEET_HOST=bench",
-		"FLEET_NATS_URL="+r.fab.gw.NATSURL(), "FLEET_SPOOL_DIR="+filepath.Join(dir, "spool"))
-	return bench.Time(r.size.hookRuns, func() error {
+		"FLEET_NATS_URL="+r.fab.Gateway.NATSURL(), "FLEET_SPOOL_DIR="+filepath.Join(dir, "spool"))
+	return Time(r.Size.HookRuns, func() error {
 		payload, _ := json.Marshal(map[string]any{"session_id": "s1", "transcript_path": tp, "cwd": dir, "hook_event_name": "Stop",
 			"prompt_id": "p1", "stop_hook_active": false, "last_assistant_message": "SIM: hello"})
 		cmd := exec.CommandContext(ctx, exe, "hook", "stop")

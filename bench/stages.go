@@ -1,76 +1,69 @@
-package main
+package bench
 
 import (
 	"context"
 	"fmt"
-	"github.com/fleetd/fleetd/gateway"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/fleetd/fleetd/bench"
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/projections"
 )
-
-// quietLogger keeps a bench's screen for the bench: warnings and errors.
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
 
 // micro: events.Log appends against raw JetStream publishes, one at a
 // time and batched (the same bodies as the events package's Go
 // benchmarks).
-func (s benchStage) micro(ctx context.Context) ([]bench.Row, error) {
-	n, err := bench.StartNATS(ctx, filepath.Join(s.dir, "nats"), s.sync)
+func (s stage) micro(ctx context.Context) ([]Row, error) {
+	n, err := StartNATS(ctx, filepath.Join(s.dir, "nats"), s.Sync)
 	if err != nil {
 		return nil, err
 	}
 	defer n.Close()
-	run := func(name string, op bench.Op, perOp int) (float64, int, error) {
-		r, err := bench.Run(ctx, s.size.benchTime, op)
+	run := func(name string, op Op, perOp int) (float64, int, error) {
+		r, err := Run(ctx, s.Size.BenchTime, op)
 		if err != nil {
 			return 0, 0, fmt.Errorf("benchmark %s: %w", name, err)
 		}
 		s.progress("%s: %d ops, %.0f ev/s", name, r.N, r.PerSecond(perOp))
 		return r.PerSecond(perOp), r.N * perOp, nil
 	}
-	logOne, nOne, err := run("Log.Append", bench.LogAppend(n.Log), 1)
+	logOne, nOne, err := run("Log.Append", LogAppend(n.Log), 1)
 	if err != nil {
 		return nil, err
 	}
-	rawOne, _, err := run("js.PublishMsg", bench.RawPublish(n.JS), 1)
+	rawOne, _, err := run("js.PublishMsg", RawPublish(n.JS), 1)
 	if err != nil {
 		return nil, err
 	}
-	logBatch, nBatch, err := run("Log.AppendBatch", bench.LogAppendBatch(n.Log), bench.BatchSize)
+	logBatch, nBatch, err := run("Log.AppendBatch", LogAppendBatch(n.Log), BatchSize)
 	if err != nil {
 		return nil, err
 	}
-	rawAsync, _, err := run("js.PublishMsgAsync", bench.RawPublishAsync(n.JS), bench.BatchSize)
+	rawAsync, _, err := run("js.PublishMsgAsync", RawPublishAsync(n.JS), BatchSize)
 	if err != nil {
 		return nil, err
 	}
-	rawAtomic, nAtomic, err := run("raw atomic batch", bench.RawAtomicBatch(n.JS), bench.BatchSize)
+	rawAtomic, nAtomic, err := run("raw atomic batch", RawAtomicBatch(n.JS), BatchSize)
 	if err != nil {
 		return nil, err
 	}
-	one := bench.Row{Name: "append: Log.Append, one at a time", N: nOne, Unit: bench.UnitPerSec, P50: logOne,
+	one := Row{Name: "append: Log.Append, one at a time", N: nOne, Unit: UnitPerSec, P50: logOne,
 		Base: rawOne, BaseName: "js.PublishMsg", Target: "≥ 0.80×"}
 	one.Check(one.Ratio() >= 0.8)
-	batch := bench.Row{Name: fmt.Sprintf("append: Log.AppendBatch, %d per batch", bench.BatchSize), N: nBatch, Unit: bench.UnitPerSec,
+	batch := Row{Name: fmt.Sprintf("append: Log.AppendBatch, %d per batch", BatchSize), N: nBatch, Unit: UnitPerSec,
 		P50: logBatch, Base: rawAsync, BaseName: "js.PublishMsgAsync", Target: "≥ 0.80×"}
 	batch.Check(batch.Ratio() >= 0.8)
-	atomic := bench.Row{Name: "append: Log.AppendBatch vs raw atomic batch", N: nAtomic, Unit: bench.UnitPerSec,
-		P50: logBatch, Base: rawAtomic, BaseName: "raw atomic batch", Status: bench.StatusNone,
+	atomic := Row{Name: "append: Log.AppendBatch vs raw atomic batch", N: nAtomic, Unit: UnitPerSec,
+		P50: logBatch, Base: rawAtomic, BaseName: "raw atomic batch", Status: StatusNone,
 		Note: "what AppendBatch asks of JetStream without fleetd's code: shows how much of the batched row is the server's atomic-batch staging"}
 	atomic.Ratio()
-	return []bench.Row{one, batch, atomic}, nil
+	return []Row{one, batch, atomic}, nil
 }
 
 // rebuild: fold a log of rebuild events from scratch with the real
@@ -78,31 +71,31 @@ func (s benchStage) micro(ctx context.Context) ([]bench.Row, error) {
 // decoding read (events.Log.Read). The log is written with SyncAlways off
 // (how it is written is not measured), then the server restarts with the
 // stage's setting.
-func (s benchStage) rebuild(ctx context.Context) ([]bench.Row, error) {
-	size := s.size.rebuild
-	if s.sync {
-		size = s.size.rebuildSync
+func (s stage) rebuild(ctx context.Context) ([]Row, error) {
+	size := s.Size.Rebuild
+	if s.Sync {
+		size = s.Size.RebuildSync
 	}
 	dir := filepath.Join(s.dir, "nats")
-	n, err := bench.StartNATS(ctx, dir, false)
+	n, err := StartNATS(ctx, dir, false)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	last, err := bench.Fill(ctx, n.JS, bench.NewFleet(s.size.hosts, s.size.agents), size)
+	last, err := Fill(ctx, n.JS, NewFleet(s.Size.Hosts, s.Size.Agents), size)
 	n.Close()
 	if err != nil {
 		return nil, err
 	}
 	s.progress("filled %d events in %s", last, time.Since(start).Round(time.Millisecond))
-	if n, err = bench.StartNATS(ctx, dir, s.sync); err != nil {
+	if n, err = StartNATS(ctx, dir, s.Sync); err != nil {
 		return nil, err
 	}
 	defer n.Close()
-	if _, _, err := bench.RawRead(ctx, n.JS); err != nil { // warm the server's block cache for both readers alike
+	if _, _, err := RawRead(ctx, n.JS); err != nil { // warm the server's block cache for both readers alike
 		return nil, err
 	}
-	rawD, count, err := bench.RawRead(ctx, n.JS)
+	rawD, count, err := RawRead(ctx, n.JS)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +110,7 @@ func (s benchStage) rebuild(ctx context.Context) ([]bench.Row, error) {
 	}
 	decD := time.Since(start)
 	s.progress("decoded %d in %s", decoded, decD.Round(time.Millisecond))
-	rebD, applied, err := bench.Rebuild(ctx, n.Log, n.JS)
+	rebD, applied, err := Rebuild(ctx, n.Log, n.JS)
 	if err != nil {
 		return nil, err
 	}
@@ -126,23 +119,23 @@ func (s benchStage) rebuild(ctx context.Context) ([]bench.Row, error) {
 		return nil, fmt.Errorf("rebuild: log has %d events; raw read %d, decoded %d, folded to %d", last, count, decoded, applied)
 	}
 	perSec := func(d time.Duration) float64 { return float64(count) / d.Seconds() }
-	reb := bench.Row{Name: "rebuild: projection fold of the whole log", N: count, Unit: bench.UnitPerSec, P50: perSec(rebD),
+	reb := Row{Name: "rebuild: projection fold of the whole log", N: count, Unit: UnitPerSec, P50: perSec(rebD),
 		Base: perSec(rawD), BaseName: "raw ordered read", Target: "≥ 0.50×",
 		Note: fmt.Sprintf("rebuild %s, raw read %s, decode-only read %s", rebD.Round(time.Millisecond), rawD.Round(time.Millisecond), decD.Round(time.Millisecond))}
 	reb.Check(reb.Ratio() >= 0.5)
-	dec := bench.Row{Name: "rebuild: events.Log.Read (decode, no fold)", N: count, Unit: bench.UnitPerSec, P50: perSec(decD),
-		Base: perSec(rawD), BaseName: "raw ordered read", Status: bench.StatusNone}
+	dec := Row{Name: "rebuild: events.Log.Read (decode, no fold)", N: count, Unit: UnitPerSec, P50: perSec(decD),
+		Base: perSec(rawD), BaseName: "raw ordered read", Status: StatusNone}
 	dec.Ratio()
-	return []bench.Row{reb, dec}, nil
+	return []Row{reb, dec}, nil
 }
 
 // benchGateway starts a gateway with no herdr on a fresh store: the log,
 // the projections and the lead shim, as `fleetd up --no-herdr` runs them.
-func (s benchStage) benchGateway(ctx context.Context) (*gateway.Gateway, error) {
+func (s stage) benchGateway(ctx context.Context) (*gateway.Gateway, error) {
 	gw := gateway.New(gateway.Config{
-		Version: version,
-		Host:    "bench", NATS: embeddednats.Config{DataDir: filepath.Join(s.dir, "gw"), ServerName: "bench", SyncAlways: s.sync},
-		HTTP: "127.0.0.1:0", NoHerdr: true, Heartbeat: 5 * time.Second, Logger: s.logger,
+		Version: s.Version,
+		Host:    "bench", NATS: embeddednats.Config{DataDir: filepath.Join(s.dir, "gw"), ServerName: "bench", SyncAlways: s.Sync},
+		HTTP: "127.0.0.1:0", NoHerdr: true, Heartbeat: 5 * time.Second, Logger: s.Logger,
 	})
 	if err := gw.Start(ctx); err != nil {
 		return nil, err
@@ -153,14 +146,14 @@ func (s benchStage) benchGateway(ctx context.Context) (*gateway.Gateway, error) 
 // scale: a fleet of agents over simulated hosts (registered and status
 // events, no panes) in a running gateway; roster queries in-process and
 // over HTTP; the gateway process's resident memory.
-func (s benchStage) scale(ctx context.Context) ([]bench.Row, error) {
+func (s stage) scale(ctx context.Context) ([]Row, error) {
 	gw, err := s.benchGateway(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer gw.Close()
-	f := bench.NewFleet(s.size.hosts, s.size.agents)
-	last, err := bench.Publish(ctx, gw.JetStream(), f.Announce())
+	f := NewFleet(s.Size.Hosts, s.Size.Agents)
+	last, err := Publish(ctx, gw.JetStream(), f.Announce())
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +163,7 @@ func (s benchStage) scale(ctx context.Context) ([]bench.Row, error) {
 	if got := len(gw.Views.Roster()); got < len(f.Agents) {
 		return nil, fmt.Errorf("scale: roster has %d agents, want %d", got, len(f.Agents))
 	}
-	views, err := bench.Time(s.size.queries, func() error {
+	views, err := Time(s.Size.Queries, func() error {
 		if r := gw.Views.Roster(); len(r) < len(f.Agents) {
 			return fmt.Errorf("scale: roster has %d agents", len(r))
 		}
@@ -198,18 +191,18 @@ func (s benchStage) scale(ctx context.Context) ([]bench.Row, error) {
 	if err := get(); err != nil { // open the keep-alive connection
 		return nil, err
 	}
-	httpS, err := bench.Time(s.size.queries, get)
+	httpS, err := Time(s.Size.Queries, get)
 	if err != nil {
 		return nil, err
 	}
-	rss := bench.RSS(os.Getpid())
+	rss := RSS(os.Getpid())
 	label := fmt.Sprintf("%d agents / %d hosts", len(f.Agents), len(f.Hosts))
-	rows := []bench.Row{
-		{Name: "roster: GET /roster, " + label, N: len(httpS), Unit: bench.UnitMs, P50: bench.Ms(httpS.P50()), P99: bench.Ms(httpS.P99()),
+	rows := []Row{
+		{Name: "roster: GET /roster, " + label, N: len(httpS), Unit: UnitMs, P50: Ms(httpS.P50()), P99: Ms(httpS.P99()),
 			Target: "≤ 2ms p99", Note: "over HTTP on loopback, keep-alive, the whole roster as JSON"},
-		{Name: "roster: Views.Roster, " + label, N: len(views), Unit: bench.UnitMs, P50: bench.Ms(views.P50()), P99: bench.Ms(views.P99()),
+		{Name: "roster: Views.Roster, " + label, N: len(views), Unit: UnitMs, P50: Ms(views.P50()), P99: Ms(views.P99()),
 			Target: "≤ 2ms p99"},
-		{Name: "memory: gateway RSS, " + label, N: 1, Unit: bench.UnitMB, P50: rss, Target: "≤ 150 MB",
+		{Name: "memory: gateway RSS, " + label, N: 1, Unit: UnitMB, P50: rss, Target: "≤ 150 MB",
 			Note: "VmRSS of the gateway process (embedded NATS, projections, shim) after the roster queries"},
 	}
 	rows[0].Check(rows[0].P99 <= 2)
@@ -220,45 +213,45 @@ func (s benchStage) scale(ctx context.Context) ([]bench.Row, error) {
 
 // turns: finished turns driven through the log (queued, typed, submitted,
 // replied appended by a driver) into a running gateway whose projections
-// fold them; memory after turnsLow and after turnsHigh turns.
-func (s benchStage) turns(ctx context.Context) ([]bench.Row, error) {
-	name := fmt.Sprintf("memory: heap after %dk turns vs %dk (fleetd's)", s.size.turnsHigh/1000, s.size.turnsLow/1000)
-	if s.size.turnsLow < 1000 {
-		name = fmt.Sprintf("memory: heap after %d turns vs %d (fleetd's)", s.size.turnsHigh, s.size.turnsLow)
+// fold them; memory after TurnsLow and after TurnsHigh turns.
+func (s stage) turns(ctx context.Context) ([]Row, error) {
+	name := fmt.Sprintf("memory: heap after %dk turns vs %dk (fleetd's)", s.Size.TurnsHigh/1000, s.Size.TurnsLow/1000)
+	if s.Size.TurnsLow < 1000 {
+		name = fmt.Sprintf("memory: heap after %d turns vs %d (fleetd's)", s.Size.TurnsHigh, s.Size.TurnsLow)
 	}
-	if s.sync && s.size.name != "tiny" {
-		return []bench.Row{{Name: name, N: s.size.turnsHigh, Unit: bench.UnitMB, Status: bench.StatusSkip,
-			Note: fmt.Sprintf("%d fsync'd appends take ~10 min on this disk (SyncAlways fsyncs each; see the append rows); the fold's memory does not depend on it", s.size.turnsHigh*bench.EventsPerSyntheticTurn)}}, nil
+	if s.Sync && s.Size.Name != "tiny" {
+		return []Row{{Name: name, N: s.Size.TurnsHigh, Unit: UnitMB, Status: StatusSkip,
+			Note: fmt.Sprintf("%d fsync'd appends take ~10 min on this disk (SyncAlways fsyncs each; see the append rows); the fold's memory does not depend on it", s.Size.TurnsHigh*EventsPerSyntheticTurn)}}, nil
 	}
 	gw, err := s.benchGateway(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer gw.Close()
-	f := bench.NewFleet(s.size.hosts, 100)
-	if _, err := bench.Publish(ctx, gw.JetStream(), f.Announce()); err != nil {
+	f := NewFleet(s.Size.Hosts, 100)
+	if _, err := Publish(ctx, gw.JetStream(), f.Announce()); err != nil {
 		return nil, err
 	}
 	newID := events.NewULIDSource(time.Now)
-	drive := func(from, to int) (bench.Memory, error) {
+	drive := func(from, to int) (Memory, error) {
 		start := time.Now()
-		seq, err := bench.DriveTurns(ctx, gw.JetStream(), f, from, to-from, newID)
+		seq, err := DriveTurns(ctx, gw.JetStream(), f, from, to-from, newID)
 		if err != nil {
-			return bench.Memory{}, err
+			return Memory{}, err
 		}
 		if err := waitSeq(ctx, gw.Views, seq); err != nil {
-			return bench.Memory{}, err
+			return Memory{}, err
 		}
-		m := bench.MemoryNow()
+		m := MemoryNow()
 		s.progress("%d turns folded (to seq %d) in %s: heap %.1f MB (nats-server %.1f, rest %.1f), RSS %.1f MB", to, seq,
 			time.Since(start).Round(time.Millisecond), m.HeapMB, m.NATSMB, m.OwnMB, m.RSSMB)
 		return m, nil
 	}
-	low, err := drive(0, s.size.turnsLow)
+	low, err := drive(0, s.Size.TurnsLow)
 	if err != nil {
 		return nil, err
 	}
-	high, err := drive(s.size.turnsLow, s.size.turnsHigh)
+	high, err := drive(s.Size.TurnsLow, s.Size.TurnsHigh)
 	if err != nil {
 		return nil, err
 	}
@@ -272,16 +265,16 @@ func (s benchStage) turns(ctx context.Context) ([]bench.Row, error) {
 	if replied < len(f.Agents) {
 		return nil, fmt.Errorf("turns: %d of %d agents still have a turn open", len(f.Agents)-replied, len(f.Agents))
 	}
-	own := bench.Row{Name: name, N: s.size.turnsHigh, Unit: bench.UnitMB, P50: high.OwnMB, Base: low.OwnMB,
-		BaseName: fmt.Sprintf("after %d", s.size.turnsLow), Target: "≤ 1.20×",
+	own := Row{Name: name, N: s.Size.TurnsHigh, Unit: UnitMB, P50: high.OwnMB, Base: low.OwnMB,
+		BaseName: fmt.Sprintf("after %d", s.Size.TurnsLow), Target: "≤ 1.20×",
 		Note: "the gateway's Go heap outside the embedded nats-server (projections, turn cache, shim), after GC, estimated from the runtime's heap profile; 100 agents"}
 	own.Check(own.Ratio() <= 1.2)
-	all := bench.Row{Name: strings.Replace(strings.TrimSuffix(name, " (fleetd's)"), "memory: heap", "memory: whole heap", 1), N: s.size.turnsHigh, Unit: bench.UnitMB,
-		P50: high.HeapMB, Base: low.HeapMB, BaseName: fmt.Sprintf("after %d", s.size.turnsLow), Status: bench.StatusNone,
+	all := Row{Name: strings.Replace(strings.TrimSuffix(name, " (fleetd's)"), "memory: heap", "memory: whole heap", 1), N: s.Size.TurnsHigh, Unit: UnitMB,
+		P50: high.HeapMB, Base: low.HeapMB, BaseName: fmt.Sprintf("after %d", s.Size.TurnsLow), Status: StatusNone,
 		Note: fmt.Sprintf("the whole process heap, the embedded nats-server's share %.0f → %.0f MB (its block caches and the 2-minute dedupe window of every event id); RSS %.0f → %.0f MB",
 			low.NATSMB, high.NATSMB, low.RSSMB, high.RSSMB)}
 	all.Ratio()
-	return []bench.Row{own, all}, nil
+	return []Row{own, all}, nil
 }
 
 // waitSeq waits (bounded) for the projections to fold up to seq.

@@ -1,0 +1,221 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// Stages returns the stages of a whole run, in table order: fabric (whole
+// turns through herdr panes, hooks and the shim), micro (appends), rebuild
+// (the projection fold), scale (roster queries and memory at 1000 agents)
+// and turns (memory after many turns).
+func Stages() []string { return []string{"fabric", "micro", "rebuild", "scale", "turns"} }
+
+// Size is one run's workload sizes; SizeNamed has the fixed ones, so two
+// runs of a size measure the same work.
+type Size struct {
+	Name        string
+	Turns       int // whole turns (and floor turns) with the sim-agent
+	ClaudeTurns int // whole turns with the real Claude Code
+	HookRuns    int // execs of `fleetd hook stop`
+	FanOut      int // agents (and turns) of the fan-out
+	// Think is how long each fan-out agent works (T).
+	Think       time.Duration
+	RoundTrips  int           // raw JetStream round trips (the log hop)
+	BenchTime   time.Duration // how long each micro benchmark runs
+	Rebuild     int           // events, SyncAlways off
+	RebuildSync int           // events, SyncAlways on (its KV writes are fsync-bound)
+	Hosts       int
+	Agents      int
+	Queries     int // roster queries, in-process and over HTTP
+	TurnsLow    int // synthetic turns before the first memory reading
+	TurnsHigh   int // … and before the second
+}
+
+// SizeNamed returns the size called full (the default), quick (under two
+// minutes) or tiny (for the command's own test).
+func SizeNamed(name string) (Size, bool) {
+	switch name {
+	case "full":
+		return Size{Name: "full", Turns: 20, ClaudeTurns: 10, HookRuns: 20, FanOut: 100, Think: 2 * time.Second, RoundTrips: 2000,
+			BenchTime: time.Second, Rebuild: 1_000_000, RebuildSync: 20_000, Hosts: 10, Agents: 1000, Queries: 2000,
+			TurnsLow: 10_000, TurnsHigh: 100_000}, true
+	case "quick":
+		return Size{Name: "quick", Turns: 10, ClaudeTurns: 3, HookRuns: 10, FanOut: 20, Think: time.Second, RoundTrips: 500,
+			BenchTime: 200 * time.Millisecond, Rebuild: 50_000, RebuildSync: 5_000, Hosts: 10, Agents: 1000, Queries: 500,
+			TurnsLow: 10_000, TurnsHigh: 20_000}, true
+	case "tiny":
+		return Size{Name: "tiny", Turns: 3, ClaudeTurns: 2, HookRuns: 3, FanOut: 3, Think: 300 * time.Millisecond, RoundTrips: 50,
+			BenchTime: 20 * time.Millisecond, Rebuild: 3_000, RebuildSync: 1_000, Hosts: 2, Agents: 50, Queries: 50,
+			TurnsLow: 200, TurnsHigh: 1_000}, true
+	}
+	return Size{}, false
+}
+
+// StageFunc runs one stage at one SyncAlways setting and returns its rows.
+// fleetd runs each in a fresh child process (which calls RunStage), so a
+// stage's memory figures are its own and one stage cannot disturb the
+// next.
+type StageFunc func(ctx context.Context, stage string, sync bool) ([]Row, error)
+
+// Plan is a whole run: which stages, in which SyncAlways settings, at
+// which size.
+type Plan struct {
+	// Stages are the stages to run (default all, see Stages); the table
+	// keeps Stages' order whatever order they are given in.
+	Stages []string
+	// Syncs are the SyncAlways settings to measure each stage in
+	// (default on, then off).
+	Syncs []bool
+	Size  Size
+	// Progress gets a line per stage as it starts (default os.Stderr).
+	Progress io.Writer
+}
+
+// Validate reports every unknown stage at once.
+func (p Plan) Validate() error {
+	var errs []error
+	for _, s := range p.Stages {
+		if !slices.Contains(Stages(), s) {
+			errs = append(errs, fmt.Errorf("bench: unknown stage %q (want one of %v)", s, Stages()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunAll runs the plan's stages through run and gathers the report. A
+// stage that fails is a fail row in the report, and its error is joined
+// into RunAll's; a missed target is in the table, not an error. An
+// invalid plan runs nothing.
+func RunAll(ctx context.Context, p Plan, run StageFunc) (Report, error) {
+	if err := p.Validate(); err != nil {
+		return Report{}, err
+	}
+	if len(p.Syncs) == 0 {
+		p.Syncs = []bool{true, false}
+	}
+	if p.Progress == nil {
+		p.Progress = os.Stderr
+	}
+	rep := Report{Machine: ThisMachine(), Mode: p.Size.Name, Started: time.Now().UTC(), Load: LoadAverage()}
+	var failed []error
+	for _, stage := range Stages() {
+		if len(p.Stages) > 0 && !slices.Contains(p.Stages, stage) {
+			continue
+		}
+		for _, sync := range p.Syncs {
+			fmt.Fprintf(p.Progress, "bench: %s, SyncAlways %v…\n", stage, onOff(sync))
+			rows, err := run(ctx, stage, sync)
+			if err != nil {
+				failed = append(failed, fmt.Errorf("%s (sync %s): %w", stage, onOff(sync), err))
+				rows = []Row{{Name: stage + " stage", Sync: sync, Status: StatusFail, Note: err.Error()}}
+			}
+			rep.Rows = append(rep.Rows, rows...)
+		}
+	}
+	rep.Elapsed = time.Since(rep.Started)
+	rep.Sort()
+	return rep, errors.Join(failed...)
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// StageConfig is one stage's run.
+type StageConfig struct {
+	// Stage is one of Stages.
+	Stage string
+	Size  Size
+	// Sync is the embedded server's SyncAlways.
+	Sync bool
+	// Claude says whether the fabric stage adds rows with the real Claude
+	// Code: "on", "off" or "auto" (when claude is on PATH; the default).
+	Claude string
+	// Fleetd is the fleetd executable the fabric stage runs agents
+	// (`fleetd sim-agent`) and hooks (`fleetd hook stop`) with (default:
+	// this process's executable, which must then be fleetd).
+	Fleetd string
+	// Version is what the stages' gateways announce.
+	Version string
+	// Logger is the components' logger (default slog.Default()).
+	Logger *slog.Logger
+	// Progress gets the stage's progress lines (default os.Stderr).
+	Progress io.Writer
+}
+
+// RunStage runs one stage in a temp dir it removes after, and returns its
+// rows marked with the stage's SyncAlways. The turns stage sets
+// runtime.MemProfileRate for the whole process to split the heap between
+// fleetd and the embedded server: run it in a process of its own.
+func RunStage(ctx context.Context, cfg StageConfig) ([]Row, error) {
+	if cfg.Stage == "turns" {
+		// Sample the heap finely enough to split ~10 MB between fleetd and
+		// the embedded server (set before the stage allocates).
+		runtime.MemProfileRate = 4 << 10
+	}
+	if cfg.Claude == "" {
+		cfg.Claude = "auto"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = os.Stderr
+	}
+	if cfg.Fleetd == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("bench: find fleetd: %w", err)
+		}
+		cfg.Fleetd = exe
+	}
+	dir, err := os.MkdirTemp("", "fleetd-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	st := stage{StageConfig: cfg, dir: dir}
+	var rows []Row
+	switch cfg.Stage {
+	case "micro":
+		rows, err = st.micro(ctx)
+	case "rebuild":
+		rows, err = st.rebuild(ctx)
+	case "scale":
+		rows, err = st.scale(ctx)
+	case "turns":
+		rows, err = st.turns(ctx)
+	case "fabric":
+		rows, err = st.fabric(ctx)
+	default:
+		err = fmt.Errorf("bench: unknown stage %q", cfg.Stage)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		rows[i].Sync = cfg.Sync
+	}
+	return rows, nil
+}
+
+// stage is one stage's run: its config and its temp dir.
+type stage struct {
+	StageConfig
+	dir string
+}
+
+func (s stage) progress(format string, args ...any) {
+	fmt.Fprintf(s.Progress, "bench:   "+format+"\n", args...)
+}
