@@ -480,12 +480,18 @@ func TestClusterCarriesTurnsToTheOwningHostAndMarksASilentHostStale(t *testing.T
 		})
 		waitRoster(t, h2, 10*time.Second, "h3's agent stale at h2", func(r map[string]projections.Agent) bool { return r["w-3"].Stale })
 		phase("h3 stopped; its agent is stale at h1 and h2")
+		// JetStream moves the leadership h3 held (of FLEET, of a bucket)
+		// to h1 or h2 only after its election timeout; until then writes
+		// and reads there wait. A host going silent is not a test of
+		// Raft's timing: wait until every stream has a live leader.
+		waitLeaders(t, ctx, h1, "h3", 60*time.Second)
+		phase("every stream is led by h1 or h2")
 		// Stale agents get no role turns: one sent now waits for h3.
 		id, err := sendAsync(ctx, h1, "role:w", "after the pause")
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkFor(t, 10*time.Second, 100*time.Millisecond, "h1 knows the role turn", func() bool {
+		checkFor(t, 30*time.Second, 100*time.Millisecond, "h1 knows the role turn", func() bool {
 			env, err := turnAt(ctx, h1, id, "")
 			return err == nil && env.Status == "queued"
 		}, nil)
@@ -966,4 +972,40 @@ func TestAgentCredentialsCannotPublishAnotherAgentsEvents(t *testing.T) {
 	if hosts == 0 {
 		t.Error("the gateway did not announce its host under its credentials")
 	}
+}
+
+// waitLeaders waits until FLEET and every projection bucket, asked at h,
+// have a leader and it is not the server named gone.
+func waitLeaders(t *testing.T, ctx context.Context, h *fleetHost, gone string, limit time.Duration) {
+	t.Helper()
+	nc, err := nats.Connect(h.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := []string{events.Stream}
+	for _, b := range []string{projections.BucketRoster, projections.BucketSessions, projections.BucketTurns, projections.BucketCheckpoints} {
+		streams = append(streams, "KV_"+b)
+	}
+	var last string
+	checkFor(t, limit, 200*time.Millisecond, "every stream led by a live server", func() bool {
+		for _, name := range streams {
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			s, err := js.Stream(sctx, name)
+			cancel()
+			if err != nil {
+				last = fmt.Sprintf("%s: %v", name, err)
+				return false
+			}
+			if c := s.CachedInfo().Cluster; c == nil || c.Leader == "" || c.Leader == gone {
+				last = fmt.Sprintf("%s: leader %+v", name, c)
+				return false
+			}
+		}
+		return true
+	}, func() string { return last })
 }
