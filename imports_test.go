@@ -34,7 +34,7 @@ var allowed = map[string][]string{
 	"leadshim":                          {"events", "lifecycle", "projections", "roles", "orchestrator"},
 	"orchestrator":                      {"events", "lifecycle", "projections"},
 	"internal/checkfor":                 {},
-	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "orchestrator"},
+	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections"},
 	"natsauth":                          {"events"},
 	"fakeapi":                           {},
 	"bench":                             {"embeddednats", "events", "lifecycle", "projections"},
