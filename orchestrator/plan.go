@@ -28,16 +28,16 @@ type Plan struct {
 // Task is one unit of a plan: instructions for one target, sent once the
 // tasks it needs have replied.
 type Task struct {
-	ID           string      `json:"id"`
-	To           string      `json:"to"`
-	Instructions string      `json:"instructions,omitempty"`
+	ID           string `json:"id"`
+	To           string `json:"to"`
+	Instructions string `json:"instructions,omitempty"`
 	// Command, instead of Instructions, types a slash command the target's
 	// role allows ("/clear" before a fresh start, "/compact"): no slice
 	// goes with it, and its rollup is empty.
-	Command string `json:"command,omitempty"`
-	Needs        []string    `json:"needs,omitempty"`
-	Context      ContextSpec `json:"context,omitzero"`
-	Budget       int         `json:"budget,omitempty"`
+	Command string      `json:"command,omitempty"`
+	Needs   []string    `json:"needs,omitempty"`
+	Context ContextSpec `json:"context,omitzero"`
+	Budget  int         `json:"budget,omitempty"`
 }
 
 // ContextSpec names the context a task asks for beyond its dependencies'
