@@ -7,8 +7,12 @@
 // view.
 //
 // It owns the one fold of the read models (fold.go: events in, state out),
-// the Views over it, and the KV materializer. Nobody else folds the roster
-// or sessions.
+// the Views over it, and the KV materializer; and it names the buckets and
+// their rows once (BucketRoster and the rest, Buckets, Agent, Session,
+// RosterGetSubject) for everyone who reads them: the shim, router and
+// orchestrator through Views, the Claude Code hook and natsauth's
+// permissions through the names. Nobody else folds the roster or sessions
+// or declares a row type of their own.
 //
 // New returns a Projector; its Run is the one fold loop. With
 // Options.Memory the same fold runs in memory only — no bucket created or

@@ -36,7 +36,9 @@ func Key(name string) string {
 	return encodedPrefix + base64.RawURLEncoding.EncodeToString([]byte(name))
 }
 
-// Bucket names under the contract's prefix.
+// Bucket names under the contract's prefix, named once here for everyone
+// who reads, grants or provisions them. BucketRoster holds one Agent per
+// key, BucketSessions one Session, BucketTurns one lifecycle.Turn.
 const (
 	BucketRoster      = "fleet_roster"
 	BucketSessions    = "fleet_sessions"
@@ -46,6 +48,21 @@ const (
 	// its chunks live under CheckpointKey.<slot>.<n>.
 	CheckpointKey = "projections"
 )
+
+// Buckets lists the projection's buckets under the contract's prefix:
+// what provisioning creates and a gateway's credentials may read and
+// write (natsauth).
+func Buckets() []string {
+	return []string{BucketRoster, BucketSessions, BucketTurns, BucketCheckpoints}
+}
+
+// RosterGetSubject is the JetStream direct-get request for agent's roster
+// row: the one read of the roster an agent's credentials allow (natsauth)
+// and the one its hook makes (claudehook.CurrentTurn), answered with the
+// row's Agent JSON in one round trip, without opening the bucket.
+func RosterGetSubject(agent string) string {
+	return "$JS.API.DIRECT.GET.KV_" + BucketRoster + ".$KV." + BucketRoster + "." + Key(agent)
+}
 
 type buckets struct {
 	roster, sessions, turns, checkpoints jetstream.KeyValue

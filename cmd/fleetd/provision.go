@@ -69,7 +69,7 @@ func (c *ProvisionCmd) Run(ctx context.Context, g *Globals) error {
 }
 
 // fabricBuckets are the projections' buckets provisioning creates.
-var fabricBuckets = []string{projections.BucketRoster, projections.BucketSessions, projections.BucketTurns, projections.BucketCheckpoints}
+var fabricBuckets = projections.Buckets()
 
 func routerConsumers(roleNames []string) []string {
 	out := make([]string, len(roleNames))
