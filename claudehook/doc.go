@@ -22,9 +22,14 @@
 // own key from 'fleetd auth' (FLEET_NATS_CREDS, which also sets its inbox
 // prefix, _INBOX_agent-<id>, the only one its key may subscribe to), else
 // the NATS token (FLEET_NATS_TOKEN). Its key lets it append only the kinds
-// a hook writes and read only its own roster row (CurrentTurn).
+// a hook writes and read only its own roster row (CurrentTurn), which it
+// reads as the projection names it — projections.RosterGetSubject, row
+// projections.Agent — rather than with a row type of its own.
 //
-// claudehook imports only events and natsauth among fleetd packages (plus
-// nats.go); it speaks herdr's socket protocol itself rather than importing
-// herdrbridge, to keep the hook binary path small and fast.
+// claudehook imports events, natsauth, projections (for the roster's name
+// and row only; it runs no fold) and herdrbridge/herdrapi among fleetd
+// packages, plus nats.go — all already in the fleetd binary the hook runs
+// as. It must not import herdrbridge, leadshim, router, orchestrator or
+// cmd: it speaks herdr's socket protocol through herdrapi alone, to keep
+// the hook's path small and fast.
 package claudehook

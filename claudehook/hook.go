@@ -17,15 +17,12 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/natsauth"
+	"github.com/fleetd/fleetd/projections"
 )
 
 // ReasonAgentError is AgentFailed.Reason when Claude Code ended a turn with
 // StopFailure (an API error, as the agent saw it).
 const ReasonAgentError = "agent_error"
-
-// RosterBucket is the KV bucket whose agent rows carry current_turn, the
-// correlation id hooks attach when they can read it.
-const RosterBucket = "fleet_roster"
 
 // Options tune a hook run. The zero value is what `fleetd hook` uses.
 type Options struct {
@@ -265,22 +262,20 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 	return len(evs), nil
 }
 
-// CurrentTurn reads agent's current_turn from the roster, best effort
-// (lifecycle joins hook events to the turn in flight without it): one
-// direct get of the agent's own row, the only read of the bucket an
-// agent's credentials allow (natsauth), and one round trip fewer than
-// opening the bucket first.
+// CurrentTurn reads agent's current turn from its roster row
+// (projections.Agent), best effort (lifecycle joins hook events to the
+// turn in flight without it): one direct get of the agent's own row
+// (projections.RosterGetSubject), the only read of the bucket an agent's
+// credentials allow (natsauth), and one round trip fewer than opening the
+// bucket first.
 func CurrentTurn(ctx context.Context, nc *nats.Conn, agent string) string {
 	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	subj := "$JS.API.DIRECT.GET.KV_" + RosterBucket + ".$KV." + RosterBucket + "." + agent
-	msg, err := nc.RequestWithContext(ctx, subj, nil)
+	msg, err := nc.RequestWithContext(ctx, projections.RosterGetSubject(agent), nil)
 	if err != nil || msg.Header.Get("Status") != "" || msg.Header.Get("KV-Operation") != "" {
 		return "" // no row, a deleted row, or no answer
 	}
-	var row struct {
-		CurrentTurn string `json:"current_turn"`
-	}
+	var row projections.Agent
 	if json.Unmarshal(msg.Data, &row) != nil {
 		return ""
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/natsauth"
+	"github.com/fleetd/fleetd/projections"
 )
 
 const agent = "w-claude-1"
@@ -160,7 +161,7 @@ func TestRunNotificationThatDoesNotBlockAppendsNothing(t *testing.T) {
 func TestRunCorrelatesWithTheRostersCurrentTurn(t *testing.T) {
 	f := startFleet(t)
 	ctx := context.Background()
-	kv, err := f.srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RosterBucket})
+	kv, err := f.srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: projections.BucketRoster})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,7 +601,7 @@ func TestRunWithTheAgentsOwnKey(t *testing.T) {
 	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kv, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RosterBucket})
+	kv, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: projections.BucketRoster})
 	if err != nil {
 		t.Fatal(err)
 	}

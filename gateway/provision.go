@@ -20,7 +20,7 @@ import (
 )
 
 // FabricBuckets are the projections' buckets provisioning creates.
-var FabricBuckets = []string{projections.BucketRoster, projections.BucketSessions, projections.BucketTurns, projections.BucketCheckpoints}
+var FabricBuckets = projections.Buckets()
 
 func RouterConsumers(roleNames []string) []string {
 	out := make([]string, len(roleNames))

@@ -28,5 +28,7 @@
 // should move to NATS decentralized (JWT) auth, where users are minted
 // without a reload; the subject rules stay the same.
 //
-// natsauth imports events (for subject names) only.
+// natsauth imports events (for subject names) and projections (for the
+// names of its buckets and of the roster read an agent may make) only; it
+// must not import claudehook, leadshim or cmd, which import it.
 package natsauth

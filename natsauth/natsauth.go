@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/projections"
 )
 
 // Fleet describes who needs credentials: the hosts and, per host, its agents.
@@ -107,14 +108,6 @@ func InboxPrefix(name string) string {
 	return "_INBOX_" + name
 }
 
-// Buckets are the projection KV buckets a gateway keeps (DESIGN.md's read
-// models); their streams are KV_<bucket>.
-var Buckets = []string{"fleet_roster", "fleet_sessions", "fleet_turns", "fleet_checkpoints"}
-
-// RosterBucket is the bucket whose agent rows carry current_turn, the one
-// an agent's hook reads (its own row only).
-const RosterBucket = "fleet_roster"
-
 // HookKinds are the event kinds an agent's own hooks write (claudehook),
 // and all an agent's credentials may publish. registered, queued, typed,
 // exited, deferred and attention come from the gateway that owns the pane
@@ -136,7 +129,7 @@ func AgentPermissions(agent string) (pub, sub []string) {
 	for _, k := range HookKinds {
 		pub = append(pub, "fleet.agent."+agent+"."+k)
 	}
-	pub = append(pub, "$JS.API.DIRECT.GET.KV_"+RosterBucket+".$KV."+RosterBucket+"."+agent)
+	pub = append(pub, projections.RosterGetSubject(agent))
 	return pub, []string{InboxPrefix(AgentName(agent)) + ".>"}
 }
 
@@ -163,7 +156,9 @@ func GatewayPermissions(host string, agents []string) (pub, sub []string) {
 	pub = append(pub, "$JS.API.INFO")
 	pub = append(pub, streamReader(events.Stream)...)
 	pub = append(pub, "$JS.ACK."+events.Stream+".>")
-	for _, b := range Buckets {
+	// The projection's KV buckets (DESIGN.md's read models), whose
+	// streams are KV_<bucket>.
+	for _, b := range projections.Buckets() {
 		pub = append(pub, "$KV."+b+".>")
 		pub = append(pub, streamReader("KV_"+b)...)
 	}

@@ -51,7 +51,7 @@ func startAuthFleet(t *testing.T) *authFleet {
 	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range natsauth.Buckets {
+	for _, b := range projections.Buckets() {
 		if _, err := srv.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, History: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +275,7 @@ func TestAnAgentPublishesOnlyItsOwnHookEvents(t *testing.T) {
 func TestAnAgentReadsOnlyItsOwnRepliesAndRosterRow(t *testing.T) {
 	f := startAuthFleet(t)
 	ctx := context.Background()
-	roster, err := f.srv.JS.KeyValue(ctx, natsauth.RosterBucket)
+	roster, err := f.srv.JS.KeyValue(ctx, projections.BucketRoster)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestAGatewayRunsItsHostButCannotAdministerStreams(t *testing.T) {
 		_, err := gw.log.LastSeq(ctx, "fleet.agent.b1.>")
 		return err
 	})
-	for _, b := range natsauth.Buckets {
+	for _, b := range projections.Buckets() {
 		gw.allow("putting and getting in "+b, func(ctx context.Context) error {
 			kv, err := gw.js.KeyValue(ctx, b)
 			if err != nil {
@@ -425,10 +425,10 @@ func TestAGatewayRunsItsHostButCannotAdministerStreams(t *testing.T) {
 		return s.DeleteMsg(ctx, 1)
 	})
 	gw.deny("deleting the roster bucket", "$JS.API.STREAM.DELETE.KV_fleet_roster", func(ctx context.Context) error {
-		return gw.js.DeleteKeyValue(ctx, natsauth.RosterBucket)
+		return gw.js.DeleteKeyValue(ctx, projections.BucketRoster)
 	})
 	gw.deny("re-creating the roster bucket", "$JS.API.STREAM.UPDATE.KV_fleet_roster", func(ctx context.Context) error {
-		_, err := gw.js.UpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsauth.RosterBucket, History: 5})
+		_, err := gw.js.UpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: projections.BucketRoster, History: 5})
 		return err
 	})
 	for _, subject := range []string{"_INBOX.>", "_INBOX_agent-a1.>", "_INBOX_gateway-h2.>", "fleet.>"} {
@@ -579,14 +579,17 @@ func TestAgentCredsAreTheAgentsOwnFileInTheAgentsDirectory(t *testing.T) {
 	}
 }
 
-// The buckets natsauth grants are the projections' buckets, and the roster
-// row an agent may read is the one its hook reads.
+// The roster row an agent may read is the one its hook reads, and the
+// buckets a gateway may write are the projection's.
 func TestTheBucketsAreTheProjections(t *testing.T) {
-	want := []string{projections.BucketRoster, projections.BucketSessions, projections.BucketTurns, projections.BucketCheckpoints}
-	if !slices.Equal(natsauth.Buckets, want) {
-		t.Errorf("Buckets %v, want %v", natsauth.Buckets, want)
+	pub, _ := natsauth.AgentPermissions("a1")
+	if !slices.Contains(pub, projections.RosterGetSubject("a1")) {
+		t.Errorf("agent a1 may not make the roster read its hook makes: %v", pub)
 	}
-	if natsauth.RosterBucket != projections.BucketRoster || claudehook.RosterBucket != projections.BucketRoster {
-		t.Error("the roster bucket differs")
+	pub, _ = natsauth.GatewayPermissions("h1", nil)
+	for _, b := range projections.Buckets() {
+		if !slices.Contains(pub, "$KV."+b+".>") {
+			t.Errorf("a gateway may not write bucket %s: %v", b, pub)
+		}
 	}
 }

@@ -88,9 +88,13 @@
 //
 // The package declares what it needs from the rest of fleetd: Spawner
 // (cmd adapts herdrbridge's spawn), Sender (LogSender, the shim's own
-// append-and-wait path, is the default) and projections.Views (the
-// projector; LogViews is a small fold of the log for clients).
+// append-and-wait path, is the default) and the read models, through
+// projections.Views or the narrower SessionViews and TurnWaiter. It folds
+// nothing itself: the gateway passes its projection, and a client such as
+// `fleetd orchestrate` runs the same fold in memory (projections.Options
+// Memory).
 //
-// orchestrator imports events, lifecycle and projections only; it must not
-// import herdrbridge, roles or cmd.
+// orchestrator imports events, lifecycle and projections only, and
+// projections only for Views and its row types; it must not import
+// herdrbridge, roles or cmd.
 package orchestrator

@@ -8,21 +8,24 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/orchestrator"
+	"github.com/fleetd/fleetd/projections"
 )
 
-// fleet is one test's fabric: real embedded NATS, the event log, views
-// folded from it, a fake spawner and the agent-playing driver.
+// fleet is one test's fabric: real embedded NATS, the event log, the
+// projection's fold of it in memory (as `fleetd orchestrate` runs it), a
+// fake spawner and the agent-playing driver.
 type fleet struct {
 	t       *testing.T
 	ctx     context.Context
 	log     events.Log
-	views   *orchestrator.LogViews
+	views   projections.Projector
 	spawner *fakeSpawner
 	driver  *driver
 }
@@ -35,7 +38,7 @@ func newFleet(t *testing.T, react reactFunc) *fleet {
 		t.Fatal(err)
 	}
 	log := events.New(srv.JS, events.Options{Source: "fleetd/test/orchestrator"})
-	f := &fleet{t: t, ctx: ctx, log: log, views: orchestrator.NewLogViews(log)}
+	f := &fleet{t: t, ctx: ctx, log: log, views: projections.New(log, srv.JS, projections.Options{Memory: true})}
 	f.spawner = &fakeSpawner{log: log}
 	f.driver = &driver{t: t, log: log, react: react, book: lifecycle.NewBook(), playing: map[string]string{},
 		roles: map[string]string{}, sids: map[string]string{}, exited: map[string]bool{}}
@@ -48,6 +51,11 @@ func newFleet(t *testing.T, react reactFunc) *fleet {
 			t.Errorf("views: %v", err)
 		}
 	}()
+	select {
+	case <-f.views.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("views not ready after 30s")
+	}
 	go func() {
 		defer wg.Done()
 		f.driver.run(ctx)

@@ -25,7 +25,7 @@ type LogSender struct {
 var _ Sender = (*LogSender)(nil)
 
 // NewLogSender returns a sender over log that waits through turns (a
-// projections.Views, or LogViews).
+// projections.Views).
 func NewLogSender(log events.Log, turns TurnWaiter) *LogSender {
 	return &LogSender{log: log, turns: turns, NewID: events.NewULIDSource(time.Now)}
 }

@@ -6,7 +6,18 @@
 // live state; malformed, duplicate or out-of-order events never corrupt a
 // view.
 //
-// New returns a Projector; its Run is the one fold loop. Turns are folded
+// It owns the one fold of the read models (fold.go: events in, state out),
+// the Views over it, and the KV materializer; and it names the buckets and
+// their rows once (BucketRoster and the rest, Buckets, Agent, Session,
+// RosterGetSubject) for everyone who reads them: the shim, router and
+// orchestrator through Views, the Claude Code hook and natsauth's
+// permissions through the names. Nobody else folds the roster or sessions
+// or declares a row type of their own.
+//
+// New returns a Projector; its Run is the one fold loop. With
+// Options.Memory the same fold runs in memory only — no bucket created or
+// written, starting from the gateway's checkpoint when it can read it —
+// for clients such as `fleetd orchestrate` and for tests. Turns are folded
 // through lifecycle.Book, like everywhere else. How the fold stays correct:
 //
 //   - The checkpoint (bucket fleet_checkpoints, key "projections", chunked)
@@ -36,5 +47,7 @@
 //   - Final turns expire from the turns bucket TurnTTL after their last
 //     write (a per-key TTL); open turns never do.
 //
-// projections imports events and lifecycle only.
+// projections imports events and lifecycle only; it must not import the
+// packages that read it (orchestrator, leadshim, router, claudehook,
+// natsauth, retention) or cmd.
 package projections

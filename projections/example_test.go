@@ -17,3 +17,13 @@ func ExampleKey() {
 	// 01JF6Z0000000000000000TURN
 	// _b64_cGxhbiBqb2I
 }
+
+// An agent's hook reads its own roster row with one direct get; its
+// credentials allow that subject and no other read of the roster.
+func ExampleRosterGetSubject() {
+	fmt.Println(projections.RosterGetSubject("w-claude-1"))
+	fmt.Println(projections.Buckets())
+	// Output:
+	// $JS.API.DIRECT.GET.KV_fleet_roster.$KV.fleet_roster.w-claude-1
+	// [fleet_roster fleet_sessions fleet_turns fleet_checkpoints]
+}

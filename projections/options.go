@@ -4,12 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
 // Options configure a Projector. The zero value is usable: every field has
 // a default (setDefaults).
 type Options struct {
+	// Memory runs the fold in memory only: no bucket is created or
+	// written and no checkpoint is taken, so any identity that may read
+	// the log can run it beside the gateway's projection — a client such
+	// as `fleetd orchestrate`, and tests. When New gets a JetStream and
+	// the turns and checkpoints buckets are there and readable, the fold
+	// starts from their checkpoint and reads back the final turns it no
+	// longer holds; otherwise (a nil JetStream, no buckets, no rights) it
+	// folds the log from its start. The fold itself is the same code in
+	// both modes: same dedupe, staleness, session hand-over and Book.
+	Memory bool
 	// Replicas of the KV buckets: 1 standalone, 3 in a cluster of three or
 	// more.
 	Replicas int
@@ -18,7 +29,10 @@ type Options struct {
 	// Now is the clock for host liveness; default time.Now.
 	Now func() time.Time
 	// TurnCacheSize bounds the final turns kept in memory (an LRU); older
-	// ones are read back from the turns bucket. Default 10,000.
+	// ones are read back from the turns bucket. Default 10,000; with
+	// Memory, unbounded: a memory fold writes no turns bucket, so a turn
+	// it evicted would be gone (it holds a client's lifetime of turns, not
+	// a gateway's).
 	TurnCacheSize int
 	// HostTTL is how long a host may stay silent (no up or heartbeat)
 	// before its agents are marked stale. Default 15s (3 heartbeats).
@@ -59,7 +73,11 @@ func (o *Options) setDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.TurnCacheSize == 0 {
+	switch {
+	case o.TurnCacheSize != 0:
+	case o.Memory:
+		o.TurnCacheSize = math.MaxInt
+	default:
 		o.TurnCacheSize = 10_000
 	}
 	if o.HostTTL == 0 {

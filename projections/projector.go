@@ -15,11 +15,11 @@ import (
 	"github.com/fleetd/fleetd/lifecycle"
 )
 
-// Projector keeps fleetd's read models materialized: it follows the log,
-// folds every event into the roster, sessions and turns, writes what
-// changed to the KV buckets and checkpoints its position. It serves the
-// folded state through Views. Views methods are safe for concurrent use
-// while Run folds.
+// Projector keeps fleetd's read models: it follows the log, folds every
+// event into the roster, sessions and turns, writes what changed to the KV
+// buckets and checkpoints its position (Options.Memory: it only folds). It
+// serves the folded state through Views. Views methods are safe for
+// concurrent use while Run folds.
 type Projector interface {
 	Views
 	// Run ensures the buckets, resumes from the checkpoint and follows the
@@ -31,7 +31,8 @@ type Projector interface {
 	Ready() <-chan struct{}
 	// Rebuild drops the materialized views and the checkpoint and folds
 	// the whole log again, returning once caught up with its end. It must
-	// not run while Run does (ErrRunning).
+	// not run while Run does (ErrRunning). With Options.Memory it drops
+	// only what it holds in memory and writes nothing.
 	Rebuild(ctx context.Context) error
 	// Subscribe delivers a Change for every roster row, session or turn a
 	// folded event changed, for dashboards. A subscriber that falls more
@@ -86,7 +87,8 @@ const (
 
 var _ Projector = (*materializer)(nil)
 
-// materializer is the Projector over JetStream KV.
+// materializer is the Projector: the fold, the Views over it and, unless
+// Options.Memory, its writes to JetStream KV.
 type materializer struct {
 	log    events.Log
 	js     jetstream.JetStream
@@ -103,6 +105,7 @@ type materializer struct {
 
 	// Owned by the fold loop.
 	loaded    bool
+	probed    bool // Memory: the readable buckets were looked for
 	dirty     dirtySet
 	sinceCkpt int
 	ckptSeq   uint64
@@ -143,14 +146,18 @@ type waiter struct {
 	n  int
 }
 
-// New returns a Projector folding log into KV buckets of js. It does no
-// I/O and starts nothing; Run does the work. Invalid options are reported
-// by Run.
+// New returns a Projector folding log into KV buckets of js, or, with
+// Options.Memory, in memory only (js may then be nil). It does no I/O and
+// starts nothing; Run does the work. Invalid options are reported by Run.
 func New(log events.Log, js jetstream.JetStream, o Options) Projector {
 	o.setDefaults()
+	optErr := o.Validate()
+	if js == nil && !o.Memory {
+		optErr = errors.Join(optErr, fmt.Errorf("%w: no JetStream for the buckets (a fold without KV is Options.Memory)", ErrInvalidOptions))
+	}
 	stopCtx, stopCancel := context.WithCancel(context.Background())
 	return &materializer{
-		log: log, js: js, o: o, optErr: o.Validate(),
+		log: log, js: js, o: o, optErr: optErr,
 		st:          newState(),
 		cache:       newTurnCache(o.TurnCacheSize),
 		dirty:       newDirtySet(),
@@ -236,9 +243,13 @@ func (m *materializer) Run(ctx context.Context) error {
 	return err
 }
 
-// open ensures the buckets and, the first time, loads the checkpoint.
+// open ensures the buckets and, the first time, loads the checkpoint. A
+// memory fold only looks for buckets it may read, and folds from the log's
+// start when it finds none or cannot read their checkpoint.
 func (m *materializer) open(ctx context.Context) error {
-	if m.kvBuckets() == nil {
+	if m.o.Memory {
+		m.probe(ctx)
+	} else if m.kvBuckets() == nil {
 		b, err := ensureBuckets(ctx, m.js, m.o)
 		if err != nil {
 			return err
@@ -248,9 +259,17 @@ func (m *materializer) open(ctx context.Context) error {
 	if m.loaded {
 		return nil
 	}
-	snap, err := m.loadCheckpoint(ctx)
-	if err != nil {
-		return err
+	var snap *snapshot
+	if m.kvBuckets() != nil {
+		var err error
+		snap, err = m.loadCheckpoint(ctx)
+		if err != nil && m.o.Memory {
+			m.o.Logger.Warn("projections: memory fold cannot read the checkpoint; folding the log from its start", "err", err)
+			snap, err = nil, nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if snap != nil {
 		st := snap.state()
@@ -504,7 +523,10 @@ func (m *materializer) Rebuild(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	}
-	if st.FirstSeq > 1 {
+	switch {
+	case m.o.Memory:
+		return m.rebuildMemory(ctx, st)
+	case st.FirstSeq > 1:
 		return m.rebuildFromCheckpoint(ctx, st)
 	}
 	m.kvb.Store(nil)
@@ -548,13 +570,8 @@ func (m *materializer) rebuildFromCheckpoint(ctx context.Context, st events.Stre
 	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	}
-	switch {
-	case snap == nil:
-		return fmt.Errorf("rebuild: %w: the log starts at %d and there is no checkpoint", ErrTrimmed, st.FirstSeq)
-	case !snap.Stream.IsZero() && !snap.Stream.Equal(st.Created):
-		return fmt.Errorf("rebuild: %w: the checkpoint is of another stream (created %s, this one %s)", ErrTrimmed, snap.Stream, st.Created)
-	case snap.Seq+1 < st.FirstSeq:
-		return fmt.Errorf("rebuild: %w: the log starts at %d, the checkpoint covers up to %d", ErrTrimmed, st.FirstSeq, snap.Seq)
+	if err := covers(snap, st); err != nil {
+		return fmt.Errorf("rebuild: %w", err)
 	}
 	m.kvb.Store(nil)
 	if err := dropBuckets(ctx, m.js, m.o, 0, 1); err != nil {
@@ -586,6 +603,56 @@ func (m *materializer) rebuildFromCheckpoint(ctx context.Context, st events.Stre
 	m.ckptDone.Store(snap.Seq)
 	m.setStream(st.Created)
 	m.applied.Store(snap.Seq)
+	m.loaded = true
+	if err := m.catchUp(ctx); err != nil {
+		return fmt.Errorf("rebuild: %w", err)
+	}
+	m.markReady()
+	return nil
+}
+
+// covers says why a checkpoint cannot stand in for the trimmed beginning
+// of the stream st, or nil when it can.
+func covers(snap *snapshot, st events.StreamState) error {
+	switch {
+	case snap == nil:
+		return fmt.Errorf("%w: the log starts at %d and there is no checkpoint", ErrTrimmed, st.FirstSeq)
+	case !snap.Stream.IsZero() && !snap.Stream.Equal(st.Created):
+		return fmt.Errorf("%w: the checkpoint is of another stream (created %s, this one %s)", ErrTrimmed, snap.Stream, st.Created)
+	case snap.Seq+1 < st.FirstSeq:
+		return fmt.Errorf("%w: the log starts at %d, the checkpoint covers up to %d", ErrTrimmed, st.FirstSeq, snap.Seq)
+	}
+	return nil
+}
+
+// rebuildMemory folds the log again into an empty memory state: from its
+// start, or, when its beginning was trimmed, from the latest readable
+// checkpoint. It writes nothing.
+func (m *materializer) rebuildMemory(ctx context.Context, st events.StreamState) error {
+	state, seq := newState(), uint64(0)
+	if st.FirstSeq > 1 {
+		m.probe(ctx)
+		var snap *snapshot
+		if m.kvBuckets() != nil {
+			var err error
+			if snap, err = m.loadCheckpoint(ctx); err != nil {
+				return fmt.Errorf("rebuild: %w", err)
+			}
+		}
+		if err := covers(snap, st); err != nil {
+			return fmt.Errorf("rebuild: %w", err)
+		}
+		state, seq = snap.state(), snap.Seq
+	}
+	m.mu.Lock()
+	m.st = state
+	m.cache.reset()
+	m.mu.Unlock()
+	m.dirty = newDirtySet()
+	m.sinceCkpt, m.ckptSeq = 0, seq
+	m.ckptDone.Store(seq)
+	m.setStream(st.Created)
+	m.applied.Store(seq)
 	m.loaded = true
 	if err := m.catchUp(ctx); err != nil {
 		return fmt.Errorf("rebuild: %w", err)

@@ -36,7 +36,9 @@ func Key(name string) string {
 	return encodedPrefix + base64.RawURLEncoding.EncodeToString([]byte(name))
 }
 
-// Bucket names under the contract's prefix.
+// Bucket names under the contract's prefix, named once here for everyone
+// who reads, grants or provisions them. BucketRoster holds one Agent per
+// key, BucketSessions one Session, BucketTurns one lifecycle.Turn.
 const (
 	BucketRoster      = "fleet_roster"
 	BucketSessions    = "fleet_sessions"
@@ -46,6 +48,21 @@ const (
 	// its chunks live under CheckpointKey.<slot>.<n>.
 	CheckpointKey = "projections"
 )
+
+// Buckets lists the projection's buckets under the contract's prefix:
+// what provisioning creates and a gateway's credentials may read and
+// write (natsauth).
+func Buckets() []string {
+	return []string{BucketRoster, BucketSessions, BucketTurns, BucketCheckpoints}
+}
+
+// RosterGetSubject is the JetStream direct-get request for agent's roster
+// row: the one read of the roster an agent's credentials allow (natsauth)
+// and the one its hook makes (claudehook.CurrentTurn), answered with the
+// row's Agent JSON in one round trip, without opening the bucket.
+func RosterGetSubject(agent string) string {
+	return "$JS.API.DIRECT.GET.KV_" + BucketRoster + ".$KV." + BucketRoster + "." + Key(agent)
+}
 
 type buckets struct {
 	roster, sessions, turns, checkpoints jetstream.KeyValue
@@ -114,6 +131,33 @@ func ensureBuckets(ctx context.Context, js jetstream.JetStream, o Options) (*buc
 	return &buckets{roster: kvs[0], sessions: kvs[1], turns: kvs[2], checkpoints: kvs[3]}, nil
 }
 
+// probe looks, once, for the buckets a memory fold may read: the turns
+// bucket (final turns it no longer holds) and the checkpoints (where to
+// start). Both or neither: a checkpoint without the turns it left to KV
+// would lose them. Nothing found is not an error; the fold then starts
+// from the log's beginning and answers from memory alone.
+func (m *materializer) probe(ctx context.Context) {
+	if m.probed || m.js == nil {
+		return
+	}
+	m.probed = true
+	// A short bound: an identity without the rights may not get a quick
+	// answer, and the fold can do without.
+	ctx, cancel := withTimeout(ctx, min(m.o.Timeout, 2*time.Second))
+	defer cancel()
+	names := bucketNames(m.o)
+	turns, err := m.js.KeyValue(ctx, names[2])
+	var ckpts jetstream.KeyValue
+	if err == nil {
+		ckpts, err = m.js.KeyValue(ctx, names[3])
+	}
+	if err != nil {
+		m.o.Logger.Debug("projections: memory fold reads no buckets", "err", err)
+		return
+	}
+	m.kvb.Store(&buckets{turns: turns, checkpoints: ckpts})
+}
+
 // dropBuckets deletes the projection's buckets named by which (indexes
 // into bucketNames; all when empty), for a rebuild.
 func dropBuckets(ctx context.Context, js jetstream.JetStream, o Options, which ...int) error {
@@ -168,6 +212,12 @@ type put struct {
 // (or force). Entries that fail to write stay changed for the next flush;
 // the checkpoint is only written once every entry before it is.
 func (m *materializer) flush(ctx context.Context, force bool) error {
+	if m.o.Memory {
+		// Nothing is written: what changed is in memory already.
+		m.dirty = newDirtySet()
+		m.sinceCkpt = 0
+		return nil
+	}
 	if m.kvBuckets() == nil {
 		return nil
 	}
@@ -357,35 +407,45 @@ func (m *materializer) checkpoint(ctx context.Context) error {
 }
 
 // loadCheckpoint reads the latest snapshot, or nil when there is none.
+// A memory fold reads the checkpoint another projection keeps writing: a
+// head that moved while its chunks were read means they may be of two
+// snapshots, so it reads again.
 func (m *materializer) loadCheckpoint(ctx context.Context) (*snapshot, error) {
 	ctx, cancel := withTimeout(ctx, m.o.Timeout)
 	defer cancel()
 	kv := m.kvBuckets().checkpoints
-	e, err := kv.Get(ctx, CheckpointKey)
-	if isNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load checkpoint: %w", err)
-	}
-	var head checkpointHead
-	if err := json.Unmarshal(e.Value(), &head); err != nil {
-		return nil, fmt.Errorf("load checkpoint head: %w", err)
-	}
-	data := make([]byte, 0, head.Bytes)
-	for n := range head.Chunks {
-		c, err := kv.Get(ctx, chunkKey(head.Slot, n))
-		if err != nil {
-			return nil, fmt.Errorf("load checkpoint chunk %d: %w", n, err)
+	for try := 1; ; try++ {
+		e, err := kv.Get(ctx, CheckpointKey)
+		if isNotFound(err) {
+			return nil, nil
 		}
-		data = append(data, c.Value()...)
+		if err != nil {
+			return nil, fmt.Errorf("load checkpoint: %w", err)
+		}
+		var head checkpointHead
+		if err := json.Unmarshal(e.Value(), &head); err != nil {
+			return nil, fmt.Errorf("load checkpoint head: %w", err)
+		}
+		data := make([]byte, 0, head.Bytes)
+		for n := range head.Chunks {
+			c, err := kv.Get(ctx, chunkKey(head.Slot, n))
+			if err != nil {
+				return nil, fmt.Errorf("load checkpoint chunk %d: %w", n, err)
+			}
+			data = append(data, c.Value()...)
+		}
+		if m.o.Memory && try < 3 {
+			if now, err := kv.Get(ctx, CheckpointKey); err == nil && now.Revision() != e.Revision() {
+				continue
+			}
+		}
+		var snap snapshot
+		if err := json.Unmarshal(data, &snap); err != nil {
+			return nil, fmt.Errorf("load checkpoint: %w", err)
+		}
+		m.slot = head.Slot
+		return &snap, nil
 	}
-	var snap snapshot
-	if err := json.Unmarshal(data, &snap); err != nil {
-		return nil, fmt.Errorf("load checkpoint: %w", err)
-	}
-	m.slot = head.Slot
-	return &snap, nil
 }
 
 func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

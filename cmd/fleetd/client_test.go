@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
 )
 
@@ -101,8 +102,15 @@ func TestRosterAndSessionsPrintTables(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "AGENT") || !strings.Contains(lines[1], "w-local-1") || !strings.Contains(lines[1], "idle") {
 		t.Errorf("roster table:\n%s", out.String())
 	}
+	// A registered agent serves a session named after it; no Claude
+	// conversation has started in it yet.
 	out.Reset()
-	if err := (&SessionsCmd{JSON: true, out: &out}).Run(fleettest.Ctx(t), g); err != nil || strings.TrimSpace(out.String()) != "[]" {
+	if err := (&SessionsCmd{JSON: true, out: &out}).Run(fleettest.Ctx(t), g); err != nil {
+		t.Fatal(err)
+	}
+	var sessions []projections.Session
+	if err := json.Unmarshal(out.Bytes(), &sessions); err != nil || len(sessions) != 1 ||
+		sessions[0].Name != "w-local-1" || sessions[0].Agent != "w-local-1" || sessions[0].State != projections.SessionActive || sessions[0].SessionID != "" {
 		t.Errorf("sessions --json: %q %v", out.String(), err)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fleetd/fleetd/gateway"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"io"
 	"os"
 	"strings"
@@ -16,7 +14,10 @@ import (
 
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/gateway"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/orchestrator"
+	"github.com/fleetd/fleetd/projections"
 )
 
 // OrchestrateCmd runs a plan as a job against a running fleetd: ready
@@ -74,9 +75,11 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// The client folds the log itself: the materialized projector is the
-	// gateway's, and a second one would write the same buckets.
-	views := orchestrator.NewLogViews(log)
+	// The client runs the projection's fold in memory: the materialized
+	// projection is the gateway's, a second one would write the same
+	// buckets, and this identity may not write them at all. It starts
+	// from the gateway's checkpoint when it may read it.
+	views := projections.New(log, js, projections.Options{Memory: true, Logger: g.Logger()})
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -136,7 +139,7 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 
 // tier is --tier, or the sender's tier in the roster (a main running a
 // sub-plan from its pane is at its own tier), or 0.
-func (c *OrchestrateCmd) tier(ctx context.Context, log events.Log, views *orchestrator.LogViews, from string) (int, error) {
+func (c *OrchestrateCmd) tier(ctx context.Context, log events.Log, views projections.Views, from string) (int, error) {
 	if c.Tier >= 0 {
 		return c.Tier, nil
 	}

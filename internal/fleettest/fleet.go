@@ -9,7 +9,6 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
-	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
 )
 
@@ -22,23 +21,24 @@ type Fleet struct {
 	Kind  Kind
 }
 
-// Kind is which projections.Views a fabric reads through.
+// Kind is how a fabric runs the projection it reads through. Both run the
+// one fold of package projections; they differ in where it keeps state.
 type Kind string
 
 const (
-	// Folded is orchestrator.LogViews: the log folded in memory with
-	// lifecycle.Book, as `fleetd orchestrate` reads it.
-	Folded Kind = "folded"
-	// Projected is the materialized projection (projections.New) with its
-	// KV buckets and checkpoint.
+	// Memory is the projection's fold in memory only (Options.Memory), as
+	// `fleetd orchestrate` runs it: no KV bucket is written.
+	Memory Kind = "memory"
+	// Projected is the materialized projection, as the gateway runs it,
+	// with its KV buckets and checkpoint.
 	Projected Kind = "projected"
 )
 
 // Kinds lists both, for tests that must hold for either.
-var Kinds = []Kind{Folded, Projected}
+var Kinds = []Kind{Memory, Projected}
 
-// New starts a fabric with the folded views for the length of the test.
-func New(tb testing.TB) *Fleet { return NewKind(tb, Folded) }
+// New starts a fabric with the memory fold for the length of the test.
+func New(tb testing.TB) *Fleet { return NewKind(tb, Memory) }
 
 // NewKind starts a fabric reading through kind.
 func NewKind(tb testing.TB, kind Kind) *Fleet {
@@ -47,7 +47,8 @@ func NewKind(tb testing.TB, kind Kind) *Fleet {
 }
 
 // Over builds a fabric on a running server: a "restarted" fleetd keeps
-// its NATS (and, Projected, its KV views and checkpoint).
+// its NATS (and, Projected, its KV views and checkpoint; a Memory fold
+// over a server where a Projected one ran starts from its checkpoint).
 func Over(tb testing.TB, srv *natstest.Server, kind Kind) *Fleet {
 	tb.Helper()
 	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
@@ -55,36 +56,17 @@ func Over(tb testing.TB, srv *natstest.Server, kind Kind) *Fleet {
 	}
 	log := events.New(srv.JS, events.Options{Source: "fleetd/test/test"})
 	f := &Fleet{T: tb, NATS: srv, Log: log, Kind: kind}
-	if kind == Projected {
-		f.Views = runProjector(tb, log, srv)
-	} else {
-		f.Views = runLogViews(tb, log)
-	}
+	f.Views = runProjector(tb, log, srv, kind == Memory)
 	return f
 }
 
-// runLogViews folds the log in memory (orchestrator.LogViews, what
-// `fleetd orchestrate` reads through) until the test ends.
-func runLogViews(tb testing.TB, log events.Log) projections.Views {
+// runProjector runs the projection — in memory only, or materialized in
+// KV — until the test ends and returns once it has caught up. The memory
+// fold gets the JetStream as `fleetd orchestrate` gives it one: it looks
+// for buckets to start from and, finding none here, folds from the start.
+func runProjector(tb testing.TB, log events.Log, srv *natstest.Server, memory bool) projections.Views {
 	tb.Helper()
-	v := orchestrator.NewLogViews(log)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := v.Run(ctx); err != nil {
-			tb.Errorf("fleettest: views: %v", err)
-		}
-	}()
-	tb.Cleanup(func() { cancel(); <-done })
-	return v
-}
-
-// runProjector runs the materialized projection until the test ends and
-// returns once it has caught up.
-func runProjector(tb testing.TB, log events.Log, srv *natstest.Server) projections.Views {
-	tb.Helper()
-	p := projections.New(log, srv.JS, projections.Options{FlushInterval: 10 * time.Millisecond})
+	p := projections.New(log, srv.JS, projections.Options{Memory: memory, FlushInterval: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
