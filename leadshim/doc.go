@@ -41,8 +41,8 @@
 // "context" selectors): the selectors are then resolved against that
 // job's context store, the slice is recorded as a JobSliced event and
 // appended to the text as <context> blocks, and the turn carries the job
-// and the slice reference (orchestrator.SliceFor, RecordSlice, Prompt).
+// and the slice reference (jobs.SliceFor, RecordSlice, Prompt).
 //
-// leadshim imports events, lifecycle, projections, roles and
-// orchestrator; never herdrbridge or cmd.
+// leadshim imports events, lifecycle, projections, roles and jobs; never
+// orchestrator, herdrbridge or cmd.
 package leadshim

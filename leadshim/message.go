@@ -15,8 +15,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/jobs"
 	"github.com/fleetd/fleetd/lifecycle"
-	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/roles"
 )
 
@@ -38,7 +38,7 @@ type Message struct {
 	// they are recorded on the turn as they are.
 	Context []string `json:"context,omitempty"`
 	// Job, when set, names the job whose context store Context is resolved
-	// against (orchestrator.SliceFor): the slice is recorded as a
+	// against (jobs.SliceFor): the slice is recorded as a
 	// JobSliced event, rendered after the text as <context> blocks, and
 	// the turn carries the job and the slice reference — how a main
 	// delegates a scoped slice to a worker. An unknown job is 404, a
@@ -406,21 +406,17 @@ func (s *Server) slice(ctx context.Context, m Message, to target) (text, ref str
 	if err := events.ValidToken(m.Job); err != nil {
 		return "", "", fail(http.StatusBadRequest, "bad_job", "job: %v", err)
 	}
-	subj, err := events.JobSubject(m.Job, "created")
+	known, err := jobs.Exists(ctx, s.cfg.Log, m.Job)
 	if err != nil {
-		return "", "", fail(http.StatusBadRequest, "bad_job", "job: %v", err)
+		return "", "", fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
 	}
-	seq, err := s.cfg.Log.LastSeq(ctx, subj)
-	if err != nil {
-		return "", "", fail(http.StatusServiceUnavailable, "nats_unavailable", "look the job up: %v", err)
-	}
-	if seq == 0 {
+	if !known {
 		return "", "", fail(http.StatusNotFound, "unknown_job", "no job %q in the log", m.Job)
 	}
 	if len(m.Context) == 0 {
 		return m.Text, "", nil
 	}
-	sl, err := orchestrator.SliceFor(ctx, s.cfg.Log, m.Job, m.Context, 0)
+	sl, err := jobs.SliceFor(ctx, s.cfg.Log, m.Job, m.Context, 0)
 	if err != nil {
 		return "", "", fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
 	}
@@ -428,10 +424,10 @@ func (s *Server) slice(ctx context.Context, m Message, to target) (text, ref str
 		return "", "", fail(http.StatusBadRequest, "missing_context", "job %s has no context item %s", m.Job, strings.Join(sl.Missing, ", "))
 	}
 	sl.Agent = to.agent
-	if ref, err = orchestrator.RecordSlice(ctx, s.cfg.Log, sl); err != nil {
+	if ref, err = jobs.RecordSlice(ctx, s.cfg.Log, sl); err != nil {
 		return "", "", fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
 	}
-	return orchestrator.Prompt(m.Text, sl), ref, nil
+	return jobs.Prompt(m.Text, sl), ref, nil
 }
 
 func kindOf(t target) string {

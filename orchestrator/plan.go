@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/jobs"
 )
 
 // Plan is a job's goal, its tasks and its seed context: the JSON file
@@ -28,16 +29,16 @@ type Plan struct {
 // Task is one unit of a plan: instructions for one target, sent once the
 // tasks it needs have replied.
 type Task struct {
-	ID           string      `json:"id"`
-	To           string      `json:"to"`
-	Instructions string      `json:"instructions,omitempty"`
+	ID           string `json:"id"`
+	To           string `json:"to"`
+	Instructions string `json:"instructions,omitempty"`
 	// Command, instead of Instructions, types a slash command the target's
 	// role allows ("/clear" before a fresh start, "/compact"): no slice
 	// goes with it, and its rollup is empty.
-	Command string `json:"command,omitempty"`
-	Needs        []string    `json:"needs,omitempty"`
-	Context      ContextSpec `json:"context,omitzero"`
-	Budget       int         `json:"budget,omitempty"`
+	Command string      `json:"command,omitempty"`
+	Needs   []string    `json:"needs,omitempty"`
+	Context ContextSpec `json:"context,omitzero"`
+	Budget  int         `json:"budget,omitempty"`
 }
 
 // ContextSpec names the context a task asks for beyond its dependencies'
@@ -128,8 +129,8 @@ func (p Plan) Validate() error {
 			bad("context item %d has no key", i)
 		case keys[c.Key]:
 			bad("context key %q given twice", c.Key)
-		case strings.HasPrefix(c.Key, RollupPrefix):
-			bad("context key %q: the %s prefix is reserved for rollups", c.Key, RollupPrefix)
+		case strings.HasPrefix(c.Key, jobs.RollupPrefix):
+			bad("context key %q: the %s prefix is reserved for rollups", c.Key, jobs.RollupPrefix)
 		}
 		keys[c.Key] = true
 	}
