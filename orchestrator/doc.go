@@ -71,10 +71,12 @@
 // # Ports
 //
 // The package declares what it needs from the rest of fleetd: Spawner
-// (cmd adapts herdrbridge's spawn), Sender (LogSender, the shim's own
-// append-and-wait path, is the default) and projections.Views (the projector; LogViews is a small fold of the
-// log for clients).
+// (cmd adapts herdrbridge's spawn), Sender (LogSender, which queues
+// through turns.Queuer exactly as the lead shim does, is the default)
+// and projections.Views (the projector; LogViews is a small fold of the
+// log for clients). Targets ("<agent>", "role:R", "session:<name>") are
+// read by turns.ParseTarget; a session is resolved to its agent here.
 //
-// orchestrator imports events, lifecycle, projections and jobs only; it
-// must not import herdrbridge, roles, leadshim or cmd.
+// orchestrator imports events, lifecycle, projections, jobs and turns
+// only; it must not import herdrbridge, roles, leadshim or cmd.
 package orchestrator

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetd/fleetd/jobs"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // Config configures an Orchestrator.
@@ -385,15 +386,15 @@ func (r *jobRun) runTask(ctx context.Context, t Task) error {
 // send binds the target, cuts and records the slice, records the task
 // sent (write-ahead, with the turn id) and queues the turn.
 func (r *jobRun) send(ctx context.Context, t Task, turnID string) error {
-	target, err := ParseTarget(t.To)
+	target, err := turns.ParseTarget(t.To)
 	if err != nil {
 		return err
 	}
 	to, agent, session := target.String(), "", ""
 	switch target.Kind {
-	case TargetAgent:
+	case turns.KindAgent:
 		agent = target.Name
-	case TargetSession:
+	case turns.KindSession:
 		if r.o.cfg.Sessions == nil {
 			return fmt.Errorf("task %s: %w for %s", t.ID, ErrNoSessions, t.To)
 		}
