@@ -12,8 +12,9 @@ import (
 )
 
 // Assignment builds the event that assigns a role's turn to one of its
-// agents (the router's decision): the turn of queued, a RoleQueued, as an
-// AgentQueued on agent with AssignedFrom = the role, id AssignmentID(turn),
+// agents (the router's decision): the turn of queued, a RoleQueued, whole
+// (text or command, normalisation account, context, slice, job, task,
+// deadline) as an AgentQueued on agent with AssignedFrom = the role, id AssignmentID(turn),
 // correlation id the turn id and causation id queued's id. The caller
 // sets Source and Time and appends it guarded by the agent's last
 // sequence. An event that is not a RoleQueued is ErrNotRoleQueued.
@@ -26,8 +27,8 @@ func Assignment(queued events.Event, agent string) (events.Event, error) {
 	return events.Event{
 		ID: AssignmentID(turn), Subject: agent, CorrelationID: turn, CausationID: queued.ID,
 		Data: events.AgentQueued{
-			From: rq.From, Text: rq.Text, Context: rq.Context, SliceRef: rq.SliceRef, Deadline: rq.Deadline,
-			AssignedFrom: queued.Subject, Job: rq.Job, Task: rq.Task,
+			From: rq.From, Text: rq.Text, Command: rq.Command, Normalized: rq.Normalized, Context: rq.Context,
+			SliceRef: rq.SliceRef, Deadline: rq.Deadline, AssignedFrom: queued.Subject, Job: rq.Job, Task: rq.Task,
 		},
 	}, nil
 }

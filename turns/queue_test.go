@@ -147,6 +147,13 @@ func TestAssignment(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("assignment = %+v\nwant         %+v", got, want)
 	}
+	// A command turn stays one when it is assigned, with what the text
+	// rule removed: the assignment alone describes the turn.
+	cmd := events.Event{ID: turn, Subject: "w-local", Data: events.RoleQueued{Command: "/compact", Normalized: events.Normalization{RemovedBytes: 1}}}
+	if got, err := turns.Assignment(cmd, "w-3"); err != nil || got.Data.(events.AgentQueued).Command != "/compact" ||
+		got.Data.(events.AgentQueued).Normalized.RemovedBytes != 1 {
+		t.Errorf("assignment of a command turn = %+v, %v", got.Data, err)
+	}
 	if _, err := turns.Assignment(events.Event{ID: turn, Subject: "w-1", Data: events.AgentQueued{Text: "x"}}, "w-3"); !errors.Is(err, turns.ErrNotRoleQueued) {
 		t.Errorf("assignment of an AgentQueued: err = %v, want ErrNotRoleQueued", err)
 	}
