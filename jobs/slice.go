@@ -55,11 +55,16 @@ func (s Selector) Strings() []string {
 // Slice is the context handed to one task: whole items in priority order
 // within a byte budget.
 type Slice struct {
-	Job     string
+	// Job is the job whose store the slice was cut from.
+	Job string
+	// Task, Session and Agent say who the slice is for (a plan's task,
+	// the session and the agent serving it, or a delegation's agent); the
+	// JobSliced record carries them.
 	Task    string
 	Session string
 	Agent   string
-	Items   []Item
+	// Items are the selected items, whole, in priority order.
+	Items []Item
 	// Bytes is the sum of the items' sizes; Budget the limit it kept to.
 	Bytes  int
 	Budget int

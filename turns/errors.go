@@ -48,6 +48,7 @@ type TargetError struct {
 	Err error
 }
 
+// Error says which target was refused and why.
 func (e *TargetError) Error() string {
 	return fmt.Sprintf("%v %q: %v", ErrInvalidTarget, e.To, e.Err)
 }
@@ -71,6 +72,7 @@ type SizeError struct {
 	MaxPayload int64
 }
 
+// Error says how large the text is and what it may be.
 func (e *SizeError) Error() string {
 	if e.MaxPayload > 0 {
 		return fmt.Sprintf("the text is %d bytes; the NATS server takes messages up to %d bytes (max_payload), so texts up to about %d",
