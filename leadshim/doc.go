@@ -6,11 +6,13 @@
 // fleetd.roster, fleetd.sessions; the subjects stay outside fleet.> so the
 // FLEET stream never captures a request).
 //
-// A send appends AgentQueued on the agent (direct) or RoleQueued on the
-// role, with event id = correlation id = a new ULID = the turn id, and
-// then waits on the projection (projections.Views) until the turn is final
-// or its timeout passes. The shim never talks to herdr: the gateway types
-// the turn, the hooks reply, the router assigns role turns.
+// A send is queued through turns.Queuer, the one way into the log it
+// shares with the orchestrator — AgentQueued on the agent (direct) or
+// RoleQueued on the role, with event id = correlation id = a new ULID =
+// the turn id — and then waits on the projection (projections.Views)
+// until the turn is final or its timeout passes. The shim never talks to
+// herdr: the gateway types the turn, the hooks reply, the router assigns
+// role turns.
 //
 // Status codes: 400 bad request, 401 missing or wrong bearer token, 404
 // unknown agent, role, turn or path, 405 wrong method, 408 the request
@@ -41,8 +43,8 @@
 // "context" selectors): the selectors are then resolved against that
 // job's context store, the slice is recorded as a JobSliced event and
 // appended to the text as <context> blocks, and the turn carries the job
-// and the slice reference (orchestrator.SliceFor, RecordSlice, Prompt).
+// and the slice reference (jobs.SliceFor, RecordSlice, Prompt).
 //
-// leadshim imports events, lifecycle, projections, roles and
-// orchestrator; never herdrbridge or cmd.
+// leadshim imports events, lifecycle, projections, roles, jobs and turns;
+// never orchestrator, router, herdrbridge or cmd.
 package leadshim

@@ -15,9 +15,10 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/jobs"
 	"github.com/fleetd/fleetd/lifecycle"
-	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // Message is the body of POST /message and of the micro endpoint send.
@@ -38,7 +39,7 @@ type Message struct {
 	// they are recorded on the turn as they are.
 	Context []string `json:"context,omitempty"`
 	// Job, when set, names the job whose context store Context is resolved
-	// against (orchestrator.SliceFor): the slice is recorded as a
+	// against (jobs.SliceFor): the slice is recorded as a
 	// JobSliced event, rendered after the text as <context> blocks, and
 	// the turn carries the job and the slice reference — how a main
 	// delegates a scoped slice to a worker. An unknown job is 404, a
@@ -185,25 +186,32 @@ func readError(err error) *apiError {
 	return nil
 }
 
-// target is a validated send address.
-type target struct {
-	agent, role string
+// parseTo reads a send's "to" (turns.ParseTarget): an agent id or
+// role:R. A session target is the orchestrator's to resolve, not a send's.
+func parseTo(to string) (turns.Target, *apiError) {
+	t, err := turns.ParseTarget(to)
+	if err == nil && t.Kind == turns.KindSession {
+		return turns.Target{}, fail(http.StatusBadRequest, "bad_agent", "%q: a send names an agent id or role:<role>; sessions are resolved by the orchestrator", to)
+	}
+	if err != nil {
+		return turns.Target{}, targetError(err)
+	}
+	return t, nil
 }
 
-func (s *Server) parseTo(to string) (target, *apiError) {
-	if name, ok := strings.CutPrefix(to, "role:"); ok {
-		if err := events.ValidRole(name); err != nil {
-			return target{}, fail(http.StatusBadRequest, "bad_role", "%v", err)
-		}
-		return target{role: name}, nil
+// targetError answers a target turns refused: bad_to when there is none,
+// bad_role for a bad role:R, bad_agent for anything else.
+func targetError(err error) *apiError {
+	te, ok := errors.AsType[*turns.TargetError](err)
+	switch {
+	case errors.Is(err, turns.ErrNoTarget):
+		return fail(http.StatusBadRequest, "bad_to", `"to" is required: an agent id or role:<role>`)
+	case ok && te.Kind == turns.KindRole:
+		return fail(http.StatusBadRequest, "bad_role", "%v", te.Err)
+	case ok:
+		return fail(http.StatusBadRequest, "bad_agent", "%v", te.Err)
 	}
-	if to == "" {
-		return target{}, fail(http.StatusBadRequest, "bad_to", `"to" is required: an agent id or role:<role>`)
-	}
-	if err := events.ValidAgentID(to); err != nil {
-		return target{}, fail(http.StatusBadRequest, "bad_agent", "%v", err)
-	}
-	return target{agent: to}, nil
+	return fail(http.StatusBadRequest, "bad_to", "%v", err)
 }
 
 func (s *Server) parseDuration(field, v string, def time.Duration) (time.Duration, *apiError) {
@@ -232,7 +240,7 @@ func (s *Server) sendRaw(ctx context.Context, body io.Reader) (answer, *apiError
 // send validates m, queues the turn and, unless m.Wait is false, waits
 // for it to become final.
 func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
-	to, aerr := s.parseTo(m.To)
+	to, aerr := parseTo(m.To)
 	if aerr != nil {
 		return answer{}, aerr
 	}
@@ -265,50 +273,26 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 		return answer{}, e
 	}
 	m.Text = text
+	// With a job, the slice's <context> blocks join the prompt; Queue
+	// applies the text rule (and the size limits) to them too.
 	text, ref, aerr := s.slice(ctx, m, to)
 	if aerr != nil {
 		return answer{}, aerr
 	}
-	if ref != "" {
-		// The slice's context items join the prompt: the text rule holds
-		// for them too.
-		var more events.Normalization
-		text, more = lifecycle.Normalize(text)
-		norm = addNorm(norm, more)
-		if aerr := s.checkSize(text); aerr != nil {
-			return answer{}, aerr
-		}
-	}
 	id := s.cfg.NewID()
-	deadline := s.cfg.Now().Add(timeout)
-	ev := events.Event{ID: id, CorrelationID: id, Source: s.source}
-	if to.agent != "" {
-		ev.Subject = to.agent
-		ev.Data = events.AgentQueued{From: m.From, Text: text, Command: m.Command, Normalized: norm, Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: deadline}
-	} else {
-		ev.Subject = to.role
-		ev.Data = events.RoleQueued{From: m.From, Text: text, Command: m.Command, Normalized: norm, Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: deadline}
-	}
-	ack, err := s.cfg.Log.Append(ctx, ev)
-	if errors.Is(err, events.ErrTooLarge) {
-		// The log's limits are tighter than MaxText (or a field other
-		// than the text is too long): nothing was queued.
-		return answer{}, fail(http.StatusRequestEntityTooLarge, "too_large", "the turn is larger than an event may be: %v", err)
-	}
+	q, err := turns.Queuer{Log: s.cfg.Log, Source: s.source, Limits: s.limits()}.Queue(ctx, turns.Turn{
+		ID: id, To: m.To, From: m.From, Text: text, Command: m.Command, Normalized: norm,
+		Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: s.cfg.Now().Add(timeout)})
 	if err != nil {
-		if e := logError(err); e != nil {
-			e.body.Message = "queue the turn: " + e.body.Message
-			return answer{}, e
-		}
-		return answer{}, fail(http.StatusServiceUnavailable, "nats_unavailable", "queue the turn: %v", err)
+		return answer{}, queueError(err)
 	}
-	s.metrics.sent.WithLabelValues(kindOf(to)).Inc()
+	s.metrics.sent.WithLabelValues(string(to.Kind)).Inc()
 	// Read-your-writes: a GET right after the answer must find the turn.
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	err = s.cfg.Views.WaitSeq(wctx, ack.Seq)
+	err = s.cfg.Views.WaitSeq(wctx, q.Seq)
 	cancel()
 	if err != nil {
-		s.cfg.Logger.Warn("leadshim: projection behind the log", "seq", ack.Seq, "err", err)
+		s.cfg.Logger.Warn("leadshim: projection behind the log", "seq", q.Seq, "err", err)
 	}
 	if m.Wait != nil && !*m.Wait {
 		return answer{status: http.StatusAccepted, body: Accepted{ID: id, Status: string(lifecycle.StateQueued)}}, nil
@@ -317,42 +301,72 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 }
 
 // checkText validates what a send asks to type, before anything is
-// queued: a text or a command, never both or neither; a text that is not
-// empty once normalised and within MaxText (413 otherwise). It returns the
-// normalised text and what normalising changed.
+// queued (turns.CheckText and the size limits): a text or a command,
+// never both or neither; a text that is not empty once normalised and
+// within MaxText (413 otherwise). A command turn carries no context or
+// job. It returns the normalised text and what normalising changed.
 func (s *Server) checkText(m Message) (string, events.Normalization, *apiError) {
-	switch {
-	case m.Text != "" && m.Command != "":
-		return "", events.Normalization{}, fail(http.StatusBadRequest, "text_and_command", `give "text" (a prompt) or "command" (a slash command), not both`)
-	case m.Command != "":
-		if len(m.Context) > 0 || m.Job != "" {
-			return "", events.Normalization{}, fail(http.StatusBadRequest, "bad_command", "a command turn carries no context or job")
-		}
-		return "", events.Normalization{}, nil
-	case m.Text == "":
-		return "", events.Normalization{}, fail(http.StatusBadRequest, "empty_text", `"text" is empty (or send "command" to type a slash command)`)
+	if m.Text == "" && m.Command != "" && (len(m.Context) > 0 || m.Job != "") {
+		return "", events.Normalization{}, fail(http.StatusBadRequest, "bad_command", "a command turn carries no context or job")
 	}
-	text, norm := lifecycle.Normalize(m.Text)
-	if strings.TrimSpace(text) == "" {
-		return "", norm, fail(http.StatusBadRequest, "empty_text", `"text" is empty once control sequences are removed`)
+	text, norm, err := turns.CheckText(m.Text, m.Command)
+	if err == nil && m.Command == "" {
+		err = s.limits().Check(text)
 	}
-	return text, norm, s.checkSize(text)
+	if err != nil {
+		return "", norm, textError(err, m.Text == "")
+	}
+	return text, norm, nil
 }
 
-// checkSize refuses a text over MaxText, or one the NATS server could not
-// take as an event (its max_payload), with 413.
-func (s *Server) checkSize(text string) *apiError {
-	if len(text) > s.cfg.MaxText {
-		return fail(http.StatusRequestEntityTooLarge, "text_too_large", "the text is %d bytes; the limit is %d (send a longer text as a file the agent can read)", len(text), s.cfg.MaxText)
-	}
+// limits are the size limits of a turn's text: MaxText, and what the NATS
+// server's max_payload leaves for it.
+func (s *Server) limits() turns.Limits {
+	l := turns.Limits{MaxText: s.cfg.MaxText}
 	if s.cfg.NC != nil {
-		// An event is JSON: the text escaped (at most twice as long) in
-		// an envelope of a few hundred bytes.
-		if need, limit := 2*int64(len(text))+4096, s.cfg.NC.MaxPayload(); limit > 0 && need > limit {
-			return fail(http.StatusRequestEntityTooLarge, "text_too_large", "the text is %d bytes; the NATS server takes messages up to %d bytes (max_payload), so texts up to about %d", len(text), limit, (limit-4096)/2)
+		l.MaxPayload = s.cfg.NC.MaxPayload()
+	}
+	return l
+}
+
+// textError answers a text turns refused; noText says the send gave none.
+func textError(err error, noText bool) *apiError {
+	switch {
+	case errors.Is(err, turns.ErrTextAndCommand):
+		return fail(http.StatusBadRequest, "text_and_command", `give "text" (a prompt) or "command" (a slash command), not both`)
+	case errors.Is(err, turns.ErrEmptyText) && noText:
+		return fail(http.StatusBadRequest, "empty_text", `"text" is empty (or send "command" to type a slash command)`)
+	case errors.Is(err, turns.ErrEmptyText):
+		return fail(http.StatusBadRequest, "empty_text", `"text" is empty once control sequences are removed`)
+	}
+	if se, ok := errors.AsType[*turns.SizeError](err); ok {
+		msg := se.Error()
+		if se.MaxPayload == 0 {
+			msg += " (send a longer text as a file the agent can read)"
 		}
+		return fail(http.StatusRequestEntityTooLarge, "text_too_large", "%s", msg)
 	}
 	return nil
+}
+
+// queueError answers a turn turns.Queue refused or the log did not take;
+// nothing was queued.
+func queueError(err error) *apiError {
+	if te, ok := errors.AsType[*turns.TargetError](err); ok {
+		return targetError(te)
+	}
+	if e := textError(err, false); e != nil {
+		return e
+	}
+	if errors.Is(err, events.ErrTooLarge) {
+		// The log's limits are tighter than MaxText (or a field other
+		// than the text is too long).
+		return fail(http.StatusRequestEntityTooLarge, "too_large", "the turn is larger than an event may be: %v", err)
+	}
+	if e := logError(err); e != nil {
+		return e
+	}
+	return fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
 }
 
 // checkFields refuses, before anything is queued, a sender name or a
@@ -371,13 +385,13 @@ func checkFields(m Message) *apiError {
 }
 
 // checkCommand refuses a command the target's role does not allow (400).
-func (s *Server) checkCommand(m Message, to target) *apiError {
+func (s *Server) checkCommand(m Message, to turns.Target) *apiError {
 	if m.Command == "" {
 		return nil
 	}
-	roleName := to.role
-	if to.agent != "" {
-		a, _ := s.cfg.Views.Agent(to.agent)
+	roleName := to.Name
+	if to.Kind == turns.KindAgent {
+		a, _ := s.cfg.Views.Agent(to.Name)
 		roleName = a.Role
 	}
 	role, err := s.cfg.Roles.Get(roleName)
@@ -390,84 +404,71 @@ func (s *Server) checkCommand(m Message, to target) *apiError {
 	return nil
 }
 
-func addNorm(a, b events.Normalization) events.Normalization {
-	return events.Normalization{ControlSequences: a.ControlSequences + b.ControlSequences,
-		CarriageReturns: a.CarriageReturns + b.CarriageReturns, RemovedBytes: a.RemovedBytes + b.RemovedBytes}
-}
-
 // slice resolves a send's context selectors against its job's context
 // store and records the slice, returning the prompt (the text followed by
 // the slice's <context> blocks) and the slice reference. Without a job, or
 // without selectors, the text goes as it is.
-func (s *Server) slice(ctx context.Context, m Message, to target) (text, ref string, _ *apiError) {
+func (s *Server) slice(ctx context.Context, m Message, to turns.Target) (text, ref string, _ *apiError) {
 	if m.Job == "" {
 		return m.Text, "", nil
 	}
 	if err := events.ValidToken(m.Job); err != nil {
 		return "", "", fail(http.StatusBadRequest, "bad_job", "job: %v", err)
 	}
-	subj, err := events.JobSubject(m.Job, "created")
+	known, err := jobs.Exists(ctx, s.cfg.Log, m.Job)
 	if err != nil {
-		return "", "", fail(http.StatusBadRequest, "bad_job", "job: %v", err)
+		return "", "", fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
 	}
-	seq, err := s.cfg.Log.LastSeq(ctx, subj)
-	if err != nil {
-		return "", "", fail(http.StatusServiceUnavailable, "nats_unavailable", "look the job up: %v", err)
-	}
-	if seq == 0 {
+	if !known {
 		return "", "", fail(http.StatusNotFound, "unknown_job", "no job %q in the log", m.Job)
 	}
 	if len(m.Context) == 0 {
 		return m.Text, "", nil
 	}
-	sl, err := orchestrator.SliceFor(ctx, s.cfg.Log, m.Job, m.Context, 0)
+	sl, err := jobs.SliceFor(ctx, s.cfg.Log, m.Job, m.Context, 0)
 	if err != nil {
 		return "", "", fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
 	}
 	if len(sl.Missing) > 0 {
 		return "", "", fail(http.StatusBadRequest, "missing_context", "job %s has no context item %s", m.Job, strings.Join(sl.Missing, ", "))
 	}
-	sl.Agent = to.agent
-	if ref, err = orchestrator.RecordSlice(ctx, s.cfg.Log, sl); err != nil {
+	if to.Kind == turns.KindAgent {
+		sl.Agent = to.Name
+	}
+	if ref, err = jobs.RecordSlice(ctx, s.cfg.Log, sl); err != nil {
 		return "", "", fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
 	}
-	return orchestrator.Prompt(m.Text, sl), ref, nil
-}
-
-func kindOf(t target) string {
-	if t.role != "" {
-		return "role"
-	}
-	return "agent"
+	return jobs.Prompt(m.Text, sl), ref, nil
 }
 
 // admit refuses a send its target cannot take: unknown (404), blocked or
 // exited (409), or, with queue false, not free now (409 / 429).
-func (s *Server) admit(to target, queue *bool) *apiError {
-	if to.agent != "" {
-		a, ok := s.cfg.Views.Agent(to.agent)
+func (s *Server) admit(to turns.Target, queue *bool) *apiError {
+	if to.Kind == turns.KindAgent {
+		agent := to.Name
+		a, ok := s.cfg.Views.Agent(agent)
 		switch {
 		case !ok:
-			return fail(http.StatusNotFound, "unknown_agent", "no agent %q in the roster", to.agent)
+			return fail(http.StatusNotFound, "unknown_agent", "no agent %q in the roster", agent)
 		case a.Exited:
-			return fail(http.StatusConflict, "exited", "agent %s has exited", to.agent)
+			return fail(http.StatusConflict, "exited", "agent %s has exited", agent)
 		case a.SessionEnded && (queue == nil || !*queue):
-			return fail(http.StatusConflict, "session_ended", `agent %s's Claude Code session ended (its pane may show a shell; nothing is typed there); restart it, or send with "queue": true to wait for a new session`, to.agent)
+			return fail(http.StatusConflict, "session_ended", `agent %s's Claude Code session ended (its pane may show a shell; nothing is typed there); restart it, or send with "queue": true to wait for a new session`, agent)
 		case a.NeedsAttention != "" && (queue == nil || !*queue):
-			return fail(http.StatusConflict, "needs_attention", `agent %s needs attention (%s: %s); send with "queue": true to queue anyway`, to.agent, a.NeedsAttention, a.AttentionDetail)
+			return fail(http.StatusConflict, "needs_attention", `agent %s needs attention (%s: %s); send with "queue": true to queue anyway`, agent, a.NeedsAttention, a.AttentionDetail)
 		case a.Status == events.StatusBlocked && (queue == nil || !*queue):
-			return fail(http.StatusConflict, "blocked", `agent %s is blocked (waiting for a person); send with "queue": true to queue anyway`, to.agent)
+			return fail(http.StatusConflict, "blocked", `agent %s is blocked (waiting for a person); send with "queue": true to queue anyway`, agent)
 		case queue != nil && !*queue && !a.Ready():
-			return fail(http.StatusConflict, "busy", "agent %s is busy (%s, %d queued)", to.agent, a.Status, a.QueueDepth)
+			return fail(http.StatusConflict, "busy", "agent %s is busy (%s, %d queued)", agent, a.Status, a.QueueDepth)
 		}
 		return nil
 	}
-	st := s.roleState(to.role)
+	st := s.roleState(to.Name)
 	if !st.known {
-		return fail(http.StatusNotFound, "unknown_role", "no role %q in the roles config or the roster", to.role)
+		return fail(http.StatusNotFound, "unknown_role", "no role %q in the roles config or the roster", to.Name)
 	}
 	if queue != nil && !*queue && (st.Ready == 0 || (st.Cap > 0 && st.Open >= st.Cap)) {
-		return fail(http.StatusTooManyRequests, "role_cap", "role %s cannot take a turn now (%d ready, %d open, cap %d)", to.role, st.Ready, st.Open, st.Cap)
+		return fail(http.StatusTooManyRequests, "role_cap", "role %s cannot take a turn now (%d ready, %d open, cap %d)", to.Name, st.Ready, st.Open, st.Cap)
 	}
 	return nil
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/internal/fleettest"
+	"github.com/fleetd/fleetd/jobs"
 	"github.com/fleetd/fleetd/leadshim"
-	"github.com/fleetd/fleetd/orchestrator"
 )
 
 // A send naming a job delegates a slice: its selectors are resolved
@@ -50,7 +50,7 @@ func TestSendWithAJobDelegatesARecordedSlice(t *testing.T) {
 	if !slices.Equal(sl.Items, []string{"spec", "notes"}) || sl.Agent != "w1" || turn.SliceRef != sliced[0].ID || turn.Job != "j1" {
 		t.Errorf("sliced %+v (id %s); turn job %q slice ref %q", sl, sliced[0].ID, turn.Job, turn.SliceRef)
 	}
-	want := orchestrator.Prompt("build it", orchestrator.Slice{Items: []orchestrator.Item{
+	want := jobs.Prompt("build it", jobs.Slice{Items: []jobs.Item{
 		{Key: "spec", Tags: []string{"api"}, Text: "the spec"}, {Key: "notes", Tags: []string{"api"}, Text: "api notes"}}})
 	if turn.Text != want {
 		t.Errorf("prompt = %q, want %q", turn.Text, want)

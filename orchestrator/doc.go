@@ -13,11 +13,10 @@
 //     gets a fresh incarnation without resume, and its next task a slice
 //     instead of the history. Run reaps panes idle past the TTL (keeping
 //     their sessions resumable) and spawned agents no session owns.
-//   - The context store and slicing: a job's items (key, tags, text,
-//     provenance, size) are JobContext events on fleet.job.<job>.context;
-//     Select cuts a slice for a task within a byte budget, and every slice
-//     sent is recorded as a JobSliced event, so any agent's view of the
-//     job can be rebuilt from the log.
+//   - Slicing for its tasks: each task gets a slice of the job's context
+//     store (package jobs: Select within a byte budget, Prompt), recorded
+//     as a JobSliced event before the turn is queued, so any agent's view
+//     of the job can be rebuilt from the log.
 //   - Jobs: Orchestrator.Run runs a plan, sending ready tasks at once and
 //     folding each reply back as the item rollup:<task>.
 //
@@ -50,27 +49,12 @@
 //
 // # Slices
 //
-// A slice is whole items, chosen in this fixed order and taken greedily
-// while they fit the budget (bytes of item text):
-//
-//  1. the rollups of the task's needs, in plan order;
-//  2. the explicit keys, in the order listed;
-//  3. items with any listed tag, newest first, ties by key.
-//
-// An item is considered once, at its first place. One that does not fit is
-// skipped and listed as truncated; later smaller items may still fit. The
-// same store, selector and budget always give the same slice.
-//
-// The prompt a task's target gets is its instructions, a blank line, and
-// the slice rendered one block per item, in slice order:
-//
-//	<context key="rollup:b" tags="rollup,task:b" from="task:b turn:01J… agent:main-b-1">
-//	…reply of b…
-//	</context>
-//
-// A delegating main names context the same way — `fleetd send --to role:w
+// A task's slice is cut by jobs.Select from the job's context store, with
+// the rollups of its needs first, then its explicit keys, then its tags
+// (see package jobs for the order and the rendered <context> blocks). A
+// delegating main names context the same way — `fleetd send --to role:w
 // --context spec,tag:api` — and with a job (--job or FLEET_JOB) the shim
-// resolves it through SliceFor and records it with RecordSlice.
+// resolves it through jobs.SliceFor and records it with jobs.RecordSlice.
 //
 // # Jobs and crashes
 //
@@ -87,14 +71,16 @@
 // # Ports
 //
 // The package declares what it needs from the rest of fleetd: Spawner
-// (cmd adapts herdrbridge's spawn), Sender (LogSender, the shim's own
-// append-and-wait path, is the default) and the read models, through
-// projections.Views or the narrower SessionViews and TurnWaiter. It folds
-// nothing itself: the gateway passes its projection, and a client such as
-// `fleetd orchestrate` runs the same fold in memory (projections.Options
-// Memory).
+// (cmd adapts herdrbridge's spawn), Sender (LogSender, which queues
+// through turns.Queuer exactly as the lead shim does, is the default)
+// and the read models, through projections.Views or the narrower
+// SessionViews and TurnWaiter. It folds nothing itself: the gateway
+// passes its projection, and a client such as `fleetd orchestrate` runs
+// the same fold in memory (projections.Options Memory). Targets
+// ("<agent>", "role:R", "session:<name>") are read by turns.ParseTarget;
+// a session is resolved to its agent here.
 //
-// orchestrator imports events, lifecycle and projections only, and
-// projections only for Views and its row types; it must not import
-// herdrbridge, roles or cmd.
+// orchestrator imports events, lifecycle, projections, jobs and turns
+// only, and projections only for Views and its row types; it must not
+// import herdrbridge, roles, leadshim or cmd.
 package orchestrator

@@ -2,13 +2,12 @@ package orchestrator
 
 import "errors"
 
-// The orchestrator's sentinel errors; callers test them with errors.Is.
+// The orchestrator's sentinel errors; callers test them with errors.Is. A
+// turn the orchestrator cannot queue (a bad target, an empty text, a text
+// and a command) fails with package turns' errors, wrapped.
 var (
 	// ErrInvalidPlan: the plan file breaks its schema (see the package doc).
 	ErrInvalidPlan = errors.New("invalid plan")
-	// ErrInvalidTarget: a task's or message's "to" is not an agent id,
-	// role:R or session:<name>.
-	ErrInvalidTarget = errors.New("invalid target")
 	// ErrNoSessions: a task names a session but the orchestrator has no
 	// session manager.
 	ErrNoSessions = errors.New("no session manager")
@@ -24,9 +23,4 @@ var (
 	ErrTaskFailed = errors.New("task failed")
 	// ErrConfig: a constructor was given an incomplete config.
 	ErrConfig = errors.New("invalid config")
-	// ErrEmptyText: a message's text is empty once control sequences are
-	// removed (lifecycle.Normalize), so there is nothing to type.
-	ErrEmptyText = errors.New("empty text")
-	// ErrTextAndCommand: a message carries both a text and a command.
-	ErrTextAndCommand = errors.New("both a text and a command")
 )

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/jobs"
 )
 
 // taskState is a task's last recorded state in the job's log.
@@ -20,7 +21,7 @@ type taskState struct {
 type jobState struct {
 	created *events.JobCreated
 	seq     uint64 // last sequence on the job
-	store   *Store
+	store   *jobs.Store
 	tasks   map[string]taskState
 	done    *events.JobDone
 }
@@ -30,7 +31,7 @@ func loadJob(ctx context.Context, log events.Log, job string) (*jobState, error)
 	if err != nil {
 		return nil, err
 	}
-	st := &jobState{store: NewStore(), tasks: map[string]taskState{}}
+	st := &jobState{store: jobs.NewStore(), tasks: map[string]taskState{}}
 	for ev, err := range log.Read(ctx, events.Query{Subjects: []string{subj}}) {
 		if err != nil {
 			return nil, fmt.Errorf("load job %s: %w", job, err)

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/jobs"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // Config configures an Orchestrator.
@@ -45,7 +47,7 @@ func (c *Config) setDefaults() {
 		c.From = "orchestrator"
 	}
 	if c.Budget <= 0 {
-		c.Budget = DefaultBudget
+		c.Budget = jobs.DefaultBudget
 	}
 	if c.OnProgress == nil {
 		c.OnProgress = func(Progress) {}
@@ -220,7 +222,7 @@ func (o *Orchestrator) run(ctx context.Context, st *jobState, job string) (Resul
 func (o *Orchestrator) result(plan Plan, st *jobState, job string) Result {
 	res := Result{Job: job, Rollups: map[string]string{}}
 	for _, t := range plan.Tasks {
-		if it, ok := st.store.Get(RollupPrefix + t.ID); ok {
+		if it, ok := st.store.Get(jobs.RollupPrefix + t.ID); ok {
 			res.Rollups[t.ID] = it.Text
 		}
 	}
@@ -240,7 +242,7 @@ type jobRun struct {
 	job  string
 
 	mu    sync.Mutex
-	store *Store
+	store *jobs.Store
 	tasks map[string]taskState
 }
 
@@ -251,14 +253,14 @@ func (r *jobRun) seed(ctx context.Context) error {
 		if it, ok := r.store.Get(c.Key); ok && it.Text == c.Text {
 			continue
 		}
-		if err := r.putContext(ctx, derivedID(r.job, "context/"+c.Key), Item{Key: c.Key, Tags: c.Tags, Text: c.Text, Provenance: "plan"}); err != nil {
+		if err := r.putContext(ctx, derivedID(r.job, "context/"+c.Key), jobs.Item{Key: c.Key, Tags: c.Tags, Text: c.Text, Provenance: "plan"}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *jobRun) putContext(ctx context.Context, id string, it Item) error {
+func (r *jobRun) putContext(ctx context.Context, id string, it jobs.Item) error {
 	ack, err := r.o.cfg.Log.Append(ctx, events.Event{ID: id, Subject: r.job, CorrelationID: r.job, Data: events.JobContext{
 		Key: it.Key, Tags: it.Tags, Text: it.Text, Provenance: it.Provenance, Size: len(it.Text)}})
 	if err != nil {
@@ -384,15 +386,15 @@ func (r *jobRun) runTask(ctx context.Context, t Task) error {
 // send binds the target, cuts and records the slice, records the task
 // sent (write-ahead, with the turn id) and queues the turn.
 func (r *jobRun) send(ctx context.Context, t Task, turnID string) error {
-	target, err := ParseTarget(t.To)
+	target, err := turns.ParseTarget(t.To)
 	if err != nil {
 		return err
 	}
 	to, agent, session := target.String(), "", ""
 	switch target.Kind {
-	case TargetAgent:
+	case turns.KindAgent:
 		agent = target.Name
-	case TargetSession:
+	case turns.KindSession:
 		if r.o.cfg.Sessions == nil {
 			return fmt.Errorf("task %s: %w for %s", t.ID, ErrNoSessions, t.To)
 		}
@@ -406,7 +408,7 @@ func (r *jobRun) send(ctx context.Context, t Task, turnID string) error {
 		}
 		to, agent, session = b.Agent, b.Agent, b.Session
 	}
-	sel := Selector{Needs: r.plan.inPlanOrder(t.Needs), Keys: t.Context.Keys, Tags: t.Context.Tags}
+	sel := jobs.Selector{Needs: r.plan.inPlanOrder(t.Needs), Keys: t.Context.Keys, Tags: t.Context.Tags}
 	budget := t.Budget
 	if budget == 0 {
 		budget = r.plan.Budget
@@ -414,22 +416,22 @@ func (r *jobRun) send(ctx context.Context, t Task, turnID string) error {
 	if budget == 0 {
 		budget = r.o.cfg.Budget
 	}
-	var sl Slice
+	var sl jobs.Slice
 	var ref string
 	if t.Command == "" {
 		// A command carries no context: only instructions get a slice.
 		r.mu.Lock()
-		sl = Select(r.store, sel, budget)
+		sl = jobs.Select(r.store, sel, budget)
 		r.mu.Unlock()
 		sl.Job, sl.Task, sl.Session, sl.Agent = r.job, t.ID, session, agent
-		if ref, err = recordSlice(ctx, r.o.cfg.Log, sl, derivedID(turnID, "sliced")); err != nil {
+		if ref, err = jobs.RecordSlice(ctx, r.o.cfg.Log, sl, jobs.WithID(derivedID(turnID, "sliced"))); err != nil {
 			return err
 		}
 	}
 	if err := r.record(ctx, derivedID(turnID, "sent"), events.JobTask{Task: t.ID, State: events.TaskSent, Turn: turnID, Agent: agent, To: t.To}); err != nil {
 		return err
 	}
-	m := Message{Turn: turnID, To: to, Text: Prompt(t.Instructions, sl), From: r.o.cfg.From,
+	m := Message{Turn: turnID, To: to, Text: jobs.Prompt(t.Instructions, sl), From: r.o.cfg.From,
 		Context: sel.Strings(), SliceRef: ref, Job: r.job, Task: t.ID}
 	if t.Command != "" {
 		m.Text, m.Command, m.Context, m.SliceRef = "", t.Command, nil, ""
@@ -457,7 +459,7 @@ func (r *jobRun) await(ctx context.Context, t Task, turnID string) error {
 		return fmt.Errorf("%w: %s (turn %s): %s", ErrTaskFailed, t.ID, turnID, msg)
 	}
 	prov := fmt.Sprintf("task:%s turn:%s agent:%s", t.ID, turnID, turn.Agent)
-	rollup := Item{Key: RollupPrefix + t.ID, Tags: []string{TagRollup, "task:" + t.ID}, Text: turn.Reply, Provenance: prov}
+	rollup := jobs.Item{Key: jobs.RollupPrefix + t.ID, Tags: []string{jobs.TagRollup, "task:" + t.ID}, Text: turn.Reply, Provenance: prov}
 	if err := r.putContext(ctx, derivedID(turnID, "rollup"), rollup); err != nil {
 		return err
 	}

@@ -9,7 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/jobs"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // Plan is a job's goal, its tasks and its seed context: the JSON file
@@ -96,7 +97,7 @@ func (p Plan) Validate() error {
 			bad("task %q: duplicate id", t.ID)
 		}
 		ids[t.ID] = true
-		if _, err := ParseTarget(t.To); err != nil {
+		if _, err := turns.ParseTarget(t.To); err != nil {
 			bad("task %q: %v", t.ID, err)
 		}
 		if t.Budget < 0 {
@@ -128,8 +129,8 @@ func (p Plan) Validate() error {
 			bad("context item %d has no key", i)
 		case keys[c.Key]:
 			bad("context key %q given twice", c.Key)
-		case strings.HasPrefix(c.Key, RollupPrefix):
-			bad("context key %q: the %s prefix is reserved for rollups", c.Key, RollupPrefix)
+		case strings.HasPrefix(c.Key, jobs.RollupPrefix):
+			bad("context key %q: the %s prefix is reserved for rollups", c.Key, jobs.RollupPrefix)
 		}
 		keys[c.Key] = true
 	}
@@ -221,56 +222,4 @@ func (p Plan) session(name string) (SessionSpec, bool) {
 		return SessionSpec{}, false
 	}
 	return p.Sessions[i], true
-}
-
-// TargetKind says how a target is addressed.
-type TargetKind string
-
-// The three ways to address work.
-const (
-	// TargetAgent: one agent by id, a direct turn.
-	TargetAgent TargetKind = "agent"
-	// TargetRole: role:R, any agent of the role (the router assigns).
-	TargetRole TargetKind = "role"
-	// TargetSession: session:<name>, the agent the named session is bound
-	// to; the session manager spawns or resumes it first.
-	TargetSession TargetKind = "session"
-)
-
-// Target is a parsed "to".
-type Target struct {
-	Kind TargetKind
-	Name string
-}
-
-// String is the target in its "to" form.
-func (t Target) String() string {
-	if t.Kind == TargetAgent {
-		return t.Name
-	}
-	return string(t.Kind) + ":" + t.Name
-}
-
-// ParseTarget reads "<agent>", "role:R" or "session:<name>".
-func ParseTarget(to string) (Target, error) {
-	kind, name, ok := strings.Cut(to, ":")
-	if !ok {
-		kind, name = string(TargetAgent), to
-	}
-	t := Target{Kind: TargetKind(kind), Name: name}
-	var err error
-	switch t.Kind {
-	case TargetAgent:
-		err = events.ValidAgentID(name)
-	case TargetRole:
-		err = events.ValidRole(name)
-	case TargetSession:
-		err = validSessionName(name)
-	default:
-		err = fmt.Errorf("unknown kind %q", kind)
-	}
-	if err != nil {
-		return Target{}, fmt.Errorf("%w %q: %v", ErrInvalidTarget, to, err)
-	}
-	return t, nil
 }

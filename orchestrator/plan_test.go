@@ -49,17 +49,3 @@ func TestParsePlan(t *testing.T) {
 		})
 	}
 }
-
-func TestParseTarget(t *testing.T) {
-	for to, want := range map[string]string{"w-1": "agent w-1", "role:w-local": "role w-local", "session:main-a": "session main-a"} {
-		tg, err := orchestrator.ParseTarget(to)
-		if err != nil || string(tg.Kind)+" "+tg.Name != want || tg.String() != to {
-			t.Errorf("ParseTarget(%q) = %+v, %v", to, tg, err)
-		}
-	}
-	for _, to := range []string{"", "W", "role:", "session:Main", "fleet.x"} {
-		if _, err := orchestrator.ParseTarget(to); !errors.Is(err, orchestrator.ErrInvalidTarget) {
-			t.Errorf("ParseTarget(%q) err = %v", to, err)
-		}
-	}
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // SessionSpec describes a named session: who runs it and its context cap.
@@ -25,18 +25,8 @@ type SessionSpec struct {
 	Cap int64 `json:"cap,omitempty"`
 }
 
-// Session names leave room for the -<n> incarnation suffix of agent ids.
-var sessionRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,55}$`)
-
-func validSessionName(name string) error {
-	if !sessionRE.MatchString(name) {
-		return fmt.Errorf("session name %q must match %s", name, sessionRE)
-	}
-	return nil
-}
-
 func (s SessionSpec) validate() error {
-	if err := validSessionName(s.Name); err != nil {
+	if err := turns.ValidSession(s.Name); err != nil {
 		return err
 	}
 	if s.Role != "" {

@@ -14,9 +14,10 @@
 //     sequence), so the views include every earlier assignment; a turn the
 //     views show assigned or final is acked and skipped — that is what a
 //     redelivery after a crash between append and ack finds;
-//   - the AgentQueued event id is derived from the turn id (AssignmentID),
-//     so even a second decision inside the dedupe window is stored as a
-//     duplicate, and lifecycle.Book ignores a second assignment anyway;
+//   - the AgentQueued event (built by turns.Assignment) has an id derived
+//     from the turn id (turns.AssignmentID), so even a second decision
+//     inside the dedupe window is stored as a duplicate, and
+//     lifecycle.Book ignores a second assignment anyway;
 //   - the append is guarded by the chosen agent's last sequence
 //     (ExpectLastSeqFor on fleet.agent.<id>.>), so an agent that changed
 //     after the views were read is re-read instead of double-booked.
@@ -27,6 +28,6 @@
 // id to re-attach; the deadline rides on the AgentQueued, so the owning
 // gateway can fail it once assigned.
 //
-// router imports events, lifecycle, projections and roles; never
+// router imports events, lifecycle, projections, roles and turns; never
 // herdrbridge, leadshim or cmd.
 package router

@@ -1,9 +1,7 @@
 package router
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/projections"
@@ -188,17 +185,4 @@ func (r *Router) queuedRoles(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// AssignmentID is the id of the AgentQueued event that assigns role turn
-// turnID: derived from the turn id (same timestamp, entropy from a hash),
-// so every router instance and every retry writes the same event id and
-// JetStream's dedupe stores the assignment once.
-func AssignmentID(turnID string) string {
-	var ms uint64
-	if u, err := ulid.ParseStrict(turnID); err == nil {
-		ms = u.Time()
-	}
-	h := sha256.Sum256([]byte("fleetd/router/assign/" + turnID))
-	return ulid.MustNew(ms, bytes.NewReader(h[:])).String()
 }

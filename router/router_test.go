@@ -16,6 +16,7 @@ import (
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/roles"
 	"github.com/fleetd/fleetd/router"
+	"github.com/fleetd/fleetd/turns"
 )
 
 var newID = events.NewULIDSource(time.Now)
@@ -94,8 +95,8 @@ func testRoleTurnGoesToTheReadyAgentIdleLongest(t *testing.T, kind fleettest.Kin
 		t.Fatalf("%d assignments, want 1", len(as))
 	}
 	ev := as[0]
-	if ev.ID != router.AssignmentID(id) || ev.CorrelationID != id || ev.CausationID != id || ev.Data.(events.AgentQueued).AssignedFrom != "adhoc" {
-		t.Errorf("assignment %+v: want id %s, correlation and causation %s, assigned from adhoc", ev, router.AssignmentID(id), id)
+	if ev.ID != turns.AssignmentID(id) || ev.CorrelationID != id || ev.CausationID != id || ev.Data.(events.AgentQueued).AssignedFrom != "adhoc" {
+		t.Errorf("assignment %+v: want id %s, correlation and causation %s, assigned from adhoc", ev, turns.AssignmentID(id), id)
 	}
 	if got := ev.Data.(events.AgentQueued).Text; got != "first" {
 		t.Errorf("assigned text %q, want first", got)
@@ -176,7 +177,7 @@ func testRedeliveredTurnIsNotAssignedTwice(t *testing.T, kind fleettest.Kind) {
 	f.Register("w2", "w")
 	id := queue(f, "w", "once")
 	// A router assigned it to w1 and died before acking.
-	f.MustAppend(events.Event{ID: router.AssignmentID(id), Subject: "w1", CorrelationID: id, Data: events.AgentQueued{Text: "once", AssignedFrom: "w"}})
+	f.MustAppend(events.Event{ID: turns.AssignmentID(id), Subject: "w1", CorrelationID: id, Data: events.AgentQueued{Text: "once", AssignedFrom: "w"}})
 	startRouter(t, f, roles.Config{}) // "w" is found in the stream
 	cons := mustConsumer(t, f, "w")
 	fleettest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {

@@ -14,6 +14,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // ConsumerName is the durable consumer that holds role's queue; every
@@ -123,8 +124,7 @@ func (r *Router) handle(ctx context.Context, role string, msg jetstream.Msg) err
 		return msg.Term()
 	}
 	ev.Seq = md.Sequence.Stream
-	rq, ok := ev.Data.(events.RoleQueued)
-	if !ok {
+	if _, ok := ev.Data.(events.RoleQueued); !ok {
 		return msg.Term()
 	}
 	stop := r.keepAlive(msg)
@@ -146,7 +146,7 @@ func (r *Router) handle(ctx context.Context, role string, msg jetstream.Msg) err
 			return msg.DoubleAck(ctx)
 		}
 		if agent, ok := r.choose(role); ok {
-			err := r.assign(ctx, ev, rq, role, agent.Agent, seen)
+			err := r.assign(ctx, ev, agent.Agent, seen)
 			if errors.Is(err, errStale) || errors.Is(err, events.ErrConcurrency) {
 				continue
 			}
@@ -236,9 +236,10 @@ func (r *Router) choose(role string) (projections.Agent, bool) {
 	return ready[0], true
 }
 
-// assign appends the turn's AgentQueued on agent, guarded by the agent's
-// last sequence as of seen (the stream position the views were read at).
-func (r *Router) assign(ctx context.Context, ev events.Event, rq events.RoleQueued, role, agent string, seen uint64) error {
+// assign appends the turn's assignment to agent (turns.Assignment),
+// guarded by the agent's last sequence as of seen (the stream position the
+// views were read at).
+func (r *Router) assign(ctx context.Context, ev events.Event, agent string, seen uint64) error {
 	filter, err := events.AgentAll(agent)
 	if err != nil {
 		return err
@@ -250,15 +251,13 @@ func (r *Router) assign(ctx context.Context, ev events.Event, rq events.RoleQueu
 	if last > seen {
 		return errStale
 	}
-	turn := lifecycle.TurnID(ev)
-	ack, err := r.cfg.Log.Append(ctx, events.Event{
-		ID: AssignmentID(turn), Source: r.source, Subject: agent, Time: r.cfg.Now(),
-		CorrelationID: turn, CausationID: ev.ID,
-		Data: events.AgentQueued{
-			From: rq.From, Text: rq.Text, Context: rq.Context, SliceRef: rq.SliceRef, Deadline: rq.Deadline,
-			AssignedFrom: role, Job: rq.Job, Task: rq.Task,
-		},
-	}, events.ExpectLastSeqFor(last, filter))
+	a, err := turns.Assignment(ev, agent)
+	if err != nil {
+		return err
+	}
+	a.Source, a.Time = r.source, r.cfg.Now()
+	turn := a.CorrelationID
+	ack, err := r.cfg.Log.Append(ctx, a, events.ExpectLastSeqFor(last, filter))
 	if err != nil {
 		return fmt.Errorf("assign turn %s to %s: %w", turn, agent, err)
 	}

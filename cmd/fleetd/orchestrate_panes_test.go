@@ -21,6 +21,7 @@ import (
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/jobs"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
@@ -300,12 +301,12 @@ func TestAThreeLevelRunInHerdrPanesSurvivesKillAndResumesSessions(t *testing.T) 
 		t.Errorf("printed rollup differs from the job's result %+v", done)
 	}
 	for job, tasks := range map[string][]string{"f5-a": {"wa1", "wa2"}, "f5-b": {"wb1", "wb2"}} {
-		store, err := orchestrator.LoadStore(context.Background(), fx.gw.Log, job)
+		store, err := jobs.LoadStore(context.Background(), fx.gw.Log, job)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, task := range tasks {
-			it, ok := store.Get(orchestrator.RollupPrefix + task)
+			it, ok := store.Get(jobs.RollupPrefix + task)
 			if !ok || !strings.HasPrefix(it.Text, "SIM: implement ") || !strings.Contains(rollup, it.Text) {
 				t.Errorf("final rollup misses worker %s's result %q:\n%s", task, it.Text, rollup)
 			}
@@ -363,7 +364,7 @@ func (fx *f5Fleet) checkSlices(job string, items map[string][]string) {
 	if err := json.Unmarshal([]byte(created[0].Data.(events.JobCreated).Plan), &plan); err != nil {
 		t.Fatal(err)
 	}
-	store, err := orchestrator.LoadStore(context.Background(), fx.gw.Log, job)
+	store, err := jobs.LoadStore(context.Background(), fx.gw.Log, job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +385,7 @@ func (fx *f5Fleet) checkSlices(job string, items map[string][]string) {
 				instr = task.Instructions
 			}
 		}
-		var slice orchestrator.Slice
+		var slice jobs.Slice
 		for _, key := range sl.Items {
 			it, ok := store.Get(key)
 			if !ok {
@@ -392,7 +393,7 @@ func (fx *f5Fleet) checkSlices(job string, items map[string][]string) {
 			}
 			slice.Items = append(slice.Items, it)
 		}
-		want := orchestrator.Prompt(instr, slice)
+		want := jobs.Prompt(instr, slice)
 		s := sent[sl.Task]
 		queued := fx.read("fleet.agent." + s.Agent + ".queued")
 		if !slices.ContainsFunc(queued, func(q events.Event) bool {

@@ -1,17 +1,21 @@
-package orchestrator_test
+package jobs_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
-	"github.com/fleetd/fleetd/orchestrator"
+	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/jobs"
 )
 
 // store builds a store; items get Seq in the order given (later = newer).
-func store(items ...orchestrator.Item) *orchestrator.Store {
-	s := orchestrator.NewStore()
+func store(items ...jobs.Item) *jobs.Store {
+	s := jobs.NewStore()
 	for i, it := range items {
 		it.Seq = uint64(i + 1)
 		s.Put(it)
@@ -19,8 +23,8 @@ func store(items ...orchestrator.Item) *orchestrator.Store {
 	return s
 }
 
-func item(key, text string, tags ...string) orchestrator.Item {
-	return orchestrator.Item{Key: key, Text: text, Tags: tags}
+func item(key, text string, tags ...string) jobs.Item {
+	return jobs.Item{Key: key, Text: text, Tags: tags}
 }
 
 func TestSelectPriorityAndBudget(t *testing.T) {
@@ -35,48 +39,48 @@ func TestSelectPriorityAndBudget(t *testing.T) {
 	)
 	// y-api and z-api share a Seq to exercise the tie break by key.
 	tie := store(item("z", "1", "t"), item("y", "2", "t"))
-	tie.Put(orchestrator.Item{Key: "z", Text: "1", Tags: []string{"t"}, Seq: 9})
-	tie.Put(orchestrator.Item{Key: "y", Text: "2", Tags: []string{"t"}, Seq: 9})
+	tie.Put(jobs.Item{Key: "z", Text: "1", Tags: []string{"t"}, Seq: 9})
+	tie.Put(jobs.Item{Key: "y", Text: "2", Tags: []string{"t"}, Seq: 9})
 
 	for _, tc := range []struct {
 		name      string
-		s         *orchestrator.Store
-		sel       orchestrator.Selector
+		s         *jobs.Store
+		sel       jobs.Selector
 		budget    int
 		want      []string
 		truncated []string
 		missing   []string
 	}{
 		{name: "rollups of needs come first in the order given",
-			s: s, sel: orchestrator.Selector{Needs: []string{"b", "a"}, Keys: []string{"spec"}}, budget: 100,
+			s: s, sel: jobs.Selector{Needs: []string{"b", "a"}, Keys: []string{"spec"}}, budget: 100,
 			want: []string{"rollup:b", "rollup:a", "spec"}},
 		{name: "explicit keys keep their listed order",
-			s: s, sel: orchestrator.Selector{Keys: []string{"spec", "old-api"}}, budget: 100,
+			s: s, sel: jobs.Selector{Keys: []string{"spec", "old-api"}}, budget: 100,
 			want: []string{"spec", "old-api"}},
 		{name: "tag matches are newest first",
-			s: s, sel: orchestrator.Selector{Tags: []string{"api"}}, budget: 100,
+			s: s, sel: jobs.Selector{Tags: []string{"api"}}, budget: 100,
 			want: []string{"big-api", "y-api", "z-api", "old-api"}},
 		{name: "tag ties are broken by key",
-			s: tie, sel: orchestrator.Selector{Tags: []string{"t"}}, budget: 100,
+			s: tie, sel: jobs.Selector{Tags: []string{"t"}}, budget: 100,
 			want: []string{"y", "z"}},
 		{name: "an item is taken once at its first place",
-			s: s, sel: orchestrator.Selector{Needs: []string{"a"}, Keys: []string{"y-api", "rollup:a"}, Tags: []string{"api", "rollup"}}, budget: 100,
+			s: s, sel: jobs.Selector{Needs: []string{"a"}, Keys: []string{"y-api", "rollup:a"}, Tags: []string{"api", "rollup"}}, budget: 100,
 			want: []string{"rollup:a", "y-api", "big-api", "z-api", "old-api", "rollup:b"}},
 		{name: "an item that does not fit is skipped and later smaller ones still fit",
-			s: s, sel: orchestrator.Selector{Tags: []string{"api"}}, budget: 7,
+			s: s, sel: jobs.Selector{Tags: []string{"api"}}, budget: 7,
 			want: []string{"y-api", "z-api"}, truncated: []string{"big-api", "old-api"}},
 		{name: "budget exactly spent",
-			s: s, sel: orchestrator.Selector{Keys: []string{"spec", "rollup:a"}}, budget: 12,
+			s: s, sel: jobs.Selector{Keys: []string{"spec", "rollup:a"}}, budget: 12,
 			want: []string{"spec", "rollup:a"}},
 		{name: "zero budget truncates everything",
-			s: s, sel: orchestrator.Selector{Keys: []string{"spec"}}, budget: 0,
+			s: s, sel: jobs.Selector{Keys: []string{"spec"}}, budget: 0,
 			want: []string{}, truncated: []string{"spec"}},
 		{name: "unknown keys and unreplied needs are missing, not fatal",
-			s: s, sel: orchestrator.Selector{Needs: []string{"c"}, Keys: []string{"nope", "spec"}}, budget: 100,
+			s: s, sel: jobs.Selector{Needs: []string{"c"}, Keys: []string{"nope", "spec"}}, budget: 100,
 			want: []string{"spec"}, missing: []string{"rollup:c", "nope"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sl := orchestrator.Select(tc.s, tc.sel, tc.budget)
+			sl := jobs.Select(tc.s, tc.sel, tc.budget)
 			if got := sl.Keys(); !slices.Equal(got, tc.want) {
 				t.Errorf("items = %v, want %v", got, tc.want)
 			}
@@ -95,7 +99,7 @@ func TestSelectPriorityAndBudget(t *testing.T) {
 			}
 			// Deterministic: the same inputs give the same slice, every time.
 			for range 20 {
-				again := orchestrator.Select(tc.s, tc.sel, tc.budget)
+				again := jobs.Select(tc.s, tc.sel, tc.budget)
 				if !slices.Equal(again.Keys(), sl.Keys()) || !slices.Equal(again.Truncated, sl.Truncated) {
 					t.Fatalf("second select = %v/%v, first %v/%v", again.Keys(), again.Truncated, sl.Keys(), sl.Truncated)
 				}
@@ -104,57 +108,60 @@ func TestSelectPriorityAndBudget(t *testing.T) {
 	}
 }
 
-func TestStoreLaterItemReplacesEarlierWhateverTheOrder(t *testing.T) {
-	s := orchestrator.NewStore()
-	s.Put(orchestrator.Item{Key: "k", Text: "new", Seq: 5})
-	s.Put(orchestrator.Item{Key: "k", Text: "old", Seq: 2})
-	if it, _ := s.Get("k"); it.Text != "new" || it.Size != 3 {
-		t.Errorf("k = %+v, want the newer text with its size", it)
-	}
-}
-
 func TestRenderIsStableAndEscapesAttributes(t *testing.T) {
-	sl := orchestrator.Select(store(
-		orchestrator.Item{Key: `a"b`, Tags: []string{"x", "y"}, Text: "line 1\nline 2", Provenance: "plan"},
-		orchestrator.Item{Key: "c", Text: "c text"},
-	), orchestrator.Selector{Keys: []string{`a"b`, "c"}}, 100)
+	sl := jobs.Select(store(
+		jobs.Item{Key: `a"b`, Tags: []string{"x", "y"}, Text: "line 1\nline 2", Provenance: "plan"},
+		jobs.Item{Key: "c", Text: "c text"},
+	), jobs.Selector{Keys: []string{`a"b`, "c"}}, 100)
 	want := "do it\n\n" +
 		"<context key=\"a&#34;b\" tags=\"x,y\" from=\"plan\">\nline 1\nline 2\n</context>\n" +
 		"<context key=\"c\">\nc text\n</context>"
-	if got := orchestrator.Prompt("do it", sl); got != want {
+	if got := jobs.Prompt("do it", sl); got != want {
 		t.Errorf("prompt =\n%s\nwant\n%s", got, want)
 	}
-	if got := orchestrator.Prompt("alone", orchestrator.Slice{}); got != "alone" {
+	if got := jobs.Prompt("alone", jobs.Slice{}); got != "alone" {
 		t.Errorf("prompt without a slice = %q", got)
 	}
 }
 
 func TestParseSelectors(t *testing.T) {
-	sel := orchestrator.ParseSelectors([]string{"spec", "tag:api", " rollup:a ", "", "tag:db"})
+	sel := jobs.ParseSelectors([]string{"spec", "tag:api", " rollup:a ", "", "tag:db"})
 	if !slices.Equal(sel.Keys, []string{"spec", "rollup:a"}) || !slices.Equal(sel.Tags, []string{"api", "db"}) {
 		t.Errorf("selector = %+v", sel)
 	}
+}
+
+// newLog is a log over a fresh embedded NATS server, for one test.
+func newLog(t *testing.T) (context.Context, events.Log) {
+	t.Helper()
+	srv := natstest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, events.New(srv.JS, events.Options{Source: "fleetd/test/jobs"})
 }
 
 // SliceFor and RecordSlice are the shim's path for `fleetd send --context
 // … --job J`: the slice comes from the job's context in the log and is
 // recorded there.
 func TestSliceForResolvesAgainstTheJobLogAndRecordSliceRecordsIt(t *testing.T) {
-	f := newFleet(t, worker)
+	ctx, log := newLog(t)
 	for _, it := range []events.JobContext{
 		{Key: "spec", Tags: []string{"design"}, Text: "the spec"},
 		{Key: "api", Tags: []string{"api"}, Text: "the api v1"},
 		{Key: "api", Tags: []string{"api"}, Text: "the api v2"},
 		{Key: "huge", Tags: []string{"api"}, Text: strings.Repeat("h", 64)},
 	} {
-		if _, err := f.log.Append(f.ctx, events.Event{Subject: "J1", Data: it}); err != nil {
+		if _, err := log.Append(ctx, events.Event{Subject: "J1", Data: it}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.log.Append(f.ctx, events.Event{Subject: "J2", Data: events.JobContext{Key: "other", Tags: []string{"api"}, Text: "other job"}}); err != nil {
+	if _, err := log.Append(ctx, events.Event{Subject: "J2", Data: events.JobContext{Key: "other", Tags: []string{"api"}, Text: "other job"}}); err != nil {
 		t.Fatal(err)
 	}
-	sl, err := orchestrator.SliceFor(f.ctx, f.log, "J1", []string{"spec", "tag:api"}, 30)
+	sl, err := jobs.SliceFor(ctx, log, "J1", []string{"spec", "tag:api"}, 30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,11 +175,11 @@ func TestSliceForResolvesAgainstTheJobLogAndRecordSliceRecordsIt(t *testing.T) {
 		t.Errorf("truncated = %v", sl.Truncated)
 	}
 	sl.Task, sl.Agent = "delegation-1", "w-1"
-	ref, err := orchestrator.RecordSlice(f.ctx, f.log, sl)
+	ref, err := jobs.RecordSlice(ctx, log, sl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := f.all("fleet.job.J1.sliced")
+	got := eventstest.ReadAll(t, log, events.Query{Subjects: []string{"fleet.job.J1.sliced"}})
 	if len(got) != 1 || got[0].ID != ref {
 		t.Fatalf("sliced events = %+v, want one with id %s", got, ref)
 	}
@@ -180,5 +187,47 @@ func TestSliceForResolvesAgainstTheJobLogAndRecordSliceRecordsIt(t *testing.T) {
 	if !slices.Equal(d.Items, []string{"spec", "api"}) || d.Bytes != sl.Bytes || d.Budget != 30 || d.Agent != "w-1" || d.Task != "delegation-1" ||
 		!slices.Equal(d.Truncated, []string{"huge"}) {
 		t.Errorf("sliced = %+v", d)
+	}
+}
+
+// A slice recorded again under the same id (a retry after a crash) is
+// stored once.
+func TestRecordSliceWithTheSameIDIsStoredOnce(t *testing.T) {
+	ctx, log := newLog(t)
+	sl := jobs.Slice{Job: "J1", Task: "t", Budget: 10}
+	id := events.NewULIDSource(time.Now)()
+	for range 2 {
+		ref, err := jobs.RecordSlice(ctx, log, sl, jobs.WithID(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref != id {
+			t.Errorf("ref = %s, want %s", ref, id)
+		}
+	}
+	if got := eventstest.ReadAll(t, log, events.Query{Subjects: []string{"fleet.job.J1.sliced"}}); len(got) != 1 {
+		t.Errorf("%d sliced events, want 1", len(got))
+	}
+}
+
+func TestExistsOnlyForAJobWithACreatedEvent(t *testing.T) {
+	ctx, log := newLog(t)
+	if _, err := log.Append(ctx, events.Event{Subject: "made", Data: events.JobCreated{Goal: "g"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.Append(ctx, events.Event{Subject: "context-only", Data: events.JobContext{Key: "k", Text: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		job  string
+		want bool
+	}{{"made", true}, {"context-only", false}, {"never", false}} {
+		got, err := jobs.Exists(ctx, log, tc.job)
+		if err != nil || got != tc.want {
+			t.Errorf("Exists(%s) = %t, %v; want %t", tc.job, got, err, tc.want)
+		}
+	}
+	if _, err := jobs.Exists(ctx, log, "bad job"); err == nil {
+		t.Error("Exists of a job name that is no subject token: no error")
 	}
 }

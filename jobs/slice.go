@@ -1,4 +1,4 @@
-package orchestrator
+package jobs
 
 import (
 	"cmp"
@@ -10,96 +10,6 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 )
-
-// RollupPrefix starts the key of every rollup item: a task's reply is
-// stored as rollup:<task>.
-const RollupPrefix = "rollup:"
-
-// TagRollup tags every rollup item, so a task can ask for all rollups so
-// far with tag:rollup.
-const TagRollup = "rollup"
-
-// DefaultBudget is the slice budget in bytes when neither the task nor the
-// plan gives one.
-const DefaultBudget = 16 << 10
-
-// Item is one entry of a job's context store.
-type Item struct {
-	Key        string
-	Tags       []string
-	Text       string
-	Provenance string
-	// Size is len(Text) in bytes: what the item costs against a budget.
-	Size int
-	// Seq is the stream sequence of the item's JobContext event: its
-	// recency for tag matches.
-	Seq uint64
-}
-
-// Store is a job's context store: the fold of its JobContext events, where
-// a later event for a key replaces the earlier one. Not safe for
-// concurrent use.
-type Store struct {
-	items map[string]Item
-}
-
-// NewStore returns an empty store.
-func NewStore() *Store { return &Store{items: map[string]Item{}} }
-
-// Put adds or replaces an item; an item older (lower Seq) than the stored
-// one for its key is ignored, so replaying the log in any order converges.
-func (s *Store) Put(it Item) {
-	if old, ok := s.items[it.Key]; ok && old.Seq > it.Seq {
-		return
-	}
-	it.Size = len(it.Text)
-	s.items[it.Key] = it
-}
-
-// Apply folds a JobContext event; other events are ignored.
-func (s *Store) Apply(ev events.Event) bool {
-	d, ok := ev.Data.(events.JobContext)
-	if !ok {
-		return false
-	}
-	s.Put(Item{Key: d.Key, Tags: d.Tags, Text: d.Text, Provenance: d.Provenance, Seq: ev.Seq})
-	return true
-}
-
-// Get returns the item for key.
-func (s *Store) Get(key string) (Item, bool) {
-	it, ok := s.items[key]
-	return it, ok
-}
-
-// Items lists every item, sorted by key.
-func (s *Store) Items() []Item {
-	out := make([]Item, 0, len(s.items))
-	for _, it := range s.items {
-		out = append(out, it)
-	}
-	slices.SortFunc(out, func(a, b Item) int { return cmp.Compare(a.Key, b.Key) })
-	return out
-}
-
-// Len is the number of items.
-func (s *Store) Len() int { return len(s.items) }
-
-// LoadStore folds a job's context from the log.
-func LoadStore(ctx context.Context, log events.Log, job string) (*Store, error) {
-	subj, err := events.JobSubject(job, "context")
-	if err != nil {
-		return nil, err
-	}
-	s := NewStore()
-	for ev, err := range log.Read(ctx, events.Query{Subjects: []string{subj}}) {
-		if err != nil {
-			return nil, fmt.Errorf("load context of job %s: %w", job, err)
-		}
-		s.Apply(ev)
-	}
-	return s, nil
-}
 
 // Selector is what a slice asks for.
 type Selector struct {
@@ -145,11 +55,16 @@ func (s Selector) Strings() []string {
 // Slice is the context handed to one task: whole items in priority order
 // within a byte budget.
 type Slice struct {
-	Job     string
+	// Job is the job whose store the slice was cut from.
+	Job string
+	// Task, Session and Agent say who the slice is for (a plan's task,
+	// the session and the agent serving it, or a delegation's agent); the
+	// JobSliced record carries them.
 	Task    string
 	Session string
 	Agent   string
-	Items   []Item
+	// Items are the selected items, whole, in priority order.
+	Items []Item
 	// Bytes is the sum of the items' sizes; Budget the limit it kept to.
 	Bytes  int
 	Budget int
@@ -295,18 +210,46 @@ func SliceFor(ctx context.Context, log events.Log, job string, selectors []strin
 // RecordSlice appends the slice as a JobSliced event on its job and returns
 // the event id: the slice reference a turn carries (AgentQueued.SliceRef),
 // so any agent's view can be reconstructed from the log.
-func RecordSlice(ctx context.Context, log events.Log, sl Slice) (string, error) {
-	return recordSlice(ctx, log, sl, "")
-}
-
-func recordSlice(ctx context.Context, log events.Log, sl Slice, id string) (string, error) {
-	items := sl.Keys()
-	ack, err := log.Append(ctx, events.Event{ID: id, Subject: sl.Job, CorrelationID: sl.Job, Data: events.JobSliced{
-		Task: sl.Task, Session: sl.Session, Agent: sl.Agent, Items: items,
+func RecordSlice(ctx context.Context, log events.Log, sl Slice, opts ...RecordOption) (string, error) {
+	var o recordOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ack, err := log.Append(ctx, events.Event{ID: o.id, Subject: sl.Job, CorrelationID: sl.Job, Data: events.JobSliced{
+		Task: sl.Task, Session: sl.Session, Agent: sl.Agent, Items: sl.Keys(),
 		Bytes: sl.Bytes, Budget: sl.Budget, Truncated: sl.Truncated,
 	}})
 	if err != nil {
 		return "", fmt.Errorf("record slice of job %s task %s: %w", sl.Job, sl.Task, err)
 	}
 	return ack.ID, nil
+}
+
+// RecordOption is a per-call knob of RecordSlice.
+type RecordOption func(*recordOptions)
+
+type recordOptions struct {
+	id string
+}
+
+// WithID makes RecordSlice append under id instead of a new ULID, so a
+// caller that may record the same slice again after a crash (the
+// orchestrator, with an id derived from the turn) stores it once:
+// JetStream's dedupe makes the retry a no-op.
+func WithID(id string) RecordOption {
+	return func(o *recordOptions) { o.id = id }
+}
+
+// Exists reports whether job has a created event in the log: a send that
+// names a job with none is refused before anything is sliced or queued.
+func Exists(ctx context.Context, log events.Log, job string) (bool, error) {
+	subj, err := events.JobSubject(job, "created")
+	if err != nil {
+		return false, err
+	}
+	seq, err := log.LastSeq(ctx, subj)
+	if err != nil {
+		return false, fmt.Errorf("look job %s up: %w", job, err)
+	}
+	return seq > 0, nil
 }
