@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -101,4 +103,22 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// WriteFile writes the settings file to path, creating its directory;
+// it replaces an existing file in one rename, so a pane starting at that
+// moment reads the old file or the new one, never half of one.
+func (c SettingsConfig) WriteFile(path string) error {
+	b, err := c.JSON()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("hooks settings: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("hooks settings: %w", err)
+	}
+	return os.Rename(tmp, path)
 }

@@ -22,6 +22,27 @@ type Fleet struct {
 	Hosts map[string][]string // host → agent ids
 }
 
+// ParseFleet builds a Fleet from hosts and agents written as
+// "host:agent-id" (the form of 'fleetd auth --agents'); every agent's host
+// must be one of hosts.
+func ParseFleet(hosts, agents []string) (Fleet, error) {
+	f := Fleet{Hosts: map[string][]string{}}
+	for _, h := range hosts {
+		f.Hosts[h] = nil
+	}
+	for _, ha := range agents {
+		host, agent, ok := strings.Cut(ha, ":")
+		if !ok {
+			return f, fmt.Errorf("agent %q: want host:agent-id", ha)
+		}
+		if _, known := f.Hosts[host]; !known {
+			return f, fmt.Errorf("agent %q: host %q is not one of the fleet's hosts", ha, host)
+		}
+		f.Hosts[host] = append(f.Hosts[host], agent)
+	}
+	return f, nil
+}
+
 // Validate checks every host and agent token; agent ids are unique.
 func (f Fleet) Validate() error {
 	var errs []error

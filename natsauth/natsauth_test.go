@@ -593,3 +593,18 @@ func TestTheBucketsAreTheProjections(t *testing.T) {
 		}
 	}
 }
+
+func TestParseFleetPlacesEachAgentOnItsHostAndRefusesStrangers(t *testing.T) {
+	f, err := natsauth.ParseFleet([]string{"h1", "h2"}, []string{"h1:w-1", "h2:w-2", "h1:w-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Hosts; len(got) != 2 || strings.Join(got["h1"], ",") != "w-1,w-3" || strings.Join(got["h2"], ",") != "w-2" {
+		t.Fatalf("hosts = %v", got)
+	}
+	for _, bad := range []string{"w-1", "h3:w-1"} {
+		if _, err := natsauth.ParseFleet([]string{"h1"}, []string{bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

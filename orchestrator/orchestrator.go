@@ -89,24 +89,6 @@ func New(cfg Config) (*Orchestrator, error) {
 // NewJobID returns a fresh job id.
 func (o *Orchestrator) NewJobID() string { return o.cfg.NewID() }
 
-// Progress is one task transition, for progress lines.
-type Progress struct {
-	Job  string
-	Task string
-	// State: "sent", "reattached", "replied", "failed", or "done" (Task
-	// empty: the job ended).
-	State string
-	To    string
-	Agent string
-	Turn  string
-	// Items and Bytes describe the slice sent.
-	Items []string
-	Bytes int
-	Error string
-	// Rollup is the reply (replied) or the job's result (done).
-	Rollup string
-}
-
 // Result is a finished job.
 type Result struct {
 	Job string

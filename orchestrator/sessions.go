@@ -467,3 +467,20 @@ func Peers(roster []projections.Agent, self string) []projections.Agent {
 	}
 	return out
 }
+
+// TierOf is agent's tier in the roster once views have caught up with
+// the log (a main running a sub-plan from its pane orchestrates at its
+// own tier), or 0 for a sender that is not an agent.
+func TierOf(ctx context.Context, log events.Log, views projections.Views, agent string) (int, error) {
+	seq, err := log.LastSeq(ctx, events.SubjectAll)
+	if err != nil {
+		return 0, err
+	}
+	if err := views.WaitSeq(ctx, seq); err != nil {
+		return 0, fmt.Errorf("read the roster: %w", err)
+	}
+	if a, ok := views.Agent(agent); ok {
+		return a.Tier, nil
+	}
+	return 0, nil
+}

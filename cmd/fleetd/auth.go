@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/fleetd/fleetd/natsauth"
 )
@@ -18,19 +17,9 @@ type AuthCmd struct {
 // Run generates an admin, one nkey user per gateway and per agent, and the
 // server config that enforces their subject permissions.
 func (c *AuthCmd) Run() error {
-	f := natsauth.Fleet{Hosts: map[string][]string{}}
-	for _, h := range c.Hosts {
-		f.Hosts[h] = nil
-	}
-	for _, ha := range c.Agents {
-		host, agent, ok := strings.Cut(ha, ":")
-		if !ok {
-			return fmt.Errorf("--agents %q: want host:agent-id", ha)
-		}
-		if _, known := f.Hosts[host]; !known {
-			return fmt.Errorf("--agents %q: host %q is not in --hosts", ha, host)
-		}
-		f.Hosts[host] = append(f.Hosts[host], agent)
+	f, err := natsauth.ParseFleet(c.Hosts, c.Agents)
+	if err != nil {
+		return fmt.Errorf("--agents: %w", err)
 	}
 	creds, err := natsauth.Generate(f)
 	if err != nil {

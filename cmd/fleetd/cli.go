@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/fleetd/fleetd/gateway"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/fleetd/fleetd/embeddednats"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/gateway"
 )
 
 // version is set by the build (-ldflags "-X main.version=…").
@@ -79,6 +81,15 @@ func cliOptions(ctx context.Context) []kong.Option {
 	}
 }
 
+// hostName is this host's subject token: --host, else the embedded
+// server's default name.
+func (g *Globals) hostName() string {
+	if g.Host == "" {
+		return events.HostToken(embeddednats.DefaultServerName())
+	}
+	return events.HostToken(g.Host)
+}
+
 // Logger builds the process logger at the chosen level, on stderr.
 func (g *Globals) Logger() *slog.Logger {
 	var level slog.Level
@@ -123,13 +134,4 @@ func exitCode(err error) int {
 		return ee.code
 	}
 	return 1
-}
-
-// clip shortens s to n runes on one line, for a one-line summary.
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

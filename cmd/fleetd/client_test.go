@@ -95,7 +95,7 @@ func TestRosterAndSessionsPrintTables(t *testing.T) {
 	f.Register("w-local-1", "w-local")
 	g := shimFor(t, f)
 	var out bytes.Buffer
-	if err := (&RosterCmd{out: &out}).Run(fleettest.Ctx(t), g); err != nil {
+	if err := (&RosterCmd{listing{out: &out}}).Run(fleettest.Ctx(t), g); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -105,7 +105,7 @@ func TestRosterAndSessionsPrintTables(t *testing.T) {
 	// A registered agent serves a session named after it; no Claude
 	// conversation has started in it yet.
 	out.Reset()
-	if err := (&SessionsCmd{JSON: true, out: &out}).Run(fleettest.Ctx(t), g); err != nil {
+	if err := (&SessionsCmd{listing{JSON: true, out: &out}}).Run(fleettest.Ctx(t), g); err != nil {
 		t.Fatal(err)
 	}
 	var sessions []projections.Session

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/fleetd/fleetd/claudehook"
 	"github.com/fleetd/fleetd/events"
 )
@@ -53,15 +51,11 @@ func (c *HookCmd) replay(ctx context.Context, g *Globals) error {
 	if dir == "" {
 		dir = claudehook.SpoolDir(os.Getenv)
 	}
-	nc, err := dialNATS(g, "fleetd hook replay")
+	nc, js, err := dialNATS(g, "fleetd hook replay")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	n, err := claudehook.ReplaySpool(ctx, events.New(js, events.Options{}), dir)
 	fmt.Printf("replayed %d event(s) from %s\n", n, dir)
 	return err
@@ -92,20 +86,14 @@ func (c *HooksSettingsCmd) Run() error {
 			return err
 		}
 	}
-	b, err := claudehook.SettingsConfig{Fleetd: bin, DefaultMode: c.DefaultMode, Allow: c.Allow}.JSON()
+	cfg := claudehook.SettingsConfig{Fleetd: bin, DefaultMode: c.DefaultMode, Allow: c.Allow}
+	if c.Write != "" {
+		return cfg.WriteFile(c.Write)
+	}
+	b, err := cfg.JSON()
 	if err != nil {
 		return err
 	}
-	if c.Write == "" {
-		_, err := os.Stdout.Write(b)
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(c.Write), 0o755); err != nil {
-		return fmt.Errorf("hooks settings: %w", err)
-	}
-	tmp := c.Write + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("hooks settings: %w", err)
-	}
-	return os.Rename(tmp, c.Write)
+	_, err = os.Stdout.Write(b)
+	return err
 }

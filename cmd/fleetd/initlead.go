@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/fleetd/fleetd/leadkit"
 	"io"
 	"os"
 	"os/exec"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetd/fleetd/leadkit"
 	"github.com/fleetd/fleetd/leadshim"
 )
 
@@ -42,31 +42,16 @@ func (c *InitLeadCmd) Run(ctx context.Context, g *Globals) error {
 	if u := strings.TrimRight(g.URL, "/"); u != "" && u != "http://"+leadshim.DefaultAddr {
 		bin += " --url " + u // the lead's shell may not have FLEET_URL
 	}
-	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-		return fmt.Errorf("lead directory: %w", err)
-	}
-	claudeMD := filepath.Join(c.Dir, "CLAUDE.md")
-	old, err := os.ReadFile(claudeMD)
-	if err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("read %s: %w", claudeMD, err)
-	}
-	updated, replaced := leadkit.SpliceCharter(string(old), leadkit.Charter(bin, roles))
-	if err := os.WriteFile(claudeMD, []byte(updated), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", claudeMD, err)
-	}
-	cmdPath := filepath.Join(c.Dir, ".claude", "commands", "delegate.md")
-	if err := os.MkdirAll(filepath.Dir(cmdPath), 0o755); err != nil {
+	in, err := leadkit.Install(c.Dir, bin, roles)
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(cmdPath, []byte(leadkit.DelegateCommand(bin)), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", cmdPath, err)
-	}
 	verb := "added the team charter to"
-	if replaced {
+	if in.Replaced {
 		verb = "replaced the team charter in"
 	}
 	fmt.Fprintf(c.out, "fleetd init lead:\n  %s %s (roles %s)\n  wrote %s: /delegate <role> \"<task>\" runs '%s send --to role:<role> …'\n",
-		verb, claudeMD, source, cmdPath, bin)
+		verb, in.ClaudeMD, source, in.Command, bin)
 	fmt.Fprintf(c.out, "Start the lead's Claude Code in %s; it learns the live roster with '%s roster'.\n", c.Dir, bin)
 	if g.Token != "" {
 		fmt.Fprintln(c.out, "The shim needs a token: export FLEET_TOKEN in the lead's environment (it is not written to any file).")
@@ -82,13 +67,7 @@ func (c *InitLeadCmd) roles(ctx context.Context, g *Globals) ([]leadshim.RoleSta
 	if err != nil || len(roles) == 0 {
 		return leadkit.DefaultRoles, "from the Team design's defaults; fleetd at " + g.URL + " did not answer"
 	}
-	var workers []leadshim.RoleState
-	for _, r := range roles {
-		if r.Name != "lead" {
-			workers = append(workers, r)
-		}
-	}
-	return workers, "from fleetd at " + g.URL
+	return leadkit.Workers(roles), "from fleetd at " + g.URL
 }
 
 // fleetdCommand is how the lead's shell should call this fleetd: by name

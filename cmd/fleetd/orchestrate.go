@@ -6,13 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
@@ -58,20 +54,12 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 	if from == "" {
 		from = "orchestrator"
 	}
-	nc, err := dialNATS(g, "fleetd orchestrate")
+	nc, js, err := dialNATS(g, "fleetd orchestrate")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	host := g.Host
-	if host == "" {
-		host = embeddednats.DefaultServerName()
-	}
-	log := events.New(js, events.Options{Source: "fleetd/" + events.HostToken(host) + "/orchestrator"})
+	log := events.New(js, events.Options{Source: "fleetd/" + g.hostName() + "/orchestrator"})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -102,7 +90,7 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 			return err
 		}
 		defer done()
-		spawner = &gateway.SessionSpawner{Bridge: b, Herdr: herdrapi.New(c.socket()), Agents: views, Host: events.HostToken(host)}
+		spawner = &gateway.SessionSpawner{Bridge: b, Herdr: herdrapi.New(c.socket()), Agents: views, Host: g.hostName()}
 	}
 	sessions, err := orchestrator.NewSessions(orchestrator.SessionConfig{
 		Log: log, Views: views, Spawner: spawner, Role: c.SessionRole,
@@ -137,23 +125,12 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 	return nil
 }
 
-// tier is --tier, or the sender's tier in the roster (a main running a
-// sub-plan from its pane is at its own tier), or 0.
+// tier is --tier, else the sender's tier in the roster.
 func (c *OrchestrateCmd) tier(ctx context.Context, log events.Log, views projections.Views, from string) (int, error) {
 	if c.Tier >= 0 {
 		return c.Tier, nil
 	}
-	seq, err := log.LastSeq(ctx, events.SubjectAll)
-	if err != nil {
-		return 0, err
-	}
-	if err := views.WaitSeq(ctx, seq); err != nil {
-		return 0, fmt.Errorf("read the roster: %w", err)
-	}
-	if a, ok := views.Agent(from); ok {
-		return a.Tier, nil
-	}
-	return 0, nil
+	return orchestrator.TierOf(ctx, log, views, from)
 }
 
 // socket is the herdr socket path the spawner closes panes through.
@@ -165,28 +142,12 @@ func (c *OrchestrateCmd) socket() string {
 	return p
 }
 
-// progressPrinter writes one line per task transition.
+// progressPrinter writes one time-stamped line per task transition.
 func progressPrinter(w io.Writer) func(orchestrator.Progress) {
 	var mu sync.Mutex
 	return func(p orchestrator.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
-		ts := time.Now().Format("15:04:05")
-		switch p.State {
-		case "sent":
-			fmt.Fprintf(w, "%s %-12s sent       → %s (%s) turn %s, slice [%s] %dB\n", ts, p.Task, p.Agent, p.To, p.Turn, strings.Join(p.Items, " "), p.Bytes)
-		case "reattached":
-			fmt.Fprintf(w, "%s %-12s reattached → %s turn %s\n", ts, p.Task, p.To, p.Turn)
-		case "replied":
-			fmt.Fprintf(w, "%s %-12s replied    ← %s %q\n", ts, p.Task, p.Agent, clip(p.Rollup, 60))
-		case "failed":
-			fmt.Fprintf(w, "%s %-12s FAILED     %s: %s\n", ts, p.Task, p.Agent, p.Error)
-		case "done":
-			status := "ok"
-			if p.Error != "" {
-				status = "failed: " + p.Error
-			}
-			fmt.Fprintf(w, "%s job %s done: %s\n", ts, p.Job, status)
-		}
+		fmt.Fprintf(w, "%s %s\n", time.Now().Format("15:04:05"), p)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/natsauth"
@@ -33,15 +32,11 @@ func (c *ProvisionCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	log := g.Logger()
 	den := gateway.NewDenials(log)
-	nc, err := dialNATS(g, "fleetd provision", nats.ErrorHandler(den.Handle))
+	nc, js, err := dialNATS(g, "fleetd provision", nats.ErrorHandler(den.Handle))
 	if err != nil {
 		return exitError{code: exitUnavailable, err: err}
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	replicas := c.Replicas
 	if replicas == 0 {
 		replicas = 1

@@ -7,54 +7,93 @@ import (
 	"os"
 	"text/tabwriter"
 	"time"
+
+	"github.com/fleetd/fleetd/projections"
 )
 
 // RosterCmd prints the fleet's agents as the projection sees them.
-type RosterCmd struct {
-	JSON bool `name:"json" help:"Print the roster as JSON."`
+type RosterCmd struct{ listing }
+
+// Run fetches GET /roster and prints a table.
+func (c *RosterCmd) Run(ctx context.Context, g *Globals) error {
+	agents, err := newShimClient(g).Roster(ctx)
+	if err != nil {
+		return exitFor(err)
+	}
+	return printRows(c.listing, agents, "AGENT\tHOST\tROLE\tSTATUS\tTURN\tQUEUE\tMODEL\tTOKENS\tLAST SEEN",
+		"(no agents: spawn one with 'fleetd spawn' or adopt a pane with 'fleetd adopt')",
+		func(a projections.Agent, now time.Time) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s", a.Agent, dash(a.Host), dash(a.Role), agentStatus(a),
+				dash(a.CurrentTurn), a.QueueDepth, dash(a.Model), a.Tokens.In, a.Tokens.Out, ago(now, a.LastSeen))
+		})
+}
+
+// agentStatus is the STATUS column: the status, then whatever a person
+// should notice about the agent.
+func agentStatus(a projections.Agent) string {
+	status := string(a.Status)
+	switch {
+	case a.Exited:
+		status += " (exited)"
+	case a.Stale:
+		status += " (stale)"
+	case a.SessionEnded:
+		status += " (session ended)"
+	}
+	if a.NeedsAttention != "" {
+		status += " NEEDS ATTENTION: " + a.NeedsAttention
+	}
+	if a.Violation != "" {
+		status += " BOUNDARY"
+	}
+	return status
+}
+
+// SessionsCmd prints the named, resumable agent sessions.
+type SessionsCmd struct{ listing }
+
+// Run fetches GET /sessions and prints a table.
+func (c *SessionsCmd) Run(ctx context.Context, g *Globals) error {
+	sessions, err := newShimClient(g).Sessions(ctx)
+	if err != nil {
+		return exitFor(err)
+	}
+	return printRows(c.listing, sessions, "SESSION\tAGENT\tSTATE\tTURNS\tTOKENS\tMODEL\tLAST ACTIVE\tRESUME", "(no sessions yet)",
+		func(s projections.Session, now time.Time) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s", s.Name, dash(s.Agent), dash(s.State), s.Turns,
+				s.Tokens.In, s.Tokens.Out, dash(s.Model), ago(now, s.LastActive), dash(s.Resume))
+		})
+}
+
+// listing is what the listing commands share: --json, and where and
+// against which clock they print (tests set both).
+type listing struct {
+	JSON bool `name:"json" help:"Print JSON instead of a table."`
 
 	out io.Writer
 	now func() time.Time
 }
 
-// Run fetches GET /roster and prints a table.
-func (c *RosterCmd) Run(ctx context.Context, g *Globals) error {
-	if c.out == nil {
-		c.out = os.Stdout
+// printRows writes rows as JSON, or as a table under header with one line a
+// row (empty when there are none).
+func printRows[T any](l listing, rows []T, header, empty string, line func(T, time.Time) string) error {
+	out, now := l.out, time.Now()
+	if out == nil {
+		out = os.Stdout
 	}
-	if c.now == nil {
-		c.now = time.Now
+	if l.now != nil {
+		now = l.now()
 	}
-	agents, err := newShimClient(g).Roster(ctx)
-	if err != nil {
-		return exitFor(err)
+	if l.JSON {
+		return writeJSONTo(out, rows)
 	}
-	if c.JSON {
-		return writeJSONTo(c.out, agents)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, line(r, now))
 	}
-	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tHOST\tROLE\tSTATUS\tTURN\tQUEUE\tMODEL\tTOKENS\tLAST SEEN")
-	for _, a := range agents {
-		status := string(a.Status)
-		switch {
-		case a.Exited:
-			status += " (exited)"
-		case a.Stale:
-			status += " (stale)"
-		case a.SessionEnded:
-			status += " (session ended)"
-		}
-		if a.NeedsAttention != "" {
-			status += " NEEDS ATTENTION: " + a.NeedsAttention
-		}
-		if a.Violation != "" {
-			status += " BOUNDARY"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s\n", a.Agent, dash(a.Host), dash(a.Role), status,
-			dash(a.CurrentTurn), a.QueueDepth, dash(a.Model), a.Tokens.In, a.Tokens.Out, ago(c.now(), a.LastSeen))
-	}
-	if len(agents) == 0 {
-		fmt.Fprintln(tw, "(no agents: spawn one with 'fleetd spawn' or adopt a pane with 'fleetd adopt')")
+	if len(rows) == 0 {
+		fmt.Fprintln(tw, empty)
 	}
 	return tw.Flush()
 }

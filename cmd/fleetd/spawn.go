@@ -9,9 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/roles"
@@ -74,20 +72,11 @@ func (f *herdrFlags) bridge(g *Globals) (*herdrbridge.Bridge, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := dialNATS(g, "fleetd herdr")
+	nc, js, err := dialNATS(g, "fleetd herdr")
 	if err != nil {
 		return nil, nil, err
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	host := g.Host
-	if host == "" {
-		host = embeddednats.DefaultServerName()
-	}
-	host = events.HostToken(host)
+	host := g.hostName()
 	natsURL := g.NATS
 	if natsURL == "" {
 		natsURL = nats.DefaultURL

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,15 +30,11 @@ func (c *TailCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	nc, err := dialNATS(g, "fleetd tail")
+	nc, js, err := dialNATS(g, "fleetd tail")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	log := events.New(js, events.Options{OnSkip: func(subject string, seq uint64, err error) {
 		fmt.Fprintf(os.Stderr, "skipped #%d on %s: %v\n", seq, subject, err)
 	}})
@@ -81,24 +75,9 @@ func (c *TailCmd) query() (events.Query, error) {
 		}
 		q.Subjects = append(q.Subjects, s)
 	}
-	switch s := c.Since; {
-	case s == "":
-		q.New = c.Follow
-	case s == "all":
-	case strings.HasPrefix(s, "#"):
-		seq, err := strconv.ParseUint(s[1:], 10, 64)
-		if err != nil || seq == 0 {
-			return q, fmt.Errorf("--since %q: want #<sequence>", s)
-		}
-		q.FromSeq = seq
-	default:
-		if d, err := time.ParseDuration(s); err == nil {
-			q.Since = time.Now().Add(-d)
-		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
-			q.Since = t
-		} else {
-			return q, fmt.Errorf("--since %q: want a duration (10m), a time (RFC 3339), #<seq> or all", s)
-		}
+	q.New = c.Since == "" && c.Follow
+	if err := q.StartAt(c.Since, time.Now()); err != nil {
+		return q, fmt.Errorf("--since %w", err)
 	}
 	return q, nil
 }
@@ -117,7 +96,7 @@ func (c *TailCmd) print(w io.Writer, ev events.Event) error {
 }
 
 // dialNATS connects a client command to a running fleetd.
-func dialNATS(g *Globals, name string, extra ...nats.Option) (*nats.Conn, error) {
+func dialNATS(g *Globals, name string, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
 	url := g.NATS
 	if url == "" {
 		url = nats.DefaultURL
@@ -125,12 +104,17 @@ func dialNATS(g *Globals, name string, extra ...nats.Option) (*nats.Conn, error)
 	opts := []nats.Option{nats.Name(name), nats.Timeout(3 * time.Second)}
 	auth, err := natsauth.ClientOptions(g.Creds, g.natsToken())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts = append(append(opts, auth...), extra...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to fleetd's NATS at %s: %w (is 'fleetd up' running? set --nats or FLEET_NATS_URL)", url, err)
+		return nil, nil, fmt.Errorf("connect to fleetd's NATS at %s: %w (is 'fleetd up' running? set --nats or FLEET_NATS_URL)", url, err)
 	}
-	return nc, nil
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
 }
