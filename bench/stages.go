@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/samber/lo"
+
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/gateway"
@@ -256,12 +258,7 @@ func (s stage) turns(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	// The fold must have ended every turn it was given.
-	replied := 0
-	for _, a := range gw.Views.Roster() {
-		if a.CurrentTurn == "" && a.QueueDepth == 0 {
-			replied++
-		}
-	}
+	replied := lo.CountBy(gw.Views.Roster(), func(a projections.Agent) bool { return a.Open() == 0 })
 	if replied < len(f.Agents) {
 		return nil, fmt.Errorf("turns: %d of %d agents still have a turn open", len(f.Agents)-replied, len(f.Agents))
 	}

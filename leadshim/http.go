@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/samber/lo"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/projections"
 )
 
 func (s *Server) routes() http.Handler {
@@ -186,19 +188,10 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) roleStates() []RoleState {
-	names := map[string]bool{}
-	for _, n := range s.cfg.Roles.Names() {
-		names[n] = true
-	}
-	for _, a := range s.cfg.Views.Roster() {
-		if a.Role != "" {
-			names[a.Role] = true
-		}
-	}
-	out := make([]RoleState, 0, len(names))
-	for n := range names {
-		out = append(out, s.roleState(n))
-	}
+	// Roles the file names and roles agents were registered with (a
+	// role may be gone from the file while its agents live on).
+	live := lo.FilterMap(s.cfg.Views.Roster(), func(a projections.Agent, _ int) (string, bool) { return a.Role, a.Role != "" })
+	out := lo.Map(lo.Uniq(append(s.cfg.Roles.Names(), live...)), func(n string, _ int) RoleState { return s.roleState(n) })
 	sortBy(out, func(r RoleState) string { return r.Name })
 	return out
 }

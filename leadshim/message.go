@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/samber/lo"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/jobs"
 	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
 	"github.com/fleetd/fleetd/turns"
 )
@@ -492,20 +494,11 @@ type RoleState struct {
 func (s *Server) roleState(role string) RoleState {
 	r, inConfig := s.cfg.Roles.Roles[role]
 	st := RoleState{Name: role, Description: r.Description, Model: r.Model, EnvClass: r.EnvClass, Tier: r.Tier, Cap: r.Cap, known: inConfig}
-	for _, a := range s.cfg.Views.Roster() {
-		if a.Role != role {
-			continue
-		}
-		st.known = true
-		st.Agents++
-		if a.Ready() {
-			st.Ready++
-		}
-		st.Open += a.QueueDepth
-		if a.CurrentTurn != "" {
-			st.Open++
-		}
-	}
+	agents := projections.OfRole(s.cfg.Views.Roster(), role)
+	st.known = st.known || len(agents) > 0
+	st.Agents = len(agents)
+	st.Ready = lo.CountBy(agents, projections.Agent.Ready)
+	st.Open = lo.SumBy(agents, projections.Agent.Open)
 	return st
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/samber/lo"
+
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
 )
@@ -50,6 +52,20 @@ type Agent struct {
 func (a Agent) Ready() bool {
 	return !a.Exited && !a.Stale && !a.SessionEnded && a.NeedsAttention == "" &&
 		a.Status.Ready() && a.CurrentTurn == "" && a.QueueDepth == 0
+}
+
+// Open counts the agent's turns that are not final: queued on it, typed
+// or submitted. A role's cap counts these.
+func (a Agent) Open() int {
+	if a.CurrentTurn != "" {
+		return a.QueueDepth + 1
+	}
+	return a.QueueDepth
+}
+
+// OfRole is the agents of roster in role.
+func OfRole(roster []Agent, role string) []Agent {
+	return lo.Filter(roster, func(a Agent, _ int) bool { return a.Role == role })
 }
 
 // Session is one named, resumable agent conversation.

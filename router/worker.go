@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/samber/lo"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -209,23 +210,11 @@ func (r *Router) keepAlive(msg jetstream.Msg) (stop func()) {
 // cap counts every turn on the role's agents that is not final: queued
 // on an agent, typed or submitted.
 func (r *Router) choose(role string) (projections.Agent, bool) {
-	var open int
-	var ready []projections.Agent
-	for _, a := range r.cfg.Views.Roster() {
-		if a.Role != role {
-			continue
-		}
-		open += a.QueueDepth
-		if a.CurrentTurn != "" {
-			open++
-		}
-		if a.Ready() {
-			ready = append(ready, a)
-		}
-	}
-	if limit := r.cfg.Roles.Roles[role].Cap; limit > 0 && open >= limit {
+	agents := projections.OfRole(r.cfg.Views.Roster(), role)
+	if limit := r.cfg.Roles.Roles[role].Cap; limit > 0 && lo.SumBy(agents, projections.Agent.Open) >= limit {
 		return projections.Agent{}, false
 	}
+	ready := lo.Filter(agents, func(a projections.Agent, _ int) bool { return a.Ready() })
 	if len(ready) == 0 {
 		return projections.Agent{}, false
 	}
