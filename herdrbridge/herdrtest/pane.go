@@ -360,23 +360,22 @@ func (s *Server) write(p *pane, b []byte) error {
 // Input returns every write made into the pane's PTY so far, including
 // after the pane closed.
 func (s *Server) Input(paneID string) []InputWrite {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.all[paneID]
-	if p == nil {
-		return nil
-	}
-	return append([]InputWrite(nil), p.inputs...)
+	return copyOf(s, paneID, func(p *pane) []InputWrite { return p.inputs })
 }
 
 // Output returns the raw bytes the pane's program wrote (its output and the
 // terminal's echo of its input), up to OutputLimit.
 func (s *Server) Output(paneID string) []byte {
+	return copyOf(s, paneID, func(p *pane) []byte { return p.term.raw })
+}
+
+// copyOf copies, under s.mu, what field holds for any pane the server ever
+// made; nil for an unknown id.
+func copyOf[T any](s *Server, paneID string, field func(*pane) []T) []T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.all[paneID]
-	if p == nil {
-		return nil
+	if p := s.all[paneID]; p != nil {
+		return append([]T(nil), field(p)...)
 	}
-	return append([]byte(nil), p.term.raw...)
+	return nil
 }
