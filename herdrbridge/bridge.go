@@ -668,21 +668,27 @@ func (b *Bridge) notifyLocked() {
 // waitApplied waits until the follower applied seq (so a decision taken
 // next sees the bridge's own append), or a bound passes.
 func (b *Bridge) waitApplied(ctx context.Context, seq uint64) {
-	deadline := time.NewTimer(5 * time.Second)
+	b.waitFor(ctx, 5*time.Second, func() bool { return b.applied >= seq })
+}
+
+// waitFor re-checks cond, under b.mu, on every change of state until it
+// holds; it reports false when ctx ends or bound passes first.
+func (b *Bridge) waitFor(ctx context.Context, bound time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	for {
 		b.mu.Lock()
-		ok, ch := b.applied >= seq, b.changed
+		ok, ch := cond(), b.changed
 		b.mu.Unlock()
 		if ok {
-			return
+			return true
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return
+			return false
 		case <-deadline.C:
-			return
+			return false
 		}
 	}
 }
@@ -706,31 +712,19 @@ func (b *Bridge) catchUp(ctx context.Context, agent string) {
 		sleep(ctx, b.cfg.Poll)
 		return
 	}
-	deadline := time.NewTimer(time.Second)
-	defer deadline.Stop()
-	for {
+	b.mu.Lock()
+	a := b.agentLocked(agent)
+	b.mu.Unlock()
+	if b.waitFor(ctx, time.Second, func() bool { return a.lastSeq >= last }) || ctx.Err() != nil {
+		return
+	}
+	b.mu.Lock()
+	known := a.lastSeq
+	b.mu.Unlock()
+	if b.onlySkipped(ctx, subject, known+1, last) {
 		b.mu.Lock()
-		a := b.agentLocked(agent)
-		ok, ch := a.lastSeq >= last, b.changed
+		a.lastSeq = max(a.lastSeq, last)
 		b.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return
-		case <-deadline.C:
-			b.mu.Lock()
-			known := a.lastSeq
-			b.mu.Unlock()
-			if b.onlySkipped(ctx, subject, known+1, last) {
-				b.mu.Lock()
-				a.lastSeq = max(a.lastSeq, last)
-				b.mu.Unlock()
-			}
-			return
-		}
 	}
 }
 

@@ -87,7 +87,9 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (f *fleet) start(mod func(*herdrbridge.BridgeConfig)) *running {
+// newBridge makes a bridge on the fleet, its config changed by mod (when
+// not nil), without running it.
+func (f *fleet) newBridge(mod func(*herdrbridge.BridgeConfig)) *herdrbridge.Bridge {
 	f.t.Helper()
 	cfg := f.bridgeConfig()
 	if mod != nil {
@@ -97,6 +99,12 @@ func (f *fleet) start(mod func(*herdrbridge.BridgeConfig)) *running {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	return b
+}
+
+func (f *fleet) start(mod func(*herdrbridge.BridgeConfig)) *running {
+	f.t.Helper()
+	b := f.newBridge(mod)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{Bridge: b, errc: make(chan error, 1), stop: cancel}
 	go func() { r.errc <- b.Run(ctx) }()
@@ -133,6 +141,16 @@ func (f *fleet) add(agent string, d events.Data, turn string) events.Ack {
 func (f *fleet) register(agent, pane string) {
 	f.t.Helper()
 	f.add(agent, events.AgentRegistered{Agent: agent, Host: testHost, Pane: pane, Role: "w-claude", Origin: "adopted"}, "")
+}
+
+// readyAgent starts script as a Claude stand-in in a new pane, waits until
+// herdr sees it idle (or done), and registers the pane as agent.
+func (f *fleet) readyAgent(agent, script string) herdrtest.Pane {
+	f.t.Helper()
+	p := herdrapitest.Spawn(f.t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(script)})
+	herdrapitest.StatusIs(f.t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
+	f.register(agent, p.ID)
+	return p
 }
 
 // queue appends a direct turn as the shim does: id = correlation id.
@@ -201,6 +219,9 @@ func (f *fleet) count(agent string, match func(events.Event) bool) int {
 func ofType(t events.Type, turn string) func(events.Event) bool {
 	return func(ev events.Event) bool { return ev.Type() == t && (turn == "" || ev.CorrelationID == turn) }
 }
+
+// anyEvent matches every event.
+func anyEvent(events.Event) bool { return true }
 
 // typedCount counts the PTY writes to pane that carry s.
 func (f *fleet) typedCount(pane, s string) int {

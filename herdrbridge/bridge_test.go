@@ -148,7 +148,7 @@ func TestHerdrRestartLosesAndDuplicatesNothing(t *testing.T) {
 	if err := f.client.ClosePane(context.Background(), p.ID); err != nil {
 		t.Fatal(err)
 	}
-	f.waitEvent("fleet.agent.w-1.exited", func(events.Event) bool { return true })
+	f.waitEvent("fleet.agent.w-1.exited", anyEvent)
 	f.herdr.KillSocket()
 	if err := f.herdr.Restart(); err != nil {
 		t.Fatal(err)
@@ -157,11 +157,11 @@ func TestHerdrRestartLosesAndDuplicatesNothing(t *testing.T) {
 	// the replayed pane_closed events ahead of it have been handled.
 	m := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
 	f.register("w-marker", m.ID)
-	f.waitEvent("fleet.agent.w-marker.status", func(events.Event) bool { return true })
+	f.waitEvent("fleet.agent.w-marker.status", anyEvent)
 	if err := f.client.ClosePane(context.Background(), m.ID); err != nil {
 		t.Fatal(err)
 	}
-	f.waitEvent("fleet.agent.w-marker.exited", func(events.Event) bool { return true })
+	f.waitEvent("fleet.agent.w-marker.exited", anyEvent)
 	if n := f.count("w-1", ofType(events.TypeAgentExited, "")); n != 1 {
 		t.Errorf("%d exited events, want 1", n)
 	}
@@ -170,9 +170,7 @@ func TestHerdrRestartLosesAndDuplicatesNothing(t *testing.T) {
 
 func TestRestartBetweenTypedAndSubmittedNeverRetypes(t *testing.T) {
 	f := newFleet(t)
-	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(mutedAgent)})
-	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
-	f.register("w-1", p.ID)
+	p := f.readyAgent("w-1", mutedAgent)
 	slow := func(c *herdrbridge.BridgeConfig) { c.SubmitTimeout = time.Minute }
 
 	// Gateway 1 types turn one and dies before anything proves submission.
@@ -238,7 +236,7 @@ func TestDeadlineAndPaneExitFailTurns(t *testing.T) {
 	if got := f.waitTurn(waiting, lifecycle.StateFailed); got.Reason != events.ReasonPaneExited {
 		t.Errorf("waiting turn failed %q, want pane_exited", got.Reason)
 	}
-	f.waitEvent("fleet.agent.w-1.exited", func(events.Event) bool { return true })
+	f.waitEvent("fleet.agent.w-1.exited", anyEvent)
 	if n := f.typedCount(p.ID, "waiting"); n != 0 {
 		t.Errorf("a turn was typed into a working pane")
 	}
@@ -246,10 +244,7 @@ func TestDeadlineAndPaneExitFailTurns(t *testing.T) {
 
 func TestSpawnRefusesBoundaryCrossingBeforeHerdr(t *testing.T) {
 	f := newFleet(t)
-	b, err := herdrbridge.NewBridge(f.bridgeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := f.newBridge(nil)
 	ctx := context.Background()
 	cases := []herdrbridge.SpawnRequest{
 		{Role: "w-claude", Name: "w-1", Env: map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}},
@@ -268,7 +263,7 @@ func TestSpawnRefusesBoundaryCrossingBeforeHerdr(t *testing.T) {
 	if len(snap.Panes) != 0 {
 		t.Errorf("a refused spawn created %d panes", len(snap.Panes))
 	}
-	if n := f.count("w-1", func(events.Event) bool { return true }); n != 0 {
+	if n := f.count("w-1", anyEvent); n != 0 {
 		t.Errorf("a refused spawn left %d events", n)
 	}
 }
@@ -276,10 +271,7 @@ func TestSpawnRefusesBoundaryCrossingBeforeHerdr(t *testing.T) {
 func TestSpawnLaunchesRoleInPaneWithFleetEnv(t *testing.T) {
 	f := newFleet(t)
 	f.start(nil)
-	b, err := herdrbridge.NewBridge(f.bridgeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := f.newBridge(nil)
 	ctx := context.Background()
 	reg, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-sh", Name: "w-2", Parent: "lead"})
 	if err != nil {
@@ -293,11 +285,11 @@ func TestSpawnLaunchesRoleInPaneWithFleetEnv(t *testing.T) {
 		t.Errorf("second spawn of w-2 = %v, want ErrAgentExists", err)
 	}
 	// The running bridge owns it: closing its pane is recorded.
-	f.waitEvent("fleet.agent.w-2.status", func(events.Event) bool { return true })
+	f.waitEvent("fleet.agent.w-2.status", anyEvent)
 	if err := f.client.ClosePane(ctx, reg.Pane); err != nil {
 		t.Fatal(err)
 	}
-	f.waitEvent("fleet.agent.w-2.exited", func(events.Event) bool { return true })
+	f.waitEvent("fleet.agent.w-2.exited", anyEvent)
 }
 
 // A pane gets its agent's own NATS key when the bridge hands out
@@ -320,12 +312,7 @@ func TestSpawnHandsAPaneOnlyItsAgentsNATSCredentials(t *testing.T) {
 			AgentCreds: func(string) string { return "" }}, "w-6", ""},
 		{"the token, without keys", herdrbridge.Launch{NATSToken: "T"}, "w-7", "NATS creds=none token=T END"},
 	} {
-		cfg := f.bridgeConfig()
-		cfg.Launch = tc.launch
-		b, err := herdrbridge.NewBridge(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := f.newBridge(func(c *herdrbridge.BridgeConfig) { c.Launch = tc.launch })
 		reg, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-nats", Name: tc.agent})
 		if tc.want == "" {
 			if !errors.Is(err, herdrbridge.ErrNoCredentials) {
@@ -338,7 +325,7 @@ func TestSpawnHandsAPaneOnlyItsAgentsNATSCredentials(t *testing.T) {
 		}
 		f.waitOutput(reg.Pane, tc.want)
 	}
-	if n := f.count("w-6", func(events.Event) bool { return true }); n != 0 {
+	if n := f.count("w-6", anyEvent); n != 0 {
 		t.Errorf("a refused spawn left %d events", n)
 	}
 }
@@ -346,10 +333,7 @@ func TestSpawnHandsAPaneOnlyItsAgentsNATSCredentials(t *testing.T) {
 func TestAdoptedPaneCrossingBoundaryIsReported(t *testing.T) {
 	f := newFleet(t)
 	f.start(nil)
-	b, err := herdrbridge.NewBridge(f.bridgeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := f.newBridge(nil)
 	ctx := context.Background()
 	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent), Env: map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
 	if _, err := b.Adopt(ctx, "w9:p9", "w-3", "w-claude"); !errors.Is(err, herdrapi.ErrPaneNotFound) {
@@ -377,9 +361,7 @@ func TestTurnFailsWhenAgentStaysBlocked(t *testing.T) {
 	f := newFleet(t)
 	// After reading a prompt the agent asks for permission and waits.
 	asks := box + `box; IFS= read -r line; echo "Allow this? esc to cancel · enter to confirm"; exec sleep 600`
-	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(asks)})
-	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
-	f.register("w-1", p.ID)
+	f.readyAgent("w-1", asks)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.BlockedTimeout = 500 * time.Millisecond })
 	turn := f.queue("w-1", "needs permission", time.Time{})
 	got := f.waitTurn(turn, lifecycle.StateFailed)
@@ -390,10 +372,7 @@ func TestTurnFailsWhenAgentStaysBlocked(t *testing.T) {
 
 func TestSpawnResumesThroughTheRoleCommand(t *testing.T) {
 	f := newFleet(t)
-	b, err := herdrbridge.NewBridge(f.bridgeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := f.newBridge(nil)
 	ctx := context.Background()
 	// A command that can neither place nor append --resume is refused
 	// before herdr is touched.

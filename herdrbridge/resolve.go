@@ -41,6 +41,14 @@ func (b *Bridge) inFlight(agent, turn string) (inFlight, bool) {
 	}, true
 }
 
+// stillTyped is inFlight for the two resolvers of a typed turn: false once
+// the turn left "typed", and once its session ended (step settles that
+// turn).
+func (b *Bridge) stillTyped(agent, turn string) (inFlight, bool) {
+	f, ok := b.inFlight(agent, turn)
+	return f, ok && f.turn.State == lifecycle.StateTyped && !f.ended
+}
+
 // wait sleeps until d passes, something changes, or ctx ends.
 func wait(ctx context.Context, ch <-chan struct{}, d time.Duration) {
 	t := time.NewTimer(d)
@@ -67,9 +75,9 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 	deadline := b.cfg.Now().Add(b.cfg.SubmitTimeout)
 	var evidenceAt time.Time
 	for ctx.Err() == nil {
-		f, ok := b.inFlight(agent, turn)
-		if !ok || f.turn.State != lifecycle.StateTyped || f.ended {
-			return // step settles a turn whose session ended
+		f, ok := b.stillTyped(agent, turn)
+		if !ok {
+			return
 		}
 		t := f.turn
 		now := b.cfg.Now()
@@ -154,9 +162,9 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 	deadline := start.Add(b.cfg.SubmitTimeout)
 	poll := b.cfg.Poll
 	for ctx.Err() == nil {
-		f, ok := b.inFlight(agent, turn)
-		if !ok || f.turn.State != lifecycle.StateTyped || f.ended {
-			return // step settles a turn whose session ended
+		f, ok := b.stillTyped(agent, turn)
+		if !ok {
+			return
 		}
 		t := f.turn
 		now := b.cfg.Now()

@@ -1,14 +1,11 @@
 package herdrbridge_test
 
 import (
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi/herdrapitest"
 	"testing"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge"
-	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 	"github.com/fleetd/fleetd/lifecycle"
 )
 
@@ -17,9 +14,7 @@ import (
 // event; once herdr accepts, the turn is typed exactly once and replied.
 func TestARefusalThatTypedNothingDefersTheTurn(t *testing.T) {
 	f := newFleet(t)
-	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
-	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
-	f.register("w-1", p.ID)
+	p := f.readyAgent("w-1", quickAgent)
 	f.herdr.FailNext("agent.prompt", "agent_not_ready", "agent "+p.ID+" is no longer the pane foreground process", 3)
 	f.start(nil)
 	turn := f.queue("w-1", "after three refusals", time.Time{})
@@ -43,9 +38,7 @@ func TestARefusalThatTypedNothingDefersTheTurn(t *testing.T) {
 // and nothing reaches the pane.
 func TestATurnHerdrKeepsRefusingFailsAsNotReady(t *testing.T) {
 	f := newFleet(t)
-	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
-	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
-	f.register("w-1", p.ID)
+	p := f.readyAgent("w-1", quickAgent)
 	f.herdr.FailNext("agent.prompt", "agent_not_ready", "not the foreground process", 100)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.MaxDeferrals = 3 })
 	turn := f.queue("w-1", "never typed", time.Time{})
@@ -63,9 +56,7 @@ func TestATurnHerdrKeepsRefusingFailsAsNotReady(t *testing.T) {
 // nothing wedges it.
 func TestAnUnmatchedReplySettlesTheTurnAndTheNextOneGoes(t *testing.T) {
 	f := newFleet(t)
-	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
-	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
-	f.register("w-1", p.ID)
+	p := f.readyAgent("w-1", quickAgent)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.ReplyGrace = 200 * time.Millisecond })
 	first := f.queue("w-1", "first", time.Time{})
 	second := f.queue("w-1", "second", time.Time{})
@@ -88,9 +79,7 @@ func TestAnUnmatchedReplySettlesTheTurnAndTheNextOneGoes(t *testing.T) {
 // Stop hook is settled too.
 func TestASubmittedTurnWithoutAStopHookIsSettled(t *testing.T) {
 	f := newFleet(t)
-	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
-	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
-	f.register("w-1", p.ID)
+	f.readyAgent("w-1", quickAgent)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.IdleGrace = 500 * time.Millisecond })
 	turn := f.queue("w-1", "no stop hook comes", time.Time{})
 	got := f.waitTurn(turn, lifecycle.StateFailed)
@@ -103,9 +92,7 @@ func TestASubmittedTurnWithoutAStopHookIsSettled(t *testing.T) {
 // submission come from herdr's events and one look at the screen.
 func TestATurnCostsHerdrAFewRequests(t *testing.T) {
 	f := newFleet(t)
-	p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent)})
-	herdrapitest.StatusIs(t, f.client, p.ID, herdrapi.StatusIdle, herdrapi.StatusDone)
-	f.register("w-1", p.ID)
+	f.readyAgent("w-1", quickAgent)
 	f.start(nil)
 	// The first turn pays for the connection (snapshot, subscriptions).
 	warm := f.queue("w-1", "warm up", time.Time{})

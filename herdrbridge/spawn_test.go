@@ -20,10 +20,7 @@ func TestParallelSpawnsNeverRaceTheirAgentsHooks(t *testing.T) {
 		t.Skip("200 panes")
 	}
 	f := newFleet(t)
-	b, err := herdrbridge.NewBridge(f.bridgeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := f.newBridge(nil)
 	ctx := context.Background()
 	const spawners, each = 4, 50
 	var wg sync.WaitGroup
@@ -77,10 +74,7 @@ func TestParallelSpawnsNeverRaceTheirAgentsHooks(t *testing.T) {
 // exit (the agent is not live, its id can be spawned again) and no pane.
 func TestAFailedLaunchLeavesNothingLive(t *testing.T) {
 	f := newFleet(t)
-	b, err := herdrbridge.NewBridge(f.bridgeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := f.newBridge(nil)
 	ctx := context.Background()
 	f.herdr.FailNext("pane.send_input", "pane_send_failed", "write to pane failed", 1)
 	if _, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-sh", Name: "w-1"}); err == nil {

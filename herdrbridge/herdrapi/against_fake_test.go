@@ -81,11 +81,7 @@ func TestShellPaneRunsInput(t *testing.T) {
 func TestSendTextIsRawAndKeysAreSeparate(t *testing.T) {
 	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
-	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := ws.RootPane.PaneID
+	id := herdrapitest.ShellPane(t, c).PaneID
 	if err := c.SendText(ctx, id, "echo raw-$((40+2))"); err != nil {
 		t.Fatal(err)
 	}
@@ -125,11 +121,7 @@ func TestAgentDetectedFromForegroundProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stream.Close()
-	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := ws.RootPane.PaneID
+	id := herdrapitest.ShellPane(t, c).PaneID
 	if _, err := c.Agent(ctx, id); !errors.Is(err, herdrapi.ErrAgentNotFound) {
 		t.Errorf("Agent(plain shell) = %v, want ErrAgentNotFound", err)
 	}
@@ -285,10 +277,7 @@ func TestReportAgentRejectsDone(t *testing.T) {
 func TestSubscribeReplaysLifecycleEvents(t *testing.T) {
 	srv, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
-	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := herdrapitest.ShellPane(t, c)
 	split, err := c.Split(ctx, herdrapi.SplitRequest{Direction: herdrapi.SplitDown})
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +308,7 @@ func TestSubscribeReplaysLifecycleEvents(t *testing.T) {
 			status = &ev
 		}
 	}
-	if want := []string{ws.RootPane.PaneID, split.PaneID, agent.ID}; fmt.Sprint(created) != fmt.Sprint(want) {
+	if want := []string{root.PaneID, split.PaneID, agent.ID}; fmt.Sprint(created) != fmt.Sprint(want) {
 		t.Errorf("replayed pane_created for %v, want %v", created, want)
 	}
 	if status.AgentStatus != herdrapi.StatusIdle || status.Lifecycle || status.PaneID != agent.ID {
@@ -339,11 +328,7 @@ func TestSubscribeReplaysLifecycleEvents(t *testing.T) {
 func TestOutputMatchedSubscription(t *testing.T) {
 	_, c := herdrapitest.Start(t, herdrapitest.Fast)
 	ctx := context.Background()
-	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := ws.RootPane.PaneID
+	id := herdrapitest.ShellPane(t, c).PaneID
 	stream, err := c.Subscribe(ctx, []herdrapi.Subscription{{Type: herdrapi.EventPaneOutputMatched, PaneID: id,
 		Source: herdrapi.SourceRecent, Match: &herdrapi.OutputMatch{Type: "regex", Value: `RESULT=\d+$`}}})
 	if err != nil {

@@ -120,21 +120,13 @@ func (c *Client) Panes(ctx context.Context, workspaceID string) ([]PaneInfo, err
 
 // Pane returns one pane (pane.get).
 func (c *Client) Pane(ctx context.Context, paneID string) (PaneInfo, error) {
-	var r struct {
-		Pane PaneInfo `json:"pane"`
-	}
-	err := c.call(ctx, "pane.get", paneTarget{paneID}, "pane_info", &r)
-	return r.Pane, err
+	return c.paneCall(ctx, "pane.get", paneTarget{paneID})
 }
 
 // FocusPane focuses a pane (pane.focus), which also marks a done agent seen
 // (done → idle, with no event).
 func (c *Client) FocusPane(ctx context.Context, paneID string) (PaneInfo, error) {
-	var r struct {
-		Pane PaneInfo `json:"pane"`
-	}
-	err := c.call(ctx, "pane.focus", paneTarget{paneID}, "pane_info", &r)
-	return r.Pane, err
+	return c.paneCall(ctx, "pane.focus", paneTarget{paneID})
 }
 
 // SplitRequest is the pane.split request. Zero fields are omitted, so herdr
@@ -152,10 +144,15 @@ type SplitRequest struct {
 // Split creates a pane running herdr's default shell, with Env applied to
 // it, and returns the new pane.
 func (c *Client) Split(ctx context.Context, req SplitRequest) (PaneInfo, error) {
+	return c.paneCall(ctx, "pane.split", req)
+}
+
+// paneCall performs a call herdr answers with pane_info {pane}.
+func (c *Client) paneCall(ctx context.Context, method string, params any) (PaneInfo, error) {
 	var r struct {
 		Pane PaneInfo `json:"pane"`
 	}
-	err := c.call(ctx, "pane.split", req, "pane_info", &r)
+	err := c.call(ctx, method, params, "pane_info", &r)
 	return r.Pane, err
 }
 
@@ -268,11 +265,7 @@ func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
 
 // Agent returns one agent by pane id or unique agent name (agent.get).
 func (c *Client) Agent(ctx context.Context, target string) (AgentInfo, error) {
-	var r struct {
-		Agent AgentInfo `json:"agent"`
-	}
-	err := c.call(ctx, "agent.get", agentTarget{target}, "agent_info", &r)
-	return r.Agent, err
+	return c.agentCall(ctx, "agent.get", agentTarget{target}, "agent_info")
 }
 
 // WaitOptions bound a server-side wait. Until defaults (in herdr) to idle,
@@ -342,6 +335,8 @@ func (c *Client) FocusAgent(ctx context.Context, target string) (AgentInfo, erro
 	return c.agentCall(ctx, "agent.focus", agentTarget{target}, "agent_info")
 }
 
+// agentCall performs a call herdr answers with {agent} in a result of type
+// want (agent_info, or agent_prompted for agent.prompt).
 func (c *Client) agentCall(ctx context.Context, method string, params any, want string) (AgentInfo, error) {
 	var r struct {
 		Agent AgentInfo `json:"agent"`

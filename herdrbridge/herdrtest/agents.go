@@ -90,6 +90,16 @@ type agentTarget struct {
 	Target string `json:"target"`
 }
 
+// onAgent serves a method whose params are {target}: it answers what fn
+// makes of that agent's pane, or agent_not_found.
+func (c *call) onAgent(fn func(*pane) any) (any, error) {
+	var p agentTarget
+	if err := c.decode(&p, "target"); err != nil {
+		return nil, err
+	}
+	return c.s.withPane(func() (*pane, error) { return c.s.targetLocked(p.Target) }, fn)
+}
+
 func (c *call) agentList() (any, error) {
 	if err := c.decode(&struct{}{}); err != nil {
 		return nil, err
@@ -111,34 +121,16 @@ func (c *call) agentList() (any, error) {
 }
 
 func (c *call) agentGet() (any, error) {
-	var p agentTarget
-	if err := c.decode(&p, "target"); err != nil {
-		return nil, err
-	}
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pn, err := s.targetLocked(p.Target)
-	if err != nil {
-		return nil, err
-	}
-	return result("agent_info", "agent", s.agentInfoLocked(pn)), nil
+	return c.onAgent(func(p *pane) any {
+		return result("agent_info", "agent", c.s.agentInfoLocked(p))
+	})
 }
 
 func (c *call) agentFocus() (any, error) {
-	var p agentTarget
-	if err := c.decode(&p, "target"); err != nil {
-		return nil, err
-	}
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pn, err := s.targetLocked(p.Target)
-	if err != nil {
-		return nil, err
-	}
-	s.focusLocked(pn)
-	return result("agent_info", "agent", s.agentInfoLocked(pn)), nil
+	return c.onAgent(func(p *pane) any {
+		c.s.focusLocked(p)
+		return result("agent_info", "agent", c.s.agentInfoLocked(p))
+	})
 }
 
 var defaultUntil = []string{stIdle, stDone, stBlocked}

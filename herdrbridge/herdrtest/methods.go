@@ -219,24 +219,29 @@ func str(p *string) string {
 	return *p
 }
 
-func (c *call) workspaceCreate() (any, error) {
+// decodeCreate reads the params of workspace.create and tab.create; a bad
+// env is refused before anything is made.
+func (c *call) decodeCreate() (createParams, error) {
 	var p createParams
 	if err := c.decode(&p); err != nil {
-		return nil, err
+		return p, err
 	}
 	if e := checkEnv(p.Env); e != nil {
-		return nil, e
+		return p, e
+	}
+	return p, nil
+}
+
+func (c *call) workspaceCreate() (any, error) {
+	p, err := c.decodeCreate()
+	if err != nil {
+		return nil, err
 	}
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ws, t := s.newWorkspaceLocked(str(p.Label))
-	pn, err := s.startPaneLocked(t, s.cfg.Shell, p.Env, str(p.CWD))
+	ws, t, pn, err := s.startWorkspaceLocked(str(p.Label), s.cfg.Shell, p.Env, str(p.CWD))
 	if err != nil {
-		s.workspaces = remove(s.workspaces, ws)
-		if s.focusedWS == ws {
-			s.focusedWS = nil
-		}
 		return nil, errf("workspace_create_failed", "%s", err.(*apiError).msg)
 	}
 	if p.Focus {
@@ -248,12 +253,9 @@ func (c *call) workspaceCreate() (any, error) {
 }
 
 func (c *call) tabCreate() (any, error) {
-	var p createParams
-	if err := c.decode(&p); err != nil {
+	p, err := c.decodeCreate()
+	if err != nil {
 		return nil, err
-	}
-	if e := checkEnv(p.Env); e != nil {
-		return nil, e
 	}
 	s := c.s
 	s.mu.Lock()
@@ -295,6 +297,28 @@ func (s *Server) paneLocked(id string) (*pane, error) {
 	return nil, errf("pane_not_found", "pane %s not found", id)
 }
 
+// onPane serves a method whose params are {pane_id}: it answers what fn
+// makes of that pane, or pane_not_found.
+func (c *call) onPane(fn func(*pane) any) (any, error) {
+	var p paneTarget
+	if err := c.decode(&p, "pane_id"); err != nil {
+		return nil, err
+	}
+	return c.s.withPane(func() (*pane, error) { return c.s.paneLocked(p.PaneID) }, fn)
+}
+
+// withPane answers what fn makes of the pane find resolves, or find's
+// error; both run under s.mu.
+func (s *Server) withPane(find func() (*pane, error), fn func(*pane) any) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := find()
+	if err != nil {
+		return nil, err
+	}
+	return fn(p), nil
+}
+
 func (c *call) paneList() (any, error) {
 	var p struct {
 		WorkspaceID *string `json:"workspace_id"`
@@ -323,18 +347,9 @@ func (c *call) paneList() (any, error) {
 }
 
 func (c *call) paneGet() (any, error) {
-	var p paneTarget
-	if err := c.decode(&p, "pane_id"); err != nil {
-		return nil, err
-	}
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pn, err := s.paneLocked(p.PaneID)
-	if err != nil {
-		return nil, err
-	}
-	return result("pane_info", "pane", s.paneInfoLocked(pn)), nil
+	return c.onPane(func(p *pane) any {
+		return result("pane_info", "pane", c.s.paneInfoLocked(p))
+	})
 }
 
 // focusLocked focuses a pane, its tab and workspace, and marks it seen:
@@ -350,19 +365,10 @@ func (s *Server) focusLocked(p *pane) {
 }
 
 func (c *call) paneFocus() (any, error) {
-	var p paneTarget
-	if err := c.decode(&p, "pane_id"); err != nil {
-		return nil, err
-	}
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pn, err := s.paneLocked(p.PaneID)
-	if err != nil {
-		return nil, err
-	}
-	s.focusLocked(pn)
-	return result("pane_info", "pane", s.paneInfoLocked(pn)), nil
+	return c.onPane(func(p *pane) any {
+		c.s.focusLocked(p)
+		return result("pane_info", "pane", c.s.paneInfoLocked(p))
+	})
 }
 
 func (c *call) paneSplit() (any, error) {
@@ -503,13 +509,9 @@ func (c *call) paneRead() (any, error) {
 		return nil, err
 	}
 	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pn, err := s.paneLocked(p.PaneID)
-	if err != nil {
-		return nil, err
-	}
-	return result("pane_read", "read", s.readLocked(pn, p)), nil
+	return s.withPane(func() (*pane, error) { return s.paneLocked(p.PaneID) }, func(pn *pane) any {
+		return result("pane_read", "read", s.readLocked(pn, p))
+	})
 }
 
 // livePane resolves a pane id without holding the lock afterwards, for
@@ -538,16 +540,23 @@ func (c *call) sendText() (any, error) {
 	return result("ok"), nil
 }
 
-func encodeKeys(keys []string) ([]string, error) {
+// keysFor resolves the pane keys go to and encodes them, as herdr checks
+// before writing anything: pane_not_found first, then invalid_key for the
+// first bad name.
+func (s *Server) keysFor(paneID string, keys []string) (*pane, []string, error) {
+	p, err := s.livePane(paneID)
+	if err != nil {
+		return nil, nil, err
+	}
 	out := make([]string, len(keys))
 	for i, k := range keys {
 		b, err := encodeKey(k)
 		if err != nil {
-			return nil, errf("invalid_key", "%v", err)
+			return nil, nil, errf("invalid_key", "%v", err)
 		}
 		out[i] = b
 	}
-	return out, nil
+	return p, out, nil
 }
 
 func (c *call) sendKeys() (any, error) {
@@ -558,11 +567,7 @@ func (c *call) sendKeys() (any, error) {
 	if err := c.decode(&p, "pane_id", "keys"); err != nil {
 		return nil, err
 	}
-	pn, err := c.s.livePane(p.PaneID)
-	if err != nil {
-		return nil, err
-	}
-	enc, err := encodeKeys(p.Keys)
+	pn, enc, err := c.s.keysFor(p.PaneID, p.Keys)
 	if err != nil {
 		return nil, err
 	}
@@ -595,11 +600,7 @@ func (c *call) sendInput() (any, error) {
 	if err := c.decode(&p, "pane_id"); err != nil {
 		return nil, err
 	}
-	pn, err := c.s.livePane(p.PaneID)
-	if err != nil {
-		return nil, err
-	}
-	enc, err := encodeKeys(p.Keys)
+	pn, enc, err := c.s.keysFor(p.PaneID, p.Keys)
 	if err != nil {
 		return nil, err
 	}

@@ -109,19 +109,16 @@ func (s *Server) SpawnPane(ctx context.Context, spec PaneSpec) (Pane, error) {
 		t = s.focusedWS.activeTab
 	}
 	var p *pane
-	var err error
 	if t == nil {
-		ws, nt := s.newWorkspaceLocked("")
-		if p, err = s.startPaneLocked(nt, spec.Argv, spec.Env, spec.Cwd); err != nil {
-			s.workspaces = remove(s.workspaces, ws)
-			if s.focusedWS == ws {
-				s.focusedWS = nil
-			}
+		ws, nt, np, err := s.startWorkspaceLocked("", spec.Argv, spec.Env, spec.Cwd)
+		if err != nil {
 			return Pane{}, err
 		}
+		p = np
 		p.name = spec.Name
 		s.emitCreatedLocked(ws, nt, p)
 	} else {
+		var err error
 		if p, err = s.startPaneLocked(t, spec.Argv, spec.Env, spec.Cwd); err != nil {
 			return Pane{}, err
 		}
@@ -129,6 +126,22 @@ func (s *Server) SpawnPane(ctx context.Context, spec PaneSpec) (Pane, error) {
 		s.emitSplitLocked(p)
 	}
 	return Pane{ID: p.id, WorkspaceID: p.tab.ws.id, TabID: p.tab.id, TerminalID: p.terminalID, PID: p.cmd.Process.Pid}, nil
+}
+
+// startWorkspaceLocked makes a workspace whose first tab runs argv. When
+// the program cannot start, the workspace is taken back and the start
+// error returned.
+func (s *Server) startWorkspaceLocked(label string, argv []string, env map[string]string, cwd string) (*workspace, *tab, *pane, error) {
+	ws, t := s.newWorkspaceLocked(label)
+	p, err := s.startPaneLocked(t, argv, env, cwd)
+	if err != nil {
+		s.workspaces = remove(s.workspaces, ws)
+		if s.focusedWS == ws {
+			s.focusedWS = nil
+		}
+		return nil, nil, nil, err
+	}
+	return ws, t, p, nil
 }
 
 // emitCreatedLocked emits workspace.create's events in herdr's order.
@@ -347,23 +360,22 @@ func (s *Server) write(p *pane, b []byte) error {
 // Input returns every write made into the pane's PTY so far, including
 // after the pane closed.
 func (s *Server) Input(paneID string) []InputWrite {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.all[paneID]
-	if p == nil {
-		return nil
-	}
-	return append([]InputWrite(nil), p.inputs...)
+	return copyOf(s, paneID, func(p *pane) []InputWrite { return p.inputs })
 }
 
 // Output returns the raw bytes the pane's program wrote (its output and the
 // terminal's echo of its input), up to OutputLimit.
 func (s *Server) Output(paneID string) []byte {
+	return copyOf(s, paneID, func(p *pane) []byte { return p.term.raw })
+}
+
+// copyOf copies, under s.mu, what field holds for any pane the server ever
+// made; nil for an unknown id.
+func copyOf[T any](s *Server, paneID string, field func(*pane) []T) []T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.all[paneID]
-	if p == nil {
-		return nil
+	if p := s.all[paneID]; p != nil {
+		return append([]T(nil), field(p)...)
 	}
-	return append([]byte(nil), p.term.raw...)
+	return nil
 }

@@ -127,6 +127,19 @@ func NextEvent(t testing.TB, s *herdrapi.Stream, paneID string, kinds ...herdrap
 	}
 }
 
+// ShellPane creates a workspace through c and returns its root pane, which
+// runs herdr's default shell.
+func ShellPane(t testing.TB, c *herdrapi.Client) herdrapi.PaneInfo {
+	t.Helper()
+	ws, err := c.CreateWorkspace(context.Background(), herdrapi.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws.RootPane
+}
+
+// Spawn starts a pane running spec.Argv directly in the fake (no shell),
+// failing the test if it cannot.
 func Spawn(t testing.TB, srv *herdrtest.Server, spec herdrtest.PaneSpec) herdrtest.Pane {
 	t.Helper()
 	p, err := srv.SpawnPane(context.Background(), spec)
