@@ -123,7 +123,7 @@ type target struct {
 	hook              events.Status
 	clears            int
 	attention         string
-	hooked, readySeen bool
+	hooked            bool
 }
 
 // snapshot copies what a delivery decision needs, under the lock.
