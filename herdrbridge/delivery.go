@@ -115,15 +115,15 @@ func (b *Bridge) fail(ctx context.Context, agent, turn, reason, msg string) {
 
 // target is what typeTurn knows about the agent when it decides.
 type target struct {
-	pane, role, cwd   string
-	lastSeq           uint64
-	recognised        bool // herdr will agent.prompt it
-	freshView         bool
-	status            herdrapi.AgentStatus
-	hook              events.Status
-	clears            int
-	attention         string
-	hooked            bool
+	pane, role, cwd string
+	lastSeq         uint64
+	recognised      bool // herdr will agent.prompt it
+	freshView       bool
+	status          herdrapi.AgentStatus
+	hook            events.Status
+	clears          int
+	attention       string
+	hooked          bool
 }
 
 // snapshot copies what a delivery decision needs, under the lock.
