@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/roles"
 )

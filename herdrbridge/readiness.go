@@ -2,12 +2,12 @@ package herdrbridge
 
 import (
 	"context"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 )
 
 // Attention reasons the gateway records (events.AgentAttention): it types

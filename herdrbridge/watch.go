@@ -3,11 +3,11 @@ package herdrbridge
 import (
 	"context"
 	"errors"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"sync"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 )
 
 // lifecycleKinds are the herdr events the bridge follows for every pane.

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fleetd/fleetd/gateway"
 	"os"
 	"strings"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/roles"
 )

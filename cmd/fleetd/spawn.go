@@ -3,15 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/fleetd/fleetd/gateway"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"os"
 	"path/filepath"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/roles"
 )
 

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fleetd/fleetd/gateway"
 	"os"
 	"time"
 
 	"github.com/fleetd/fleetd/embeddednats"
+	"github.com/fleetd/fleetd/gateway"
 )
 
 // UpCmd runs the fabric on this host.
