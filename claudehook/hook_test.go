@@ -397,7 +397,7 @@ func TestSpoolDir(t *testing.T) {
 }
 
 func TestSettings(t *testing.T) {
-	b, err := Settings("/opt/fleet d/fleetd")
+	b, err := SettingsConfig{Fleetd: "/opt/fleet d/fleetd"}.JSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestSettings(t *testing.T) {
 	if got.Permissions.DefaultMode != "default" {
 		t.Errorf("defaultMode = %q, want default", got.Permissions.DefaultMode)
 	}
-	if _, err := Settings(""); err == nil {
+	if _, err := (SettingsConfig{}).JSON(); err == nil {
 		t.Error("Settings without a fleetd path did not fail")
 	}
 	b, _ = SettingsConfig{Fleetd: "fleetd", DefaultMode: "-"}.JSON()

@@ -87,12 +87,6 @@ func (c SettingsConfig) JSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Settings is the settings JSON fleetd-spawned panes run with, hooks
-// pointing at fleetdPath and the default permissions.
-func Settings(fleetdPath string) ([]byte, error) {
-	return SettingsConfig{Fleetd: fleetdPath}.JSON()
-}
-
 // shellWord quotes s for sh when it holds anything but safe characters
 // (Claude runs hook commands through a shell).
 func shellWord(s string) string {
@@ -105,19 +99,20 @@ func shellWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// WriteFile writes the settings file to path, creating its directory;
-// it replaces an existing file in one rename, so a pane starting at that
-// moment reads the old file or the new one, never half of one.
+// WriteFile writes the settings file to path (mode 0600; a directory it
+// creates, 0700: it sits in fleetd's state directory); it replaces an
+// existing file in one rename, so a pane starting at that moment reads
+// the old file or the new one, never half of one.
 func (c SettingsConfig) WriteFile(path string) error {
 	b, err := c.JSON()
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("hooks settings: %w", err)
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("hooks settings: %w", err)
 	}
 	return os.Rename(tmp, path)

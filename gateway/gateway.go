@@ -348,14 +348,7 @@ func writeHookSettings(path string) error {
 	if err != nil {
 		return fmt.Errorf("hooks settings: %w", err)
 	}
-	b, err := claudehook.Settings(exe)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o600)
+	return claudehook.SettingsConfig{Fleetd: exe}.WriteFile(path)
 }
 
 // goRun runs one component; if it fails, the whole gateway stops.
