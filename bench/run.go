@@ -1,12 +1,15 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"time"
@@ -218,4 +221,24 @@ type stage struct {
 
 func (s stage) progress(format string, args ...any) {
 	fmt.Fprintf(s.Progress, "bench:   "+format+"\n", args...)
+}
+
+// InChild is the StageFunc that runs each stage in a fresh process: exe
+// with args(stage, sync), which must call RunStage and print its rows as
+// JSON on stdout (its stderr is this process's).
+func InChild(exe string, args func(stage string, sync bool) []string) StageFunc {
+	return func(ctx context.Context, stage string, sync bool) ([]Row, error) {
+		cmd := exec.CommandContext(ctx, exe, args(stage, sync)...)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("stage %s: %w", stage, err)
+		}
+		var rows []Row
+		if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+			return nil, fmt.Errorf("stage %s output: %w", stage, err)
+		}
+		return rows, nil
+	}
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"time"
 
@@ -67,8 +65,11 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 	if err := plan.Validate(); err != nil {
 		return err
 	}
-	rep, failed := bench.RunAll(ctx, plan, c.child(plan.Size))
-	var err error
+	child, err := c.child(plan.Size)
+	if err != nil {
+		return err
+	}
+	rep, failed := bench.RunAll(ctx, plan, child)
 	if c.JSON {
 		err = rep.JSON(os.Stdout)
 	} else {
@@ -83,30 +84,18 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 	return nil
 }
 
-// child runs each stage in a fresh fleetd process (`fleetd bench --stage`)
-// and decodes its rows. It stays here, beside the flags it passes: the
-// argv it builds is this command's own, parsed by kong in the child.
-func (c *BenchCmd) child(size bench.Size) bench.StageFunc {
-	return func(ctx context.Context, stage string, sync bool) ([]bench.Row, error) {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		args := []string{"bench", "--stage", stage, "--stage-sync=" + strconv.FormatBool(sync), "--size", size.Name,
-			"--claude", c.Claude, "--fan-out-think", size.Think.String()}
-		cmd := exec.CommandContext(ctx, exe, args...)
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			return nil, err
-		}
-		var rows []bench.Row
-		if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
-			return nil, fmt.Errorf("stage output: %w", err)
-		}
-		return rows, nil
+// child runs each stage in a fresh fleetd process (`fleetd bench
+// --stage`). The argv stays here, beside the flags it passes: the child
+// parses it with this command's own flags.
+func (c *BenchCmd) child(size bench.Size) (bench.StageFunc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
 	}
+	return bench.InChild(exe, func(stage string, sync bool) []string {
+		return []string{"bench", "--stage", stage, "--stage-sync=" + strconv.FormatBool(sync), "--size", size.Name,
+			"--claude", c.Claude, "--fan-out-think", size.Think.String()}
+	}), nil
 }
 
 // runStage is the child: run one stage, print its rows as JSON.
