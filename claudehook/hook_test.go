@@ -22,6 +22,7 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/projections"
 )
@@ -689,18 +690,16 @@ func TestReplayAfterTheDedupeWindowStoresOnce(t *testing.T) {
 	if _, err := log.Append(ctx, probe); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	checkfor.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		ack, err := log.Append(ctx, probe)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ack.Duplicate {
-			break
+		if ack.Duplicate {
+			return errors.New("the dedupe window never passed")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the dedupe window never passed")
-		}
-	}
+		return nil
+	})
 
 	restoreDir(t, saved, spool)
 	if n, err := ReplaySpool(ctx, log, spool); n != 2 || err != nil {

@@ -1,6 +1,7 @@
 package leadshim_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 )
@@ -106,12 +108,12 @@ func TestABlockedTurnAnswersItsDeadlineWithTheReason(t *testing.T) {
 		defer close(done)
 		status, body = post(t, base, `{"to":"w1","text":"stuck","timeout":"1s"}`)
 	}()
-	for deadline := time.Now().Add(10 * time.Second); len(eventstest.ReadAll(t, f.Log, events.Query{Subjects: []string{"fleet.agent.w1.queued"}})) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the send was not queued")
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if len(eventstest.ReadAll(t, f.Log, events.Query{Subjects: []string{"fleet.agent.w1.queued"}})) == 0 {
+			return errors.New("the send was not queued")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	health.set(events.Health{Code: events.HealthStoreFull, Reason: "the JetStream store is full (9 MiB of 8 MiB)"})
 	<-done
 	e := errorOf(t, body)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/projections"
@@ -47,7 +48,7 @@ func TestHealthStaysGreenWhenTheLastMessageIsJunk(t *testing.T) {
 			rawEvent(t, events.Event{Subject: "w1", Data: events.AgentSession{SessionID: strings.Repeat("s", 300<<10), State: "started"}}),
 		} {
 			seq := publishRaw(t, f, "fleet.agent.w1.session", junk)
-			fleettest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+			checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 				status, body := do(t, http.MethodGet, base+"/healthz", "")
 				h := mustJSON[leadshim.Health](t, body)
 				if status != http.StatusOK || h.LastSeq != seq || h.Applied < seq {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/projections"
@@ -167,7 +168,7 @@ func TestRunServesHealthMetricsAndTheMicroService(t *testing.T) {
 	if status, body := post(t, base, `{"to":"w1","text":"over http","timeout":"20s"}`); status != http.StatusOK {
 		t.Fatalf("send: %d %s", status, body)
 	}
-	fleettest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		_, body := do(t, http.MethodGet, base+"/metrics", "")
 		for _, want := range []string{
 			`fleetd_turns_total{outcome="replied",reason=""} 2`,

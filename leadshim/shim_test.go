@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -137,7 +138,7 @@ func TestFailedTurnsAnswerByReason(t *testing.T) {
 				res <- result{s, b}
 			}()
 			var id string
-			fleettest.CheckFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+			checkfor.Eventually(t, 10*time.Second, 5*time.Millisecond, func() error {
 				for _, ev := range eventstest.ReadAll(t, f.Log, events.Query{FromSeq: before + 1, Subjects: []string{"fleet.agent.w1.queued"}}) {
 					id = ev.ID
 				}

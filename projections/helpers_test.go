@@ -19,22 +19,6 @@ import (
 	"github.com/fleetd/fleetd/projections"
 )
 
-// checkFor polls fn every step until it returns nil or total passes.
-func checkFor(t testing.TB, total, step time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(step)
-	}
-}
-
 type env struct {
 	srv *natstest.Server
 	js  jetstream.JetStream

@@ -12,6 +12,7 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/retention"
@@ -139,13 +140,12 @@ func (f *fixture) caughtUp() {
 	if err := f.views.WaitSeq(ctx, st.LastSeq); err != nil {
 		f.t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for f.views.Horizon().Checkpoint < st.LastSeq {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("no checkpoint at %d: %+v", st.LastSeq, f.views.Horizon())
+	checkfor.Eventually(f.t, 10*time.Second, 10*time.Millisecond, func() error {
+		if h := f.views.Horizon(); h.Checkpoint < st.LastSeq {
+			return fmt.Errorf("no checkpoint at %d: %+v", st.LastSeq, h)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func (f *fixture) read(subject string) []events.Event {

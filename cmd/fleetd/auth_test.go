@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/natsauth"
 )
 
@@ -338,10 +339,12 @@ func startSecureHost(t *testing.T, token string, args ...string) *secureHost {
 			t.Logf("---- fleetd up ----\n%s", h.up.Output())
 		}
 	})
-	checkFor(t, 30*time.Second, 50*time.Millisecond, "fleetd up serves or waits for provisioning", func() bool {
-		out := h.up.Output()
-		return strings.Contains(out, "up on host") || strings.Contains(out, "waiting for the fabric to be provisioned")
-	}, h.up.Output)
+	checkfor.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if out := h.up.Output(); !strings.Contains(out, "up on host") && !strings.Contains(out, "waiting for the fabric to be provisioned") {
+			return fmt.Errorf("fleetd up neither serves nor waits for provisioning:\n%s", out)
+		}
+		return nil
+	})
 	return h
 }
 
@@ -457,9 +460,12 @@ func TestTheSecureClusterUnderFleetdAuth(t *testing.T) {
 	f := launchFleet(t, 3, roles, "--server-config", filepath.Join(dir, "server.conf"), "--creds", filepath.Join(dir, "gateway-{host}.nk"))
 	h1, h3 := f.hosts[0], f.hosts[2]
 	for _, h := range f.hosts {
-		checkFor(t, 90*time.Second, 100*time.Millisecond, h.name+" waits to be provisioned", func() bool {
-			return strings.Contains(h.up.Output(), "waiting for the fabric to be provisioned")
-		}, h.up.Output)
+		checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
+			if out := h.up.Output(); !strings.Contains(out, "waiting for the fabric to be provisioned") {
+				return fmt.Errorf("%s does not wait to be provisioned:\n%s", h.name, out)
+			}
+			return nil
+		})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -629,22 +629,20 @@ func waitGone(t *testing.T, dir string, total time.Duration) {
 		}
 		return pids
 	}
-	deadline := time.Now().Add(total)
-	for {
-		pids := inDir()
-		if len(pids) == 0 {
-			return
+	var pids []int
+	err := checkfor.Poll(total, 100*time.Millisecond, func() error {
+		if pids = inDir(); len(pids) > 0 {
+			return fmt.Errorf("processes still in %s: %v", dir, pids)
 		}
-		if time.Now().After(deadline) {
-			t.Logf("processes still in %s after %v, killing them: %v", dir, total, pids)
-			for _, pid := range pids {
-				if p, err := os.FindProcess(pid); err == nil {
-					_ = p.Kill()
-				}
+		return nil
+	})
+	if err != nil {
+		t.Logf("%v; killing them", err)
+		for _, pid := range pids {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
 			}
-			return
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

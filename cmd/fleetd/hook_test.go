@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 )
 
 const stopPayload = `{"session_id":"s1","transcript_path":"/nonexistent.jsonl","cwd":"/w","prompt_id":"p1","permission_mode":"auto",` +
@@ -163,9 +165,12 @@ func TestStopHookDetachesWhenTheTranscriptLagsAndTheReplyCarriesItsUsage(t *test
 	f.WriteString(assistant)
 	f.Close()
 	var rs []events.AgentReplied
-	for deadline := time.Now().Add(10 * time.Second); len(rs) == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		rs = replies()
-	}
+	checkfor.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if rs = replies(); len(rs) == 0 {
+			return errors.New("no reply after the transcript caught up")
+		}
+		return nil
+	})
 	if len(rs) != 1 {
 		t.Fatalf("%d replies after the transcript caught up, want 1", len(rs))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/leadshim"
 )
 
@@ -45,23 +47,19 @@ func httpJSON(t *testing.T, method, url, body string, v any) int {
 func waitHealth(t *testing.T, base string, status int, code string, total time.Duration, says ...string) leadshim.Health {
 	t.Helper()
 	var h leadshim.Health
-	var got int
-	deadline := time.Now().Add(total)
-	for {
+	checkfor.Eventually(t, total, 100*time.Millisecond, func() error {
 		h = leadshim.Health{}
-		got = httpJSON(t, http.MethodGet, base+"/healthz", "", &h)
+		got := httpJSON(t, http.MethodGet, base+"/healthz", "", &h)
 		ok := got == status && h.Code == code
 		for _, s := range says {
 			ok = ok && strings.Contains(h.Error, s)
 		}
-		if ok {
-			return h
+		if !ok {
+			return fmt.Errorf("/healthz: %d %+v, want %d %q", got, h, status, code)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz after %s: %d %+v, want %d %q", total, got, h, status, code)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return h
 }
 
 // G8: `nats stream rm FLEET -f` under a running `fleetd up` (no herdr).

@@ -212,22 +212,6 @@ func (a *Agents) answer(ctx context.Context, agent string, t lifecycle.Turn) {
 	}
 }
 
-// CheckFor polls fn every step until it returns nil or total passes.
-func CheckFor(tb testing.TB, total, step time.Duration, fn func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("after %s: %v", total, err)
-		}
-		time.Sleep(step)
-	}
-}
-
 // MaxInFlight folds evs and returns the most turns of role that were typed
 // or submitted (not final) at any point of the sequence.
 func MaxInFlight(evs []events.Event, role string) int {
