@@ -11,6 +11,7 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
 func runWatcher(t *testing.T, cfg events.WatcherConfig) *events.Watcher {
@@ -19,15 +20,7 @@ func runWatcher(t *testing.T, cfg events.WatcherConfig) *events.Watcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("watcher: %v", err)
-		}
-	})
+	fleettest.Run(t, "watcher", w.Run)
 	return w
 }
 

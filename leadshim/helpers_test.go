@@ -1,7 +1,6 @@
 package leadshim_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -50,15 +49,7 @@ func runShim(t testing.TB, f *fleettest.Fleet, mod func(*leadshim.Config)) (*lea
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("shim run: %v", err)
-		}
-	})
+	fleettest.Run(t, "shim run", s.Run)
 	return s, "http://" + ln.Addr().String()
 }
 
@@ -69,10 +60,7 @@ func startRouter(t testing.TB, f *fleettest.Fleet, rc roles.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	fleettest.Run(t, "router run", r.Run)
 }
 
 func do(t testing.TB, method, url, body string, header ...string) (int, []byte) {

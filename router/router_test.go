@@ -29,15 +29,7 @@ func startRouter(t *testing.T, f *fleettest.Fleet, rc roles.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("router run: %v", err)
-		}
-	})
+	fleettest.Run(t, "router run", r.Run)
 }
 
 // queue appends a role turn and returns its id.

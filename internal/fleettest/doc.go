@@ -4,7 +4,8 @@
 // it) or materialized in KV (Projected, as the gateway runs it), so the
 // tests test the fold production runs — and fake agents that play the
 // gateway's and the hooks' part (type a queued turn when the agent is
-// free, confirm submission, reply). Only tests import it.
+// free, confirm submission, reply). Its Run runs any component's
+// Run(ctx) for the length of a test. Only tests import it.
 //
 // fleettest imports embeddednats/natstest, events, lifecycle and
 // projections; it must not import the packages it tests (leadshim,

@@ -67,24 +67,38 @@ func Over(tb testing.TB, srv *natstest.Server, kind Kind) *Fleet {
 func runProjector(tb testing.TB, log events.Log, srv *natstest.Server, memory bool) projections.Views {
 	tb.Helper()
 	p := projections.New(log, srv.JS, projections.Options{Memory: memory, FlushInterval: 10 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("projector: %v", err)
-		}
-		p.Close()
-	})
+	tb.Cleanup(p.Close) // after Run has returned: cleanups run last first
+	stopped := Run(tb, "projector", p.Run)
 	select {
 	case <-p.Ready():
-	case err := <-done:
-		tb.Fatalf("projector stopped: %v", err)
+	case <-stopped:
+		tb.Fatal("projector stopped before it was ready")
 	case <-time.After(30 * time.Second):
 		tb.Fatal("projector not ready after 30s")
 	}
 	return p
+}
+
+// Run runs run in a goroutine until the test ends, then cancels its
+// context and waits for it; an error it returned fails the test, named by
+// what. The channel is closed once run has returned, for a test that must
+// notice an early stop.
+func Run(tb testing.TB, what string, run func(context.Context) error) (stopped <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = run(ctx)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		if err != nil {
+			tb.Errorf("%s: %v", what, err)
+		}
+	})
+	return done
 }
 
 // Ctx is a context bounded to 30 s and the test.
