@@ -7,7 +7,7 @@
 // free, confirm submission, reply). Its Run runs any component's
 // Run(ctx) for the length of a test. Only tests import it.
 //
-// fleettest imports embeddednats/natstest, events, lifecycle and
-// projections; it must not import the packages it tests (leadshim,
+// fleettest imports embeddednats/natstest, events, lifecycle, projections
+// and natsauth (StartAuth); it must not import the packages it tests (leadshim,
 // router, orchestrator) or cmd.
 package fleettest
