@@ -58,11 +58,8 @@ type fleet struct {
 // startFleet starts the server on TCP, with opts, and creates the stream.
 func startFleet(t testing.TB, opts ...natstest.Option) fleet {
 	t.Helper()
-	srv := natstest.Start(t, append([]natstest.Option{natstest.WithTCP()}, opts...)...)
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return fleetOn(srv)
+	srv, log := fleettest.StartLog(t, events.Options{}, append([]natstest.Option{natstest.WithTCP()}, opts...)...)
+	return fleet{srv: srv, log: log, url: srv.ClientURL()}
 }
 
 // fleetOn is the fleet of a running server that has the stream.

@@ -10,6 +10,7 @@ import (
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
 // within fails the test unless fn returns within d.
@@ -26,11 +27,7 @@ func within(t *testing.T, d time.Duration, what string, fn func()) {
 
 func newLog(t *testing.T, opts ...natstest.Option) (*natstest.Server, events.Log) {
 	t.Helper()
-	srv := natstest.Start(t, opts...)
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return srv, events.New(srv.JS, events.Options{Source: "fleetd/test/events"})
+	return fleettest.StartLog(t, events.Options{Source: "fleetd/test/events"}, opts...)
 }
 
 func hostUp(host string) events.Event {

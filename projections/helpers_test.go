@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 )
@@ -27,11 +28,8 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	srv := natstest.Start(t)
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return &env{srv: srv, js: srv.JS, log: events.New(srv.JS, events.Options{Source: "fleetd/test/projections"})}
+	srv, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/projections"})
+	return &env{srv: srv, js: srv.JS, log: log}
 }
 
 // running is a projector whose Run goroutine the test owns.

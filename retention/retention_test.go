@@ -13,6 +13,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/retention"
@@ -67,11 +68,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	srv := natstest.Start(t)
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{t: t, srv: srv, log: events.New(srv.JS, events.Options{Source: "fleetd/test/retention"}), ids: events.NewULIDSource(time.Now)}
+	srv, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/retention"})
+	f := &fixture{t: t, srv: srv, log: log, ids: events.NewULIDSource(time.Now)}
 	f.run()
 	t.Cleanup(f.halt)
 	return f

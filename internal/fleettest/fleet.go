@@ -51,13 +51,29 @@ func NewKind(tb testing.TB, kind Kind) *Fleet {
 // over a server where a Projected one ran starts from its checkpoint).
 func Over(tb testing.TB, srv *natstest.Server, kind Kind) *Fleet {
 	tb.Helper()
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		tb.Fatalf("fleettest: %v", err)
-	}
-	log := events.New(srv.JS, events.Options{Source: "fleetd/test/test"})
+	log := LogOn(tb, srv, events.Options{Source: "fleetd/test/test"})
 	f := &Fleet{T: tb, NATS: srv, Log: log, Kind: kind}
 	f.Views = runProjector(tb, log, srv, kind == Memory)
 	return f
+}
+
+// StartLog starts a server, with natsOpts, for the length of the test and
+// returns it and a log over its FLEET stream, made with opts (a Source
+// says which tests appended).
+func StartLog(tb testing.TB, opts events.Options, natsOpts ...natstest.Option) (*natstest.Server, events.Log) {
+	tb.Helper()
+	srv := natstest.Start(tb, natsOpts...)
+	return srv, LogOn(tb, srv, opts)
+}
+
+// LogOn creates the FLEET stream on a running server, unless it is there,
+// and returns a log over it made with opts.
+func LogOn(tb testing.TB, srv *natstest.Server, opts events.Options) events.Log {
+	tb.Helper()
+	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
+		tb.Fatalf("fleettest: %v", err)
+	}
+	return events.New(srv.JS, opts)
 }
 
 // runProjector runs the projection — in memory only, or materialized in
