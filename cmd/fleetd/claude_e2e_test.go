@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"io"
 	"net/http"
 	"os"
@@ -26,6 +24,7 @@ import (
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
@@ -222,7 +221,7 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 
 	// The nats CLI saw every reply as it was appended.
 	checkfor.Eventually(t, 20*time.Second, 100*time.Millisecond, func() error {
-		out := tap.output()
+		out := tap.Output()
 		// The printed events, by reply text. A hook's correlation id is
 		// best effort, so the turn is told by the reply's prompt id.
 		seen := map[string]string{}
@@ -536,58 +535,13 @@ func transcriptSummary(path string) string {
 	return out.String()
 }
 
-// natsSub is a running `nats sub` child process.
-type natsSub struct {
-	mu  sync.Mutex
-	out bytes.Buffer
-}
-
-func (s *natsSub) output() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.String()
-}
-
 // startNatsSub runs `nats sub subject` and returns once it has subscribed.
-func startNatsSub(t *testing.T, ctx context.Context, natsBin, url, subject string) *natsSub {
+func startNatsSub(t *testing.T, ctx context.Context, natsBin, url, subject string) *upProcess {
 	t.Helper()
-	ctx, cancel := context.WithCancel(ctx)
 	cmd := exec.CommandContext(ctx, natsBin, "--server", url, "sub", subject)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-	s := &natsSub{}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	subscribed := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		var once sync.Once
-		for sc.Scan() {
-			s.mu.Lock()
-			s.out.WriteString(sc.Text() + "\n")
-			s.mu.Unlock()
-			if strings.Contains(sc.Text(), "Subscribing on") {
-				once.Do(func() { close(subscribed) })
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	waited := make(chan struct{})
-	go func() { cmd.Wait(); pw.Close(); close(waited) }()
-	t.Cleanup(func() { cancel(); <-waited; <-done })
-	select {
-	case <-subscribed:
-	case <-waited:
-		t.Fatalf("nats sub exited:\n%s", s.output())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("nats sub did not subscribe:\n%s", s.output())
-	}
+	s := startChild(t, cmd, "Subscribing on")
+	waitLaunched(t, s, 20*time.Second)
 	return s
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -159,56 +157,6 @@ func (f *testFleet) restart(h *fleetHost) {
 	h.up.output.WriteString("---- (earlier run) ----\n" + old.Output() + "---- (restarted) ----\n")
 	h.up.mu.Unlock()
 	waitLaunched(f.t, h.up, 90*time.Second)
-}
-
-var readyChans sync.Map // *upProcess → chan struct{}
-
-// launch runs fleetd with args, its output captured; ready is the text
-// its output shows once it serves.
-func launch(t *testing.T, ready string, args ...string) *upProcess {
-	t.Helper()
-	p := &upProcess{}
-	p.cmd = exec.Command(fleetdBin, args...)
-	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "FLEET_LOG_LEVEL=info")
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stderr = &lockedWriter{mu: &p.mu, b: &p.output}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan struct{})
-	readyChans.Store(p, ch)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := sync.Once{}
-		for sc.Scan() {
-			p.mu.Lock()
-			p.output.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if strings.Contains(sc.Text(), ready) {
-				once.Do(func() { close(ch) })
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
-	t.Cleanup(func() {
-		p.cmd.Process.Signal(syscall.SIGCONT)
-		p.cmd.Process.Kill()
-		p.cmd.Wait()
-	})
-	return p
-}
-
-func waitLaunched(t *testing.T, p *upProcess, limit time.Duration) {
-	t.Helper()
-	ch, _ := readyChans.Load(p)
-	select {
-	case <-ch.(chan struct{}):
-	case <-time.After(limit):
-		t.Fatalf("%v did not come up within %v:\n%s", p.cmd.Args[1:], limit, p.Output())
-	}
 }
 
 // spawn starts agent of role in a pane of h's herdr, as `fleetd spawn`
