@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"math"
 	"net"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/simagent"
 )
