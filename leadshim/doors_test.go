@@ -104,7 +104,7 @@ func TestSlowClientsAreCutOffByTheirTimeoutsWhileTheShimKeepsAnswering(t *testin
 
 	// Meanwhile, everyone else is served.
 	for _, path := range []string{"/healthz", "/roster"} {
-		if status, body := do(t, http.MethodGet, base+path, ""); status != http.StatusOK {
+		if status, body := fleettest.Do(t, http.MethodGet, base+path, ""); status != http.StatusOK {
 			t.Errorf("GET %s while slow clients hang on: %d %s", path, status, body)
 		}
 	}

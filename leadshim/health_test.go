@@ -35,15 +35,11 @@ func TestAnUnhealthyLogIsReportedAndRefusesSends(t *testing.T) {
 	health := &switchableHealth{}
 	_, base := newShim(t, f, func(c *leadshim.Config) { c.Health = health.err })
 
-	status, body := do(t, http.MethodGet, base+"/healthz", "")
+	status, body := fleettest.Do(t, http.MethodGet, base+"/healthz", "")
 	if status != http.StatusOK {
 		t.Fatalf("healthy: %d %s", status, body)
 	}
-	status, body = post(t, base, `{"to":"w1","text":"before","wait":false}`)
-	if status != http.StatusAccepted {
-		t.Fatalf("send while healthy: %d %s", status, body)
-	}
-	accepted := mustJSON[leadshim.Accepted](t, body).ID
+	accepted := postAsync(t, base, `{"to":"w1","text":"before","wait":false}`).ID
 
 	for _, c := range []struct {
 		code, reason string
@@ -53,7 +49,7 @@ func TestAnUnhealthyLogIsReportedAndRefusesSends(t *testing.T) {
 		{events.HealthStoreLow, "the JetStream store is nearly full"},
 	} {
 		health.set(events.Health{Code: c.code, Reason: c.reason})
-		status, body = do(t, http.MethodGet, base+"/healthz", "")
+		status, body = fleettest.Do(t, http.MethodGet, base+"/healthz", "")
 		h := mustJSON[leadshim.Health](t, body)
 		if status != http.StatusServiceUnavailable || h.Code != c.code || !strings.Contains(h.Error, c.reason) {
 			t.Errorf("%s: healthz %d %s", c.code, status, body)
@@ -62,7 +58,7 @@ func TestAnUnhealthyLogIsReportedAndRefusesSends(t *testing.T) {
 		if e := errorOf(t, body); status != http.StatusServiceUnavailable || e.Code != c.code || !strings.Contains(e.Message, c.reason) {
 			t.Errorf("%s: send %d %s", c.code, status, body)
 		}
-		status, body = do(t, http.MethodGet, base+"/message/"+accepted, "")
+		status, body = fleettest.Do(t, http.MethodGet, base+"/message/"+accepted, "")
 		if env := mustJSON[leadshim.Envelope](t, body); status != http.StatusOK || env.Status != "queued" || !strings.Contains(env.Stalled, c.reason) {
 			t.Errorf("%s: GET of the accepted turn %d %s", c.code, status, body)
 		}
@@ -77,13 +73,9 @@ func TestAnUnhealthyLogIsReportedAndRefusesSends(t *testing.T) {
 	// A long-poll of a turn accepted while healthy, ending while the store
 	// is full, shows why the turn is stalled.
 	health.set(events.Health{})
-	status, body = post(t, base, `{"to":"w1","text":"waits","timeout":"1s","wait":false}`)
-	if status != http.StatusAccepted {
-		t.Fatalf("%d %s", status, body)
-	}
-	id := mustJSON[leadshim.Accepted](t, body).ID
+	id := postAsync(t, base, `{"to":"w1","text":"waits","timeout":"1s","wait":false}`).ID
 	health.set(events.Health{Code: events.HealthStoreFull, Reason: "the JetStream store is full"})
-	status, body = do(t, http.MethodGet, base+"/message/"+id+"?wait=1500ms", "")
+	status, body = fleettest.Do(t, http.MethodGet, base+"/message/"+id+"?wait=1500ms", "")
 	if env := mustJSON[leadshim.Envelope](t, body); status != http.StatusOK || env.Stalled == "" {
 		t.Errorf("long-poll while full: %d %s", status, body)
 	}

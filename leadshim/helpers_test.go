@@ -2,11 +2,9 @@ package leadshim_test
 
 import (
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -63,30 +61,20 @@ func startRouter(t testing.TB, f *fleettest.Fleet, rc roles.Config) {
 	fleettest.Run(t, "router run", r.Run)
 }
 
-func do(t testing.TB, method, url, body string, header ...string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, b
-}
-
 func post(t testing.TB, base, body string) (int, []byte) {
 	t.Helper()
-	return do(t, http.MethodPost, base+"/message", body)
+	return fleettest.Do(t, http.MethodPost, base+"/message", body)
+}
+
+// postAsync posts a send that does not wait ("wait":false) and returns
+// what the 202 answer says.
+func postAsync(t testing.TB, base, body string) leadshim.Accepted {
+	t.Helper()
+	status, b := post(t, base, body)
+	if status != http.StatusAccepted {
+		t.Fatalf("%s: status %d: %s", body, status, b)
+	}
+	return mustJSON[leadshim.Accepted](t, b)
 }
 
 func mustJSON[T any](t testing.TB, b []byte) T {

@@ -49,7 +49,7 @@ func TestHealthStaysGreenWhenTheLastMessageIsJunk(t *testing.T) {
 		} {
 			seq := publishRaw(t, f, "fleet.agent.w1.session", junk)
 			checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
-				status, body := do(t, http.MethodGet, base+"/healthz", "")
+				status, body := fleettest.Do(t, http.MethodGet, base+"/healthz", "")
 				h := mustJSON[leadshim.Health](t, body)
 				if status != http.StatusOK || h.LastSeq != seq || h.Applied < seq {
 					return fmt.Errorf("junk %d at #%d: healthz %d %s", i, seq, status, body)
@@ -57,11 +57,11 @@ func TestHealthStaysGreenWhenTheLastMessageIsJunk(t *testing.T) {
 				return nil
 			})
 		}
-		_, body := do(t, http.MethodGet, base+"/roster", "")
+		_, body := fleettest.Do(t, http.MethodGet, base+"/roster", "")
 		if r := mustJSON[[]projections.Agent](t, body); len(r) != 1 || r[0].SessionID != "" {
 			t.Errorf("roster after junk: %s", body)
 		}
-		if _, body := do(t, http.MethodGet, base+"/sessions", ""); strings.Contains(string(body), "sss") {
+		if _, body := fleettest.Do(t, http.MethodGet, base+"/sessions", ""); strings.Contains(string(body), "sss") {
 			t.Errorf("the oversized session reached the sessions view: %.200s", body)
 		}
 		if f.Log.Skipped() < 3 {

@@ -253,12 +253,7 @@ func TestUnderFleetdAuthEachKeyDoesOnlyItsPart(t *testing.T) {
 	if out, err := natsAs(adminKey, "req", "fleetd.roster", ""); err != nil || !strings.Contains(out, `"w-2"`) {
 		t.Errorf("the admin's nats req fleetd.roster: %v\n%s", err, out)
 	}
-	anc, err := nats.Connect(h.natsURL, adminOpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer anc.Close()
-	ajs, _ := jetstream.New(anc)
+	ajs := connectJS(t, h.natsURL, adminOpt)
 	s, err := ajs.Stream(ctx, events.Stream)
 	if err != nil {
 		t.Fatalf("FLEET after the gateway's attempts: %v", err)
@@ -384,12 +379,7 @@ func (h *secureHost) hookEvents(t *testing.T, auth nats.Option, agent string) in
 // readLogWith reads the whole log from url as the identity auth.
 func readLogWith(t *testing.T, url string, auth nats.Option) []events.Event {
 	t.Helper()
-	nc, err := nats.Connect(url, auth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := connectJS(t, url, auth)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []events.Event
@@ -479,12 +469,7 @@ func TestTheSecureClusterUnderFleetdAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	anc, err := nats.Connect(h1.natsURL, adminOpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer anc.Close()
-	ajs, _ := jetstream.New(anc)
+	ajs := connectJS(t, h1.natsURL, adminOpt)
 	if s, err := ajs.Stream(ctx, events.Stream); err != nil || s.CachedInfo().Config.Replicas != 3 {
 		t.Errorf("FLEET as provisioned: %v", err)
 	}

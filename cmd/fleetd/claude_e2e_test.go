@@ -147,12 +147,8 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 		t.FailNow()
 	}
 
-	log, nc := connectLog(t, up.url)
+	log, js := connectLog(t, up.url)
 	all := readEvents(t, ctx, log, "fleet.agent.>")
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	turnsKV, err := js.KeyValue(ctx, "fleet_turns")
 	if err != nil {
 		t.Fatal(err)

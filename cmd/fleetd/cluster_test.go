@@ -350,12 +350,7 @@ func TestClusterCarriesTurnsToTheOwningHostAndMarksASilentHostStale(t *testing.T
 	defer cancel()
 
 	t.Run("the stream and the projection buckets are replicated on three nodes", func(t *testing.T) {
-		nc, err := nats.Connect(h2.natsURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, _ := jetstream.New(nc)
+		js := connectJS(t, h2.natsURL)
 		for _, name := range []string{events.Stream, "KV_" + projections.BucketRoster, "KV_" + projections.BucketTurns} {
 			s, err := js.Stream(ctx, name)
 			if err != nil {
@@ -920,15 +915,7 @@ func TestAgentCredentialsCannotPublishAnotherAgentsEvents(t *testing.T) {
 // have a leader and it is not the server named gone.
 func waitLeaders(t *testing.T, ctx context.Context, h *fleetHost, gone string, limit time.Duration) {
 	t.Helper()
-	nc, err := nats.Connect(h.natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := connectJS(t, h.natsURL)
 	streams := []string{events.Stream}
 	for _, b := range []string{projections.BucketRoster, projections.BucketSessions, projections.BucketTurns, projections.BucketCheckpoints} {
 		streams = append(streams, "KV_"+b)

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/checkfor"
 )
@@ -20,11 +18,7 @@ import (
 // outcome counter. Each junk message is logged once, not once per reader.
 func TestUpLogsEachJunkMessageOnce(t *testing.T) {
 	up := startUp(t, t.TempDir())
-	log, nc := connectLog(t, up.url)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log, js := connectLog(t, up.url)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	must := func(ev events.Event) events.Ack {

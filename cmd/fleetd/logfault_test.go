@@ -213,15 +213,7 @@ func TestAFullStoreStallsNoAcknowledgedTurnSilently(t *testing.T) {
 	})
 
 	// An administrator's stream takes the rest of the store.
-	admin, err := nats.Connect(fx.gw.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	js, err := jetstream.New(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := connectJS(t, fx.gw.NATSURL())
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill.>"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -146,9 +146,17 @@ func (p *upProcess) Output() string {
 	return p.output.String()
 }
 
-func connectLog(t *testing.T, url string) (events.Log, *nats.Conn) {
+func connectLog(t *testing.T, url string) (events.Log, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	js := connectJS(t, url)
+	return events.New(js, events.Options{Source: "fleetd/test/client"}), js
+}
+
+// connectJS connects to the NATS server at url, with opts, for the
+// length of the test.
+func connectJS(t *testing.T, url string, opts ...nats.Option) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +165,7 @@ func connectLog(t *testing.T, url string) (events.Log, *nats.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return events.New(js, events.Options{Source: "fleetd/test/client"}), nc
+	return js
 }
 
 // An acknowledged append survives kill -9 of the server: SyncAlways is on
