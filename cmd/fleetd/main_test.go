@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,27 +18,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
 // fleetdBin is the fleetd binary built once for the tests that run it as
 // a child process (kill -9, the nats CLI, hooks).
 var fleetdBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fleetd-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fleetdBin = filepath.Join(dir, "fleetd")
-	if out, err := exec.Command("go", "build", "-o", fleetdBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build fleetd: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(fleettest.RunWithFleetd(m, ".", &fleetdBin)) }
 
 func freePort(t testing.TB) int {
 	t.Helper()
