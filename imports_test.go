@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"leadshim":                          {"events", "lifecycle", "projections", "roles", "jobs", "turns"},
 	"orchestrator":                      {"events", "lifecycle", "projections", "jobs", "turns"},
 	"internal/checkfor":                 {},
-	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "jobs", "turns"},
+	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "jobs", "turns", "natsauth"},
 	"natsauth":                          {"events", "lifecycle", "projections"},
 	"fakeapi":                           {},
 	"bench": {"jobs", "turns", "demo", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",

@@ -22,6 +22,8 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/projections"
 )
@@ -53,13 +55,44 @@ type fleet struct {
 	url string
 }
 
-func startFleet(t testing.TB) fleet {
+// startFleet starts the server on TCP, with opts, and creates the stream.
+func startFleet(t testing.TB, opts ...natstest.Option) fleet {
 	t.Helper()
-	srv := natstest.Start(t, natstest.WithTCP())
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
+	srv, log := fleettest.StartLog(t, events.Options{}, append([]natstest.Option{natstest.WithTCP()}, opts...)...)
+	return fleet{srv: srv, log: log, url: srv.ClientURL()}
+}
+
+// fleetOn is the fleet of a running server that has the stream.
+func fleetOn(srv *natstest.Server) fleet {
+	return fleet{srv: srv, log: events.New(srv.JS, events.Options{}), url: srv.ClientURL()}
+}
+
+// currentTurn is the turn the roster shows the agent working on.
+const currentTurn = "01JTURN0000000000000000000"
+
+// putRosterRow writes the agent's roster row, as the gateway's projection
+// would.
+func (f fleet) putRosterRow(t testing.TB, row string) {
+	t.Helper()
+	ctx := context.Background()
+	kv, err := f.srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: projections.BucketRoster})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return fleet{srv: srv, log: events.New(srv.JS, events.Options{}), url: srv.ClientURL()}
+	if _, err := kv.Put(ctx, agent, []byte(row)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assertCorrelated checks that every event carries the roster's current
+// turn as its correlation id.
+func assertCorrelated(t testing.TB, got []events.Event) {
+	t.Helper()
+	for _, ev := range got {
+		if ev.CorrelationID != currentTurn {
+			t.Errorf("%s correlation id = %q, want the roster's current turn", ev.Type(), ev.CorrelationID)
+		}
+	}
 }
 
 func (f fleet) agentEvents(t testing.TB) []events.Event {
@@ -160,14 +193,7 @@ func TestRunNotificationThatDoesNotBlockAppendsNothing(t *testing.T) {
 
 func TestRunCorrelatesWithTheRostersCurrentTurn(t *testing.T) {
 	f := startFleet(t)
-	ctx := context.Background()
-	kv, err := f.srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: projections.BucketRoster})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(ctx, agent, []byte(`{"agent":"w-claude-1","status":"working","current_turn":"01JTURN0000000000000000000"}`)); err != nil {
-		t.Fatal(err)
-	}
+	f.putRosterRow(t, `{"agent":"w-claude-1","status":"working","current_turn":"`+currentTurn+`"}`)
 	if stderr, err := run(t, "user-prompt-submit", payloads[UserPromptSubmit], paneEnv(f.url, t.TempDir())); err != nil {
 		t.Fatal(err, stderr)
 	}
@@ -175,11 +201,7 @@ func TestRunCorrelatesWithTheRostersCurrentTurn(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("got %d events", len(got))
 	}
-	for _, ev := range got {
-		if ev.CorrelationID != "01JTURN0000000000000000000" {
-			t.Errorf("%s correlation id = %q, want the roster's current turn", ev.Type(), ev.CorrelationID)
-		}
-	}
+	assertCorrelated(t, got)
 }
 
 func TestRunRejectsWhatIsNotAHook(t *testing.T) {
@@ -276,11 +298,19 @@ func TestGatewayDownSpoolsThenReplaysExactlyOnce(t *testing.T) {
 	if n, err := ReplaySpool(ctx, f.log, spool); n != 0 || err != nil {
 		t.Errorf("second ReplaySpool = %d, %v; want 0, nil", n, err)
 	}
+	replayAgain(t, f, spool, saved, wantTypes)
+}
+
+// replayAgain restores the saved spool files and replays them, as after a
+// crash that kept them past their append: every file is replayed, yet the
+// log holds want, each event once, and the spool is left empty.
+func replayAgain(t *testing.T, f fleet, spool string, saved map[string][]byte, want []events.Type) {
+	t.Helper()
 	restoreDir(t, saved, spool)
-	if n, err := ReplaySpool(ctx, f.log, spool); n != 4 || err != nil {
-		t.Errorf("ReplaySpool of repeated files = %d, %v; want 4 (duplicates), nil", n, err)
+	if n, err := ReplaySpool(context.Background(), f.log, spool); n != len(saved) || err != nil {
+		t.Errorf("ReplaySpool of the saved files again = %d, %v; want %d, nil", n, err, len(saved))
 	}
-	assertTypes(t, f.agentEvents(t), wantTypes)
+	assertTypes(t, f.agentEvents(t), want)
 	if files, _ := pending(spool); len(files) != 0 {
 		t.Errorf("spool still holds %d files", len(files))
 	}
@@ -582,33 +612,9 @@ func TestALongReplyIsCutToTheEventTextLimit(t *testing.T) {
 // prefix, the only one it may subscribe to) and correlated with its
 // roster row, with nothing spooled and no permission refused.
 func TestRunWithTheAgentsOwnKey(t *testing.T) {
-	dir := t.TempDir()
-	creds, err := natsauth.Generate(natsauth.Fleet{Hosts: map[string][]string{"h1": {agent}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := natsauth.Write(dir, creds); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := natsauth.ConnectOption(filepath.Join(dir, "admin.nk"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := natstest.Start(t, natstest.WithTCP(), natstest.WithClientOptions(admin), natstest.WithConfig(func(c *embeddednats.Config) {
-		c.ConfigFile = filepath.Join(dir, natsauth.ServerConfigFile)
-	}))
-	ctx := context.Background()
-	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kv, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: projections.BucketRoster})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(ctx, agent, []byte(`{"current_turn":"01JTURN0000000000000000000"}`)); err != nil {
-		t.Fatal(err)
-	}
-	f := fleet{srv: srv, log: events.New(srv.JS, events.Options{}), url: srv.ClientURL()}
+	srv, dir := fleettest.StartAuth(t, natsauth.Fleet{Hosts: map[string][]string{"h1": {agent}}})
+	f := fleetOn(srv)
+	f.putRosterRow(t, `{"current_turn":"`+currentTurn+`"}`)
 	spool := t.TempDir()
 	env := paneEnv(f.url, spool, "FLEET_NATS_CREDS", natsauth.AgentCreds(filepath.Join(dir, "gateway-h1.nk"), agent))
 	for _, hook := range []string{"session-start", "user-prompt-submit", "stop", "stop-failure", "notification", "session-end"} {
@@ -621,22 +627,14 @@ func TestRunWithTheAgentsOwnKey(t *testing.T) {
 	if len(got) != 10 {
 		t.Errorf("got %d events, want 10", len(got))
 	}
-	for _, ev := range got {
-		if ev.CorrelationID != "01JTURN0000000000000000000" {
-			t.Errorf("%s correlation id = %q, want the roster's current turn", ev.Type(), ev.CorrelationID)
-		}
-	}
+	assertCorrelated(t, got)
 }
 
 // With a token server (`fleetd up --token`), the hooks authenticate with
 // FLEET_NATS_TOKEN; without it they cannot connect and spool.
 func TestRunWithTheNATSToken(t *testing.T) {
-	srv := natstest.Start(t, natstest.WithTCP(), natstest.WithClientOptions(nats.Token("s3cret")),
+	f := startFleet(t, natstest.WithClientOptions(nats.Token("s3cret")),
 		natstest.WithConfig(func(c *embeddednats.Config) { c.Token = "s3cret" }))
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f := fleet{srv: srv, log: events.New(srv.JS, events.Options{}), url: srv.ClientURL()}
 	spool := t.TempDir()
 	stderr, err := run(t, "stop", payloads[Stop], paneEnv(f.url, spool))
 	if err != nil || !strings.Contains(stderr, "NATS unavailable") {
@@ -689,27 +687,18 @@ func TestReplayAfterTheDedupeWindowStoresOnce(t *testing.T) {
 	if _, err := log.Append(ctx, probe); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	checkfor.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		ack, err := log.Append(ctx, probe)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ack.Duplicate {
-			break
+		if ack.Duplicate {
+			return errors.New("the dedupe window never passed")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the dedupe window never passed")
-		}
-	}
+		return nil
+	})
 
-	restoreDir(t, saved, spool)
-	if n, err := ReplaySpool(ctx, log, spool); n != 2 || err != nil {
-		t.Fatalf("late ReplaySpool = %d, %v; want 2 (found stored), nil", n, err)
-	}
-	assertTypes(t, f.agentEvents(t), want)
-	if files, _ := pending(spool); len(files) != 0 {
-		t.Errorf("spool still holds %d files", len(files))
-	}
+	replayAgain(t, f, spool, saved, want)
 }
 
 // A hook replays only what the dedupe window still guards (an agent's NATS

@@ -7,6 +7,7 @@ import (
 	"github.com/fleetd/fleetd/bench"
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
 // benchLog is a fresh server (SyncAlways on when sync) with the stream and
@@ -17,11 +18,7 @@ func benchLog(b *testing.B, sync bool) (*natstest.Server, events.Log) {
 	if sync {
 		opts = append(opts, natstest.WithSyncAlways())
 	}
-	srv := natstest.Start(b, opts...)
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	return srv, events.New(srv.JS, events.Options{Source: "fleetd/bench/events"})
+	return fleettest.StartLog(b, events.Options{Source: "fleetd/bench/events"}, opts...)
 }
 
 // BenchmarkAppend compares Log.Append with a raw js.PublishMsg of the same

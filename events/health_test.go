@@ -10,23 +10,9 @@ import (
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
-
-// checkFor polls fn every step until it returns nil or total passes.
-func checkFor(t *testing.T, total, step time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", total, err)
-		}
-		time.Sleep(step)
-	}
-}
 
 func runWatcher(t *testing.T, cfg events.WatcherConfig) *events.Watcher {
 	t.Helper()
@@ -34,15 +20,7 @@ func runWatcher(t *testing.T, cfg events.WatcherConfig) *events.Watcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("watcher: %v", err)
-		}
-	})
+	fleettest.Run(t, "watcher", w.Run)
 	return w
 }
 
@@ -62,11 +40,11 @@ func TestWatcherReportsALostStreamUntilItIsCreatedAgain(t *testing.T) {
 	srv, _ := newLog(t)
 	ctx := context.Background()
 	w := runWatcher(t, events.WatcherConfig{JS: srv.JS, Interval: 50 * time.Millisecond})
-	checkFor(t, 5*time.Second, 20*time.Millisecond, wantCode(w, events.HealthOK))
+	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, wantCode(w, events.HealthOK))
 	if err := srv.JS.DeleteStream(ctx, events.Stream); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 5*time.Second, 20*time.Millisecond, wantCode(w, events.HealthStreamLost))
+	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, wantCode(w, events.HealthStreamLost))
 	h := w.Health()
 	if !errors.Is(h.Err(), events.ErrStreamLost) || !strings.Contains(h.Reason, "FLEET stream is missing") || !strings.Contains(h.Reason, "administrator") {
 		t.Errorf("health %+v: want ErrStreamLost saying the stream is missing and who recreates it", h)
@@ -79,7 +57,7 @@ func TestWatcherReportsALostStreamUntilItIsCreatedAgain(t *testing.T) {
 	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 5*time.Second, 20*time.Millisecond, wantCode(w, events.HealthOK))
+	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, wantCode(w, events.HealthOK))
 }
 
 // With RecreateAfter, the watcher creates a missing stream again itself.
@@ -94,8 +72,8 @@ func TestWatcherRecreatesALostStreamWhenAllowed(t *testing.T) {
 	if err := srv.JS.DeleteStream(ctx, events.Stream); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 5*time.Second, 10*time.Millisecond, wantCode(w, events.HealthStreamLost))
-	checkFor(t, 5*time.Second, 20*time.Millisecond, wantCode(w, events.HealthOK))
+	checkfor.Eventually(t, 5*time.Second, 10*time.Millisecond, wantCode(w, events.HealthStreamLost))
+	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, wantCode(w, events.HealthOK))
 	after, err := log.State(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -128,14 +106,14 @@ func TestWatcherReportsAFullStoreUntilSpaceIsFreed(t *testing.T) {
 	if !errors.Is(err, events.ErrStoreFull) || !sawLow {
 		t.Fatalf("filling the store: %v (saw store_low: %v)", err, sawLow)
 	}
-	checkFor(t, 5*time.Second, 20*time.Millisecond, wantCode(w, events.HealthStoreFull))
+	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, wantCode(w, events.HealthStoreFull))
 	if h := w.Health(); !strings.Contains(h.Reason, "full") || h.StoreMax != limit || !errors.Is(h.Err(), events.ErrStoreFull) {
 		t.Errorf("health %+v", h)
 	}
 	if _, err := events.Trim(ctx, srv.JS, events.SubjectAll, 1_000_000); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
 		// A write succeeds again and says so.
 		if _, err := log.Append(ctx, hostUp("h")); err != nil {
 			return err

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
 // rawEvent is a CloudEvents envelope as any NATS client could publish it.
@@ -81,11 +81,7 @@ func TestEventStringFieldsAreBoundedAtDecode(t *testing.T) {
 }
 
 func TestOversizedEventsAreSkippedByReadersAndRefusedByAppend(t *testing.T) {
-	srv := natstest.Start(t)
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	log := events.New(srv.JS, events.Options{})
+	srv, log := fleettest.StartLog(t, events.Options{})
 	huge := events.Event{Subject: "w1", Data: events.AgentSession{SessionID: strings.Repeat("s", 300<<10), State: "started"}}
 	if _, err := log.Append(context.Background(), huge); !errors.Is(err, events.ErrTooLarge) {
 		t.Fatalf("append of a 300 KB session id: %v, want ErrTooLarge", err)
@@ -107,12 +103,8 @@ func TestOversizedEventsAreSkippedByReadersAndRefusedByAppend(t *testing.T) {
 }
 
 func TestASkippedMessageIsReportedOnceHoweverManyReadersMeetIt(t *testing.T) {
-	srv := natstest.Start(t)
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	var reports atomic.Int64
-	log := events.New(srv.JS, events.Options{OnSkip: func(string, uint64, error) { reports.Add(1) }})
+	srv, log := fleettest.StartLog(t, events.Options{OnSkip: func(string, uint64, error) { reports.Add(1) }})
 	// Three readers, as in fleetd: the projection (fleet.>), the gateway
 	// (fleet.agent.>) and the shim's outcome counter (replies only).
 	var fs []*events.Follower
@@ -152,11 +144,7 @@ func TestASkippedMessageIsReportedOnceHoweverManyReadersMeetIt(t *testing.T) {
 }
 
 func TestSkipsPutAPlaceholderWhereJunkWas(t *testing.T) {
-	srv := natstest.Start(t)
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	log := events.New(srv.JS, events.Options{})
+	srv, log := fleettest.StartLog(t, events.Options{})
 	first, err := log.Append(context.Background(), events.Event{Subject: "w1", Data: events.AgentExited{}})
 	if err != nil {
 		t.Fatal(err)

@@ -4,19 +4,16 @@ import (
 	"context"
 	"testing"
 
-	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
 func TestJetStreamLog(t *testing.T) {
 	eventstest.TestLog(t, func(t *testing.T) eventstest.Harness {
-		srv := natstest.Start(t)
-		if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		srv, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/events"})
 		return eventstest.Harness{
-			Log: events.New(srv.JS, events.Options{Source: "fleetd/test/events"}),
+			Log: log,
 			PublishRaw: func(subj string, data []byte) error {
 				_, err := srv.JS.Publish(context.Background(), subj, data)
 				return err

@@ -10,6 +10,7 @@ import (
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
 // within fails the test unless fn returns within d.
@@ -26,11 +27,18 @@ func within(t *testing.T, d time.Duration, what string, fn func()) {
 
 func newLog(t *testing.T, opts ...natstest.Option) (*natstest.Server, events.Log) {
 	t.Helper()
-	srv := natstest.Start(t, opts...)
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
+	return fleettest.StartLog(t, events.Options{Source: "fleetd/test/events"}, opts...)
+}
+
+// followLog is newLog with a follower of the whole log.
+func followLog(t *testing.T) (*natstest.Server, events.Log, *events.Follower) {
+	t.Helper()
+	srv, log := newLog(t)
+	f, err := log.Follow(context.Background(), events.Query{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return srv, events.New(srv.JS, events.Options{Source: "fleetd/test/events"})
+	return srv, log, f
 }
 
 func hostUp(host string) events.Event {
@@ -41,12 +49,8 @@ func hostUp(host string) events.Event {
 // once, and Stop returns at once: before, jetstream's ordered consumer
 // retried the lost consumer forever and Stop (so SIGTERM) hung.
 func TestFollowerEndsWithErrStreamLostWhenTheStreamIsDeleted(t *testing.T) {
-	srv, log := newLog(t)
+	srv, log, f := followLog(t)
 	ctx := context.Background()
-	f, err := log.Follow(ctx, events.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := log.Append(ctx, hostUp("h")); err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +90,7 @@ func TestFollowerEndsWithErrStreamLostWhenTheStreamIsDeleted(t *testing.T) {
 // Stop returns promptly while the follower's server is gone and its
 // connection reconnects: nothing inside waits without its context.
 func TestFollowerStopIsPromptWhileTheServerIsGone(t *testing.T) {
-	srv, log := newLog(t)
-	ctx := context.Background()
-	f, err := log.Follow(ctx, events.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, f := followLog(t)
 	srv.Close()
 	within(t, 3*time.Second, "Stop", f.Stop)
 }
@@ -164,12 +163,8 @@ func TestAppendToAFullStoreFailsWithErrStoreFull(t *testing.T) {
 // carries on in the new stream (whose sequences restarted, so its old
 // position means nothing there): it ends with ErrStreamLost.
 func TestFollowerEndsWhenItsStreamIsCreatedAgain(t *testing.T) {
-	srv, log := newLog(t)
+	srv, log, f := followLog(t)
 	ctx := context.Background()
-	f, err := log.Follow(ctx, events.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer f.Stop()
 	for range 3 {
 		if _, err := log.Append(ctx, hostUp("h")); err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/fleetd/fleetd/fakeapi"
+	"github.com/fleetd/fleetd/internal/checkfor"
 )
 
 // These tests run the real Claude Code CLI (on PATH, see RequireClaude)

@@ -58,7 +58,7 @@ func TestBearerTokenIsRequiredExceptForHealth(t *testing.T) {
 		if tc.auth != "" {
 			hdr = []string{"Authorization", tc.auth}
 		}
-		status, body := do(t, http.MethodGet, base+tc.path, "", hdr...)
+		status, body := fleettest.Do(t, http.MethodGet, base+tc.path, "", hdr...)
 		if status != tc.status {
 			t.Errorf("GET %s with %q: %d, want %d: %s", tc.path, tc.auth, status, tc.status, body)
 		}
@@ -68,7 +68,7 @@ func TestBearerTokenIsRequiredExceptForHealth(t *testing.T) {
 			}
 		}
 	}
-	status, body := do(t, http.MethodPost, base+"/message", `{"to":"w1","text":"x"}`)
+	status, body := fleettest.Do(t, http.MethodPost, base+"/message", `{"to":"w1","text":"x"}`)
 	if status != http.StatusUnauthorized {
 		t.Errorf("POST without token: %d %s", status, body)
 	}

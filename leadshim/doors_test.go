@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 )
@@ -72,7 +73,7 @@ func (c *rawConn) closed(t *testing.T, within time.Duration) {
 func waitStats(t *testing.T, s *leadshim.Server, what string, ok func(leadshim.Stats) bool) leadshim.Stats {
 	t.Helper()
 	var st leadshim.Stats
-	fleettest.CheckFor(t, 20*time.Second, 5*time.Millisecond, func() error {
+	checkfor.Eventually(t, 20*time.Second, 5*time.Millisecond, func() error {
 		if st = s.Stats(); !ok(st) {
 			return fmt.Errorf("%s: stats %+v", what, st)
 		}
@@ -103,7 +104,7 @@ func TestSlowClientsAreCutOffByTheirTimeoutsWhileTheShimKeepsAnswering(t *testin
 
 	// Meanwhile, everyone else is served.
 	for _, path := range []string{"/healthz", "/roster"} {
-		if status, body := do(t, http.MethodGet, base+path, ""); status != http.StatusOK {
+		if status, body := fleettest.Do(t, http.MethodGet, base+path, ""); status != http.StatusOK {
 			t.Errorf("GET %s while slow clients hang on: %d %s", path, status, body)
 		}
 	}

@@ -52,7 +52,7 @@ func TestEventStreamRequestsAreCheckedBeforeAnythingIsFollowed(t *testing.T) {
 			if tc.lastID != "" {
 				hdr = []string{"Last-Event-ID", tc.lastID}
 			}
-			status, body := do(t, http.MethodGet, base+"/events?"+tc.query, "", hdr...)
+			status, body := fleettest.Do(t, http.MethodGet, base+"/events?"+tc.query, "", hdr...)
 			if status != http.StatusBadRequest || errorOf(t, body).Code != tc.code {
 				t.Errorf("%d %s, want 400 %s", status, body, tc.code)
 			}
@@ -87,7 +87,7 @@ func TestEventReadersOverTheCapAreRefusedWith429(t *testing.T) {
 	}
 	defer res.Body.Close()
 	openSSE(t, base+"/events")
-	status, body := do(t, http.MethodGet, base+"/events", "")
+	status, body := fleettest.Do(t, http.MethodGet, base+"/events", "")
 	if status != http.StatusTooManyRequests || errorOf(t, body).Code != "too_many_readers" {
 		t.Fatalf("third reader: %d %s", status, body)
 	}
@@ -189,7 +189,7 @@ func TestFiveHundredUnreadEventStreamsLeaveFleetdHealthy(t *testing.T) {
 	t.Logf("heap with the streams: %d MB; stats %+v", ms.HeapInuse>>20, st)
 	// fleetd itself is fine: healthy, still on its connection, answering.
 	for range 3 {
-		status, body := do(t, http.MethodGet, base+"/healthz", "")
+		status, body := fleettest.Do(t, http.MethodGet, base+"/healthz", "")
 		if status != http.StatusOK {
 			t.Fatalf("healthz with 500 unread streams: %d %s", status, body)
 		}

@@ -1,6 +1,7 @@
 package leadshim_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 )
@@ -33,15 +35,11 @@ func TestAnUnhealthyLogIsReportedAndRefusesSends(t *testing.T) {
 	health := &switchableHealth{}
 	_, base := newShim(t, f, func(c *leadshim.Config) { c.Health = health.err })
 
-	status, body := do(t, http.MethodGet, base+"/healthz", "")
+	status, body := fleettest.Do(t, http.MethodGet, base+"/healthz", "")
 	if status != http.StatusOK {
 		t.Fatalf("healthy: %d %s", status, body)
 	}
-	status, body = post(t, base, `{"to":"w1","text":"before","wait":false}`)
-	if status != http.StatusAccepted {
-		t.Fatalf("send while healthy: %d %s", status, body)
-	}
-	accepted := mustJSON[leadshim.Accepted](t, body).ID
+	accepted := postAsync(t, base, `{"to":"w1","text":"before","wait":false}`).ID
 
 	for _, c := range []struct {
 		code, reason string
@@ -51,7 +49,7 @@ func TestAnUnhealthyLogIsReportedAndRefusesSends(t *testing.T) {
 		{events.HealthStoreLow, "the JetStream store is nearly full"},
 	} {
 		health.set(events.Health{Code: c.code, Reason: c.reason})
-		status, body = do(t, http.MethodGet, base+"/healthz", "")
+		status, body = fleettest.Do(t, http.MethodGet, base+"/healthz", "")
 		h := mustJSON[leadshim.Health](t, body)
 		if status != http.StatusServiceUnavailable || h.Code != c.code || !strings.Contains(h.Error, c.reason) {
 			t.Errorf("%s: healthz %d %s", c.code, status, body)
@@ -60,7 +58,7 @@ func TestAnUnhealthyLogIsReportedAndRefusesSends(t *testing.T) {
 		if e := errorOf(t, body); status != http.StatusServiceUnavailable || e.Code != c.code || !strings.Contains(e.Message, c.reason) {
 			t.Errorf("%s: send %d %s", c.code, status, body)
 		}
-		status, body = do(t, http.MethodGet, base+"/message/"+accepted, "")
+		status, body = fleettest.Do(t, http.MethodGet, base+"/message/"+accepted, "")
 		if env := mustJSON[leadshim.Envelope](t, body); status != http.StatusOK || env.Status != "queued" || !strings.Contains(env.Stalled, c.reason) {
 			t.Errorf("%s: GET of the accepted turn %d %s", c.code, status, body)
 		}
@@ -75,13 +73,9 @@ func TestAnUnhealthyLogIsReportedAndRefusesSends(t *testing.T) {
 	// A long-poll of a turn accepted while healthy, ending while the store
 	// is full, shows why the turn is stalled.
 	health.set(events.Health{})
-	status, body = post(t, base, `{"to":"w1","text":"waits","timeout":"1s","wait":false}`)
-	if status != http.StatusAccepted {
-		t.Fatalf("%d %s", status, body)
-	}
-	id := mustJSON[leadshim.Accepted](t, body).ID
+	id := postAsync(t, base, `{"to":"w1","text":"waits","timeout":"1s","wait":false}`).ID
 	health.set(events.Health{Code: events.HealthStoreFull, Reason: "the JetStream store is full"})
-	status, body = do(t, http.MethodGet, base+"/message/"+id+"?wait=1500ms", "")
+	status, body = fleettest.Do(t, http.MethodGet, base+"/message/"+id+"?wait=1500ms", "")
 	if env := mustJSON[leadshim.Envelope](t, body); status != http.StatusOK || env.Stalled == "" {
 		t.Errorf("long-poll while full: %d %s", status, body)
 	}
@@ -106,12 +100,12 @@ func TestABlockedTurnAnswersItsDeadlineWithTheReason(t *testing.T) {
 		defer close(done)
 		status, body = post(t, base, `{"to":"w1","text":"stuck","timeout":"1s"}`)
 	}()
-	for deadline := time.Now().Add(10 * time.Second); len(eventstest.ReadAll(t, f.Log, events.Query{Subjects: []string{"fleet.agent.w1.queued"}})) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the send was not queued")
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if len(eventstest.ReadAll(t, f.Log, events.Query{Subjects: []string{"fleet.agent.w1.queued"}})) == 0 {
+			return errors.New("the send was not queued")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	health.set(events.Health{Code: events.HealthStoreFull, Reason: "the JetStream store is full (9 MiB of 8 MiB)"})
 	<-done
 	e := errorOf(t, body)

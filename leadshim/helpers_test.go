@@ -1,13 +1,10 @@
 package leadshim_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -50,15 +47,7 @@ func runShim(t testing.TB, f *fleettest.Fleet, mod func(*leadshim.Config)) (*lea
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("shim run: %v", err)
-		}
-	})
+	fleettest.Run(t, "shim run", s.Run)
 	return s, "http://" + ln.Addr().String()
 }
 
@@ -69,36 +58,23 @@ func startRouter(t testing.TB, f *fleettest.Fleet, rc roles.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-}
-
-func do(t testing.TB, method, url, body string, header ...string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, b
+	fleettest.Run(t, "router run", r.Run)
 }
 
 func post(t testing.TB, base, body string) (int, []byte) {
 	t.Helper()
-	return do(t, http.MethodPost, base+"/message", body)
+	return fleettest.Do(t, http.MethodPost, base+"/message", body)
+}
+
+// postAsync posts a send that does not wait ("wait":false) and returns
+// what the 202 answer says.
+func postAsync(t testing.TB, base, body string) leadshim.Accepted {
+	t.Helper()
+	status, b := post(t, base, body)
+	if status != http.StatusAccepted {
+		t.Fatalf("%s: status %d: %s", body, status, b)
+	}
+	return mustJSON[leadshim.Accepted](t, b)
 }
 
 func mustJSON[T any](t testing.TB, b []byte) T {

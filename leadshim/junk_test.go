@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/projections"
@@ -47,8 +48,8 @@ func TestHealthStaysGreenWhenTheLastMessageIsJunk(t *testing.T) {
 			rawEvent(t, events.Event{Subject: "w1", Data: events.AgentSession{SessionID: strings.Repeat("s", 300<<10), State: "started"}}),
 		} {
 			seq := publishRaw(t, f, "fleet.agent.w1.session", junk)
-			fleettest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-				status, body := do(t, http.MethodGet, base+"/healthz", "")
+			checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+				status, body := fleettest.Do(t, http.MethodGet, base+"/healthz", "")
 				h := mustJSON[leadshim.Health](t, body)
 				if status != http.StatusOK || h.LastSeq != seq || h.Applied < seq {
 					return fmt.Errorf("junk %d at #%d: healthz %d %s", i, seq, status, body)
@@ -56,11 +57,11 @@ func TestHealthStaysGreenWhenTheLastMessageIsJunk(t *testing.T) {
 				return nil
 			})
 		}
-		_, body := do(t, http.MethodGet, base+"/roster", "")
+		_, body := fleettest.Do(t, http.MethodGet, base+"/roster", "")
 		if r := mustJSON[[]projections.Agent](t, body); len(r) != 1 || r[0].SessionID != "" {
 			t.Errorf("roster after junk: %s", body)
 		}
-		if _, body := do(t, http.MethodGet, base+"/sessions", ""); strings.Contains(string(body), "sss") {
+		if _, body := fleettest.Do(t, http.MethodGet, base+"/sessions", ""); strings.Contains(string(body), "sss") {
 			t.Errorf("the oversized session reached the sessions view: %.200s", body)
 		}
 		if f.Log.Skipped() < 3 {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/projections"
@@ -103,18 +104,18 @@ func TestRosterSessionsAndRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, base := newShim(t, f, nil)
-	_, body := do(t, http.MethodGet, base+"/roster", "")
+	_, body := fleettest.Do(t, http.MethodGet, base+"/roster", "")
 	roster := mustJSON[[]projections.Agent](t, body)
 	if len(roster) != 2 || roster[0].Agent != "w1" || roster[1].Role != "w" {
 		t.Errorf("roster %s", body)
 	}
 	// Every registered agent serves a session, named after it unless its
 	// registration names one; w2's has no conversation id yet.
-	_, body = do(t, http.MethodGet, base+"/sessions", "")
+	_, body = fleettest.Do(t, http.MethodGet, base+"/sessions", "")
 	if s := mustJSON[[]projections.Session](t, body); len(s) != 2 || s[0].Name != "w1" || s[0].SessionID != "s-1" || s[1].Name != "w2" || s[1].SessionID != "" {
 		t.Errorf("sessions %s", body)
 	}
-	_, body = do(t, http.MethodGet, base+"/roles", "")
+	_, body = fleettest.Do(t, http.MethodGet, base+"/roles", "")
 	if r := mustJSON[[]leadshim.RoleState](t, body); len(r) != 1 || r[0].Name != "w" || r[0].Agents != 2 || r[0].Ready != 2 || r[0].Cap != 2 {
 		t.Errorf("roles %s", body)
 	}
@@ -126,7 +127,7 @@ func TestRunServesHealthMetricsAndTheMicroService(t *testing.T) {
 	f.RunAgents(10 * time.Millisecond)
 	_, base := runShim(t, f, nil)
 
-	status, body := do(t, http.MethodGet, base+"/healthz", "")
+	status, body := fleettest.Do(t, http.MethodGet, base+"/healthz", "")
 	if h := mustJSON[leadshim.Health](t, body); status != http.StatusOK || h.Status != "ok" || h.Applied < h.LastSeq {
 		t.Fatalf("healthz %d %s", status, body)
 	}
@@ -167,8 +168,8 @@ func TestRunServesHealthMetricsAndTheMicroService(t *testing.T) {
 	if status, body := post(t, base, `{"to":"w1","text":"over http","timeout":"20s"}`); status != http.StatusOK {
 		t.Fatalf("send: %d %s", status, body)
 	}
-	fleettest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		_, body := do(t, http.MethodGet, base+"/metrics", "")
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		_, body := fleettest.Do(t, http.MethodGet, base+"/metrics", "")
 		for _, want := range []string{
 			`fleetd_turns_total{outcome="replied",reason=""} 2`,
 			`fleetd_turn_duration_seconds_count 2`,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -71,21 +72,17 @@ func testAsyncSendAnswers202AndGetReattaches(t *testing.T, kind fleettest.Kind) 
 	f.Register("w1", "w")
 	_, base := newShim(t, f, nil)
 
-	status, body := post(t, base, `{"to":"w1","text":"later","wait":false}`)
-	if status != http.StatusAccepted {
-		t.Fatalf("status %d: %s", status, body)
-	}
-	acc := mustJSON[leadshim.Accepted](t, body)
+	acc := postAsync(t, base, `{"to":"w1","text":"later","wait":false}`)
 	if acc.Status != "queued" || acc.ID == "" {
 		t.Fatalf("accepted %+v", acc)
 	}
 	// Read-your-writes: the turn is there at once, queued.
-	status, body = do(t, http.MethodGet, base+"/message/"+acc.ID, "")
+	status, body := fleettest.Do(t, http.MethodGet, base+"/message/"+acc.ID, "")
 	if env := mustJSON[leadshim.Envelope](t, body); status != http.StatusOK || env.Status != "queued" || env.Agent != "w1" {
 		t.Fatalf("GET at once: %d %s", status, body)
 	}
 	f.RunAgents(10 * time.Millisecond)
-	status, body = do(t, http.MethodGet, base+"/message/"+acc.ID+"?wait=20s", "")
+	status, body = fleettest.Do(t, http.MethodGet, base+"/message/"+acc.ID+"?wait=20s", "")
 	if env := mustJSON[leadshim.Envelope](t, body); status != http.StatusOK || env.Status != "replied" || env.Reply != fleettest.Reply("later") {
 		t.Fatalf("GET ?wait: %d %s", status, body)
 	}
@@ -107,7 +104,7 @@ func TestTimeoutAnswers504WithTheTurnID(t *testing.T) {
 		t.Fatalf("the 504's id %s does not name the queued turn: %+v", e.ID, turn)
 	}
 	// A long-poll that ends first answers the state, not an error.
-	status, body = do(t, http.MethodGet, base+"/message/"+e.ID+"?wait=100ms", "")
+	status, body = fleettest.Do(t, http.MethodGet, base+"/message/"+e.ID+"?wait=100ms", "")
 	if env := mustJSON[leadshim.Envelope](t, body); status != http.StatusOK || env.Status != "queued" {
 		t.Fatalf("GET ?wait=100ms: %d %s", status, body)
 	}
@@ -137,7 +134,7 @@ func TestFailedTurnsAnswerByReason(t *testing.T) {
 				res <- result{s, b}
 			}()
 			var id string
-			fleettest.CheckFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+			checkfor.Eventually(t, 10*time.Second, 5*time.Millisecond, func() error {
 				for _, ev := range eventstest.ReadAll(t, f.Log, events.Query{FromSeq: before + 1, Subjects: []string{"fleet.agent.w1.queued"}}) {
 					id = ev.ID
 				}
@@ -206,18 +203,14 @@ func testTurnSurvivesAShimRestart(t *testing.T, kind fleettest.Kind) {
 	f := fleettest.NewKind(t, kind)
 	f.Register("w1", "w")
 	_, base := newShim(t, f, nil)
-	status, body := post(t, base, `{"to":"w1","text":"survive","wait":false}`)
-	if status != http.StatusAccepted {
-		t.Fatalf("status %d: %s", status, body)
-	}
-	id := mustJSON[leadshim.Accepted](t, body).ID
+	id := postAsync(t, base, `{"to":"w1","text":"survive","wait":false}`).ID
 
 	// A new fleetd over the same NATS: new log client, views rebuilt from the log.
 	g := fleettest.Over(t, f.NATS, f.Kind)
 	_, base2 := newShim(t, g, nil)
 	got := make(chan []byte, 1)
 	go func() {
-		status, body := do(t, http.MethodGet, base2+"/message/"+id+"?wait=20s", "")
+		status, body := fleettest.Do(t, http.MethodGet, base2+"/message/"+id+"?wait=20s", "")
 		if status != http.StatusOK {
 			t.Errorf("GET after restart: %d %s", status, body)
 		}

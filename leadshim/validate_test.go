@@ -56,7 +56,7 @@ func TestBadRequestsGetJSONErrors(t *testing.T) {
 		{"bad since", "GET", "/events?since=x", ``, 400, "bad_since"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			status, body := do(t, tc.method, base+tc.path, tc.body)
+			status, body := fleettest.Do(t, tc.method, base+tc.path, tc.body)
 			if status != tc.status {
 				t.Fatalf("status %d, want %d: %s", status, tc.status, body)
 			}
@@ -97,7 +97,7 @@ func TestLostNATSAnswers503(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, base := newShim(t, f, func(c *leadshim.Config) { c.NC = nc })
-	if status, body := do(t, http.MethodGet, base+"/healthz", ""); status != http.StatusOK {
+	if status, body := fleettest.Do(t, http.MethodGet, base+"/healthz", ""); status != http.StatusOK {
 		t.Fatalf("healthz while connected: %d %s", status, body)
 	}
 	nc.Close()
@@ -105,7 +105,7 @@ func TestLostNATSAnswers503(t *testing.T) {
 	if status != http.StatusServiceUnavailable || errorOf(t, body).Code != "nats_unavailable" {
 		t.Fatalf("send without NATS: %d %s", status, body)
 	}
-	if status, body := do(t, http.MethodGet, base+"/healthz", ""); status != http.StatusServiceUnavailable || mustJSON[leadshim.Health](t, body).NATS != "closed" {
+	if status, body := fleettest.Do(t, http.MethodGet, base+"/healthz", ""); status != http.StatusServiceUnavailable || mustJSON[leadshim.Health](t, body).NATS != "closed" {
 		t.Fatalf("healthz without NATS: %d %s", status, body)
 	}
 }

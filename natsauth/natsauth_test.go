@@ -16,9 +16,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/claudehook"
-	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/projections"
 )
@@ -32,25 +32,8 @@ type authFleet struct {
 
 func startAuthFleet(t *testing.T) *authFleet {
 	t.Helper()
-	dir := t.TempDir()
-	creds, err := natsauth.Generate(natsauth.Fleet{Hosts: map[string][]string{"h1": {"a1", "a2"}, "h2": {"b1"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := natsauth.Write(dir, creds); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := natsauth.ConnectOption(filepath.Join(dir, "admin.nk"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := natstest.Start(t, natstest.WithTCP(), natstest.WithClientOptions(admin), natstest.WithConfig(func(c *embeddednats.Config) {
-		c.ConfigFile = filepath.Join(dir, natsauth.ServerConfigFile)
-	}))
+	srv, dir := fleettest.StartAuth(t, natsauth.Fleet{Hosts: map[string][]string{"h1": {"a1", "a2"}, "h2": {"b1"}}})
 	ctx := context.Background()
-	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	for _, b := range projections.Buckets() {
 		if _, err := srv.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, History: 1}); err != nil {
 			t.Fatal(err)

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
@@ -32,12 +32,8 @@ type fleet struct {
 
 func newFleet(t *testing.T, react reactFunc) *fleet {
 	t.Helper()
-	srv := natstest.Start(t)
+	srv, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/orchestrator"})
 	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	log := events.New(srv.JS, events.Options{Source: "fleetd/test/orchestrator"})
 	f := &fleet{t: t, ctx: ctx, log: log, views: projections.New(log, srv.JS, projections.Options{Memory: true})}
 	f.spawner = &fakeSpawner{log: log}
 	f.driver = &driver{t: t, log: log, react: react, book: lifecycle.NewBook(), playing: map[string]string{},

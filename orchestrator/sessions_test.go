@@ -3,7 +3,6 @@ package orchestrator_test
 import (
 	"context"
 	"fmt"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"

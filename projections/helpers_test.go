@@ -15,25 +15,10 @@ import (
 
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 )
-
-// checkFor polls fn every step until it returns nil or total passes.
-func checkFor(t testing.TB, total, step time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(step)
-	}
-}
 
 type env struct {
 	srv *natstest.Server
@@ -43,11 +28,8 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	srv := natstest.Start(t)
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return &env{srv: srv, js: srv.JS, log: events.New(srv.JS, events.Options{Source: "fleetd/test/projections"})}
+	srv, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/projections"})
+	return &env{srv: srv, js: srv.JS, log: log}
 }
 
 // running is a projector whose Run goroutine the test owns.

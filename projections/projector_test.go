@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 )
@@ -66,7 +67,7 @@ func TestTurnLifecycleUpdatesRosterSessionsAndTurns(t *testing.T) {
 	if got.State != lifecycle.StateReplied || got.Reply != "done" || got.Agent != "w1" {
 		t.Fatalf("turn: %+v", got)
 	}
-	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	checkfor.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		a, _ := p.Agent("w1")
 		if a.CurrentTurn != "" || a.Tokens != (events.Tokens{In: 100, Out: 20}) || a.CostUSD != 0.5 {
 			return fmt.Errorf("agent %+v", a)
@@ -249,7 +250,7 @@ func TestEndedTurnsLeaveMemoryAndAreReadFromKV(t *testing.T) {
 		last = e.append(t, events.Event{Subject: "w1", CorrelationID: id, Time: at(3), Data: events.AgentFailed{Reason: events.ReasonCancelled}}).Seq
 	}
 	waitSeq(t, p, last)
-	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	checkfor.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		for _, id := range turns {
 			tu, ok, err := p.Turn(context.Background(), id)
 			if err != nil || !ok || tu.State != lifecycle.StateFailed {
@@ -287,15 +288,15 @@ func TestHostLivenessMarksAgentsStale(t *testing.T) {
 			return nil
 		}
 	}
-	checkFor(t, 5*time.Second, 5*time.Millisecond, stale("w1", false))
+	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w1", false))
 	mu.set(at(20)) // h1 silent for 19s
-	checkFor(t, 5*time.Second, 5*time.Millisecond, stale("w1", true))
-	checkFor(t, time.Second, 5*time.Millisecond, stale("w2", false)) // a host never seen is not judged
+	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w1", true))
+	checkfor.Eventually(t, time.Second, 5*time.Millisecond, stale("w2", false)) // a host never seen is not judged
 	e.append(t, events.Event{Subject: "h1", Time: at(19), Data: events.HostUp{Host: "h1", Heartbeat: true}})
-	checkFor(t, 5*time.Second, 5*time.Millisecond, stale("w1", false))
+	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w1", false))
 	e.append(t, events.Event{Subject: "h1", Time: at(20), Data: events.HostDown{Host: "h1"}})
-	checkFor(t, 5*time.Second, 5*time.Millisecond, stale("w1", true))
-	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w1", true))
+	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, func() error {
 		a, err := kvGet[projections.Agent](e.js, projections.BucketRoster, "w1")
 		if err != nil || !a.Stale {
 			return fmt.Errorf("kv %+v %v", a, err)

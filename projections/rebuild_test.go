@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/projections/projectionstest"
@@ -140,7 +141,7 @@ func TestRestartResumesFromCheckpoint(t *testing.T) {
 	waitSeq(t, first, last)
 	// Let the view writes after the last checkpoint land, then cut the
 	// connection: the final checkpoint cannot be written.
-	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		a := first.Roster()
 		kv := kvAll[projections.Agent](t, e.js, projections.BucketRoster)
 		for _, row := range a {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/projections/projectionstest"
@@ -134,7 +135,7 @@ func TestViewsFollowAStreamCreatedAgain(t *testing.T) {
 	if ack.Seq != 2 {
 		t.Fatalf("the new stream's second event is at %d", ack.Seq)
 	}
-	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		tu, ok, err := p.Turn(ctx, open)
 		if err != nil || !ok || tu.State != lifecycle.StateReplied || tu.Reply != "two" {
 			return fmt.Errorf("open turn after the stream came back: %+v %v %v", tu, ok, err)
@@ -152,7 +153,7 @@ func TestViewsFollowAStreamCreatedAgain(t *testing.T) {
 	if h.Stream.Equal(before.Created) || h.Applied != 2 {
 		t.Errorf("horizon %+v: want the new stream at 2", h)
 	}
-	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if h := p.Horizon(); h.Checkpoint != 2 {
 			return fmt.Errorf("checkpoint %d, want 2", h.Checkpoint)
 		}
@@ -186,11 +187,11 @@ func TestFinalTurnsExpireFromTheTurnsBucket(t *testing.T) {
 	e.append(t, events.Event{Subject: "w1", CorrelationID: done, Time: at(3), Data: events.AgentFailed{Reason: events.ReasonTimeout}})
 	ack := e.append(t, queued("w1", open, "second"))
 	waitSeq(t, p, ack.Seq)
-	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	checkfor.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		_, err := kvGet[lifecycle.Turn](e.js, projections.BucketTurns, done)
 		return err
 	})
-	checkFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
 		if _, err := kvGet[lifecycle.Turn](e.js, projections.BucketTurns, done); err == nil {
 			return errors.New("the final turn is still in the bucket")
 		}

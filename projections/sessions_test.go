@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 )
@@ -39,7 +40,7 @@ func TestSessionsFollowNamesStatesAndActivity(t *testing.T) {
 		t.Errorf("agent session %q %q", a.Session, a.SessionID)
 	}
 	// A name that cannot be a KV key is stored under its encoded key.
-	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+	checkfor.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
 		s, err := kvGet[projections.Session](e.js, projections.BucketSessions, "plan job")
 		if err != nil || s.State != projections.SessionEnded {
 			return fmt.Errorf("kv %+v %v", s, err)

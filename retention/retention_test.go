@@ -12,6 +12,8 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/retention"
@@ -66,11 +68,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	srv := natstest.Start(t)
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{t: t, srv: srv, log: events.New(srv.JS, events.Options{Source: "fleetd/test/retention"}), ids: events.NewULIDSource(time.Now)}
+	srv, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/retention"})
+	f := &fixture{t: t, srv: srv, log: log, ids: events.NewULIDSource(time.Now)}
 	f.run()
 	t.Cleanup(f.halt)
 	return f
@@ -139,13 +138,12 @@ func (f *fixture) caughtUp() {
 	if err := f.views.WaitSeq(ctx, st.LastSeq); err != nil {
 		f.t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for f.views.Horizon().Checkpoint < st.LastSeq {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("no checkpoint at %d: %+v", st.LastSeq, f.views.Horizon())
+	checkfor.Eventually(f.t, 10*time.Second, 10*time.Millisecond, func() error {
+		if h := f.views.Horizon(); h.Checkpoint < st.LastSeq {
+			return fmt.Errorf("no checkpoint at %d: %+v", st.LastSeq, h)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func (f *fixture) read(subject string) []events.Event {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/roles"
@@ -28,15 +29,7 @@ func startRouter(t *testing.T, f *fleettest.Fleet, rc roles.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("router run: %v", err)
-		}
-	})
+	fleettest.Run(t, "router run", r.Run)
 }
 
 // queue appends a role turn and returns its id.
@@ -117,7 +110,7 @@ func TestTurnWaitsUntilAnAgentIsReady(t *testing.T) {
 
 	// The router holds the head of the queue while the only agent is blocked.
 	cons := mustConsumer(t, f, "w")
-	fleettest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		info, err := cons.Info(fleettest.Ctx(t))
 		if err != nil || info.NumAckPending != 1 {
 			return fmt.Errorf("ack pending: %v %v", info, err)
@@ -180,7 +173,7 @@ func testRedeliveredTurnIsNotAssignedTwice(t *testing.T, kind fleettest.Kind) {
 	f.MustAppend(events.Event{ID: turns.AssignmentID(id), Subject: "w1", CorrelationID: id, Data: events.AgentQueued{Text: "once", AssignedFrom: "w"}})
 	startRouter(t, f, roles.Config{}) // "w" is found in the stream
 	cons := mustConsumer(t, f, "w")
-	fleettest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		info, err := cons.Info(fleettest.Ctx(t))
 		if err != nil || info.AckFloor.Consumer < 1 {
 			return fmt.Errorf("not acked yet: %v %v", info, err)
@@ -200,7 +193,7 @@ func mustConsumer(t *testing.T, f *fleettest.Fleet, role string) interface {
 	var c interface {
 		Info(context.Context) (*jetstream.ConsumerInfo, error)
 	}
-	fleettest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		cons, err := f.NATS.JS.Consumer(fleettest.Ctx(t), events.Stream, router.ConsumerName(role))
 		c = cons
 		return err

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"math"
 	"net"
 	"os"
@@ -26,6 +25,8 @@ import (
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/simagent"
 )
 
@@ -246,11 +247,7 @@ func types(evs []events.Event) []string {
 // the tokens the hook read back from the transcript, a failure, a
 // permission block, and the end of the session.
 func TestSimAgentFiresTheRealHooks(t *testing.T) {
-	srv := natstest.Start(t, natstest.WithTCP())
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	log := events.New(srv.JS, events.Options{})
+	srv, log := fleettest.StartLog(t, events.Options{}, natstest.WithTCP())
 	spool := t.TempDir()
 	term := startTerminal(t, baseEnv("FLEET_AGENT_ID="+agent, "FLEET_HOST=h1", "FLEET_NATS_URL="+srv.ClientURL(),
 		"FLEET_SPOOL_DIR="+spool, "HERDR_AGENT=claude"),
@@ -430,11 +427,7 @@ func call(t *testing.T, socket, method string, params any, out any) {
 // --resume continues the given Claude session: every hook reports that
 // session id, and SessionStart says it resumed.
 func TestSimAgentResumesASession(t *testing.T) {
-	srv := natstest.Start(t, natstest.WithTCP())
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	log := events.New(srv.JS, events.Options{})
+	srv, log := fleettest.StartLog(t, events.Options{}, natstest.WithTCP())
 	const sid = "0b6f5c1e-1111-4222-8333-444455556666"
 	term := startTerminal(t, baseEnv("FLEET_AGENT_ID="+agent, "FLEET_HOST=h1", "FLEET_NATS_URL="+srv.ClientURL(),
 		"FLEET_SPOOL_DIR="+t.TempDir(), "HERDR_AGENT=claude"),

@@ -1,7 +1,6 @@
 package simagent_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
 // countRules is how many rows are a full-width rule: two while one prompt
@@ -132,11 +132,7 @@ func TestSimAgentDialogAndQueue(t *testing.T) {
 // /clear ends it and starts a new one, an unknown command does nothing,
 // and a prompt that starts with a path is an ordinary prompt.
 func TestSimAgentSlashCommandsAndBashMode(t *testing.T) {
-	srv := natstest.Start(t, natstest.WithTCP())
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	log := events.New(srv.JS, events.Options{})
+	srv, log := fleettest.StartLog(t, events.Options{}, natstest.WithTCP())
 	transcripts := t.TempDir()
 	term := startTerminal(t, baseEnv("FLEET_AGENT_ID="+agent, "FLEET_HOST=h1", "FLEET_NATS_URL="+srv.ClientURL(),
 		"FLEET_SPOOL_DIR="+t.TempDir(), "HERDR_AGENT=claude"),

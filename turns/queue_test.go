@@ -8,22 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/turns"
 )
 
 // newLog is a log over a fresh embedded NATS server, for one test.
 func newLog(t *testing.T) (context.Context, events.Log) {
-	t.Helper()
-	srv := natstest.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return ctx, events.New(srv.JS, events.Options{Source: "fleetd/test/turns"})
+	_, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/turns"})
+	return t.Context(), log
 }
 
 var newID = events.NewULIDSource(time.Now)

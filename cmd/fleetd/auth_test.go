@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/natsauth"
 )
 
@@ -252,12 +253,7 @@ func TestUnderFleetdAuthEachKeyDoesOnlyItsPart(t *testing.T) {
 	if out, err := natsAs(adminKey, "req", "fleetd.roster", ""); err != nil || !strings.Contains(out, `"w-2"`) {
 		t.Errorf("the admin's nats req fleetd.roster: %v\n%s", err, out)
 	}
-	anc, err := nats.Connect(h.natsURL, adminOpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer anc.Close()
-	ajs, _ := jetstream.New(anc)
+	ajs := connectJS(t, h.natsURL, adminOpt)
 	s, err := ajs.Stream(ctx, events.Stream)
 	if err != nil {
 		t.Fatalf("FLEET after the gateway's attempts: %v", err)
@@ -338,10 +334,12 @@ func startSecureHost(t *testing.T, token string, args ...string) *secureHost {
 			t.Logf("---- fleetd up ----\n%s", h.up.Output())
 		}
 	})
-	checkFor(t, 30*time.Second, 50*time.Millisecond, "fleetd up serves or waits for provisioning", func() bool {
-		out := h.up.Output()
-		return strings.Contains(out, "up on host") || strings.Contains(out, "waiting for the fabric to be provisioned")
-	}, h.up.Output)
+	checkfor.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if out := h.up.Output(); !strings.Contains(out, "up on host") && !strings.Contains(out, "waiting for the fabric to be provisioned") {
+			return fmt.Errorf("fleetd up neither serves nor waits for provisioning:\n%s", out)
+		}
+		return nil
+	})
 	return h
 }
 
@@ -381,12 +379,7 @@ func (h *secureHost) hookEvents(t *testing.T, auth nats.Option, agent string) in
 // readLogWith reads the whole log from url as the identity auth.
 func readLogWith(t *testing.T, url string, auth nats.Option) []events.Event {
 	t.Helper()
-	nc, err := nats.Connect(url, auth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := connectJS(t, url, auth)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []events.Event
@@ -457,9 +450,12 @@ func TestTheSecureClusterUnderFleetdAuth(t *testing.T) {
 	f := launchFleet(t, 3, roles, "--server-config", filepath.Join(dir, "server.conf"), "--creds", filepath.Join(dir, "gateway-{host}.nk"))
 	h1, h3 := f.hosts[0], f.hosts[2]
 	for _, h := range f.hosts {
-		checkFor(t, 90*time.Second, 100*time.Millisecond, h.name+" waits to be provisioned", func() bool {
-			return strings.Contains(h.up.Output(), "waiting for the fabric to be provisioned")
-		}, h.up.Output)
+		checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
+			if out := h.up.Output(); !strings.Contains(out, "waiting for the fabric to be provisioned") {
+				return fmt.Errorf("%s does not wait to be provisioned:\n%s", h.name, out)
+			}
+			return nil
+		})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -473,12 +469,7 @@ func TestTheSecureClusterUnderFleetdAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	anc, err := nats.Connect(h1.natsURL, adminOpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer anc.Close()
-	ajs, _ := jetstream.New(anc)
+	ajs := connectJS(t, h1.natsURL, adminOpt)
 	if s, err := ajs.Stream(ctx, events.Stream); err != nil || s.CachedInfo().Config.Replicas != 3 {
 		t.Errorf("FLEET as provisioned: %v", err)
 	}

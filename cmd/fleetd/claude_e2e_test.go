@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"io"
 	"net/http"
 	"os"
@@ -26,6 +24,7 @@ import (
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
@@ -44,54 +43,21 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 	defer cancel()
 	started := time.Now()
 
-	// The temp dir first: cleanups run last-in first-out, so it is
-	// removed only after the panes' claude processes are gone.
-	dir := t.TempDir()
-	api := fakeapi.Start(t)
-	h := herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t), Env: claudePaneEnv(), Cols: 120, Rows: 40})
-	home := filepath.Join(dir, "home")
-	work := map[string]string{"w-1": filepath.Join(dir, "work-1"), "w-2": filepath.Join(dir, "work-2")}
-	for _, wd := range work {
-		if err := os.MkdirAll(wd, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := fakeapi.WriteClaudeHome(home, work["w-1"], work["w-2"]); err != nil {
-		t.Fatal(err)
-	}
-	rolesFile := filepath.Join(dir, "roles.json")
-	writeJSONFile(t, rolesFile, map[string]any{"roles": map[string]any{"w-local": map[string]any{
-		"description": "real Claude Code workers against the fake API",
-		"command":     []string{claudeBin, "--settings", "{settings}"},
-		"env_class":   "gateway",
-		"base_url":    api.URL(),
-		"env": map[string]string{
-			"ANTHROPIC_AUTH_TOKEN": "test", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": home,
-		},
-		"cap": 2,
-	}}})
-	dataDir := filepath.Join(dir, "data")
 	// Claude Code on a loaded 2-core machine was seen taking over 10 s to
 	// run its UserPromptSubmit hook: give submission proof time.
-	up := startUp(t, dataDir, "--herdr", h.Path(), "--roles", rolesFile, "--heartbeat", "1s", "--submit-timeout", "30s")
-	// Tear down so nothing is left behind: the panes first (claude runs
-	// its SessionEnd hook when hung up, which needs fleetd up), and every
-	// process working in the temp dir gone before the dir is removed.
-	t.Cleanup(func() {
-		h.Close()
-		waitGone(t, dir, 20*time.Second)
-	})
-	fleet := &claudeFleet{t: t, up: up, herdr: h, api: api, dataDir: dataDir, home: home}
-	t.Cleanup(fleet.dumpOnFailure)
-
-	for _, name := range []string{"w-1", "w-2"} {
-		out, err := fleet.cli(ctx, "spawn", "--role", "w-local", "--name", name, "--cwd", work[name],
-			"--roles", rolesFile, "--herdr", h.Path(), "--data-dir", dataDir)
-		if err != nil {
-			t.Fatalf("fleetd spawn %s: %v\n%s", name, err, out)
-		}
-	}
+	fleet := startClaudeFleet(t, []string{"work-1", "work-2"}, func(baseURL string, env map[string]string) map[string]any {
+		return map[string]any{"w-local": map[string]any{
+			"description": "real Claude Code workers against the fake API",
+			"command":     []string{claudeBin, "--settings", "{settings}"},
+			"env_class":   "gateway",
+			"base_url":    baseURL,
+			"env":         env,
+			"cap":         2,
+		}}
+	}, "--submit-timeout", "30s")
+	up := fleet.up
+	fleet.spawn(ctx, "w-1", "w-local", "work-1")
+	fleet.spawn(ctx, "w-2", "w-local", "work-2")
 	// Ready = the SessionStart hook ran (a session id) and the agent is idle.
 	var roster []projections.Agent
 	checkfor.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
@@ -181,12 +147,8 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 		t.FailNow()
 	}
 
-	log, nc := connectLog(t, up.url)
+	log, js := connectLog(t, up.url)
 	all := readEvents(t, ctx, log, "fleet.agent.>")
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	turnsKV, err := js.KeyValue(ctx, "fleet_turns")
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +184,7 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 
 	// The nats CLI saw every reply as it was appended.
 	checkfor.Eventually(t, 20*time.Second, 100*time.Millisecond, func() error {
-		out := tap.output()
+		out := tap.Output()
 		// The printed events, by reply text. A hook's correlation id is
 		// best effort, so the turn is told by the reply's prompt id.
 		seen := map[string]string{}
@@ -356,14 +318,68 @@ func (f *claudeFleet) checkTurnEvents(ctx context.Context, all []events.Event, t
 	return rep.PromptID
 }
 
-// claudeFleet is the running fabric of the real-Claude test.
+// claudeFleet is the running fabric of the real-Claude tests.
 type claudeFleet struct {
-	t       *testing.T
-	up      *upProcess
-	herdr   *herdrtest.Server
-	api     *fakeapi.Server
-	dataDir string
-	home    string
+	t     *testing.T
+	up    *upProcess
+	herdr *herdrtest.Server
+	api   *fakeapi.Server
+	// dir holds everything the fleet writes: Claude's home, the work
+	// directories, the roles file and fleetd's data.
+	dir, home, rolesFile, dataDir string
+}
+
+// startClaudeFleet runs `fleetd up` over a herdr-protocol server whose
+// panes run the real Claude Code against the fake API. Claude's home
+// trusts the work directories named (made in the fleet's dir); roles
+// makes the roles from the fake API's URL and the environment a Claude
+// role runs with. Teardown leaves nothing behind: the panes first (claude
+// runs its SessionEnd hook when hung up, which needs fleetd up), and every
+// process working in the dir gone before the dir is removed.
+func startClaudeFleet(t *testing.T, works []string, roles func(baseURL string, env map[string]string) map[string]any, upArgs ...string) *claudeFleet {
+	t.Helper()
+	// The temp dir first: cleanups run last-in first-out, so it is
+	// removed only after the panes' claude processes are gone.
+	dir := t.TempDir()
+	f := &claudeFleet{t: t, dir: dir, home: filepath.Join(dir, "home"), rolesFile: filepath.Join(dir, "roles.json"), dataDir: filepath.Join(dir, "data")}
+	f.api = fakeapi.Start(t)
+	f.herdr = herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t), Env: claudePaneEnv(), Cols: 120, Rows: 40})
+	var trusted []string
+	for _, w := range works {
+		if err := os.MkdirAll(f.work(w), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		trusted = append(trusted, f.work(w))
+	}
+	if err := fakeapi.WriteClaudeHome(f.home, trusted...); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"ANTHROPIC_AUTH_TOKEN": "test", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": f.home,
+	}
+	writeJSONFile(t, f.rolesFile, map[string]any{"roles": roles(f.api.URL(), env)})
+	f.up = startUp(t, f.dataDir, append([]string{"--herdr", f.herdr.Path(), "--roles", f.rolesFile, "--heartbeat", "1s"}, upArgs...)...)
+	t.Cleanup(func() {
+		f.herdr.Close()
+		waitGone(t, dir, 20*time.Second)
+	})
+	t.Cleanup(f.dumpOnFailure)
+	return f
+}
+
+// work is the path of the work directory named in startClaudeFleet.
+func (f *claudeFleet) work(name string) string { return filepath.Join(f.dir, name) }
+
+// spawn starts agent name of role in a pane working in work, as `fleetd
+// spawn` does.
+func (f *claudeFleet) spawn(ctx context.Context, name, role, work string) {
+	f.t.Helper()
+	out, err := f.cli(ctx, "spawn", "--role", role, "--name", name, "--cwd", f.work(work),
+		"--roles", f.rolesFile, "--herdr", f.herdr.Path(), "--data-dir", f.dataDir)
+	if err != nil {
+		f.t.Fatalf("fleetd spawn %s: %v\n%s", name, err, out)
+	}
 }
 
 // cli runs a fleetd client command against the fleet and returns its
@@ -536,58 +552,13 @@ func transcriptSummary(path string) string {
 	return out.String()
 }
 
-// natsSub is a running `nats sub` child process.
-type natsSub struct {
-	mu  sync.Mutex
-	out bytes.Buffer
-}
-
-func (s *natsSub) output() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.String()
-}
-
 // startNatsSub runs `nats sub subject` and returns once it has subscribed.
-func startNatsSub(t *testing.T, ctx context.Context, natsBin, url, subject string) *natsSub {
+func startNatsSub(t *testing.T, ctx context.Context, natsBin, url, subject string) *upProcess {
 	t.Helper()
-	ctx, cancel := context.WithCancel(ctx)
 	cmd := exec.CommandContext(ctx, natsBin, "--server", url, "sub", subject)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-	s := &natsSub{}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	subscribed := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		var once sync.Once
-		for sc.Scan() {
-			s.mu.Lock()
-			s.out.WriteString(sc.Text() + "\n")
-			s.mu.Unlock()
-			if strings.Contains(sc.Text(), "Subscribing on") {
-				once.Do(func() { close(subscribed) })
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	waited := make(chan struct{})
-	go func() { cmd.Wait(); pw.Close(); close(waited) }()
-	t.Cleanup(func() { cancel(); <-waited; <-done })
-	select {
-	case <-subscribed:
-	case <-waited:
-		t.Fatalf("nats sub exited:\n%s", s.output())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("nats sub did not subscribe:\n%s", s.output())
-	}
+	s := startChild(t, cmd, "Subscribing on")
+	waitLaunched(t, s, 20*time.Second)
 	return s
 }
 
@@ -629,22 +600,20 @@ func waitGone(t *testing.T, dir string, total time.Duration) {
 		}
 		return pids
 	}
-	deadline := time.Now().Add(total)
-	for {
-		pids := inDir()
-		if len(pids) == 0 {
-			return
+	var pids []int
+	err := checkfor.Poll(total, 100*time.Millisecond, func() error {
+		if pids = inDir(); len(pids) > 0 {
+			return fmt.Errorf("processes still in %s: %v", dir, pids)
 		}
-		if time.Now().After(deadline) {
-			t.Logf("processes still in %s after %v, killing them: %v", dir, total, pids)
-			for _, pid := range pids {
-				if p, err := os.FindProcess(pid); err == nil {
-					_ = p.Kill()
-				}
+		return nil
+	})
+	if err != nil {
+		t.Logf("%v; killing them", err)
+		for _, pid := range pids {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
 			}
-			return
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,8 +14,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
 	"github.com/fleetd/fleetd/herdrbridge"
-	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
-	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
 )
@@ -49,59 +47,25 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 	defer cancel()
 	started := time.Now()
 
-	dir := t.TempDir()
-	api := fakeapi.Start(t)
-	h := herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t), Env: claudePaneEnv(), Cols: 120, Rows: 40})
-	home := filepath.Join(dir, "home")
-	work := filepath.Join(dir, "work")
-	for _, d := range []string{work, filepath.Join(dir, "work-new"), filepath.Join(dir, "work-wrap"), filepath.Join(dir, "work-fresh")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
+	fleet := startClaudeFleet(t, []string{"work", "work-new", "work-wrap", "work-fresh"}, func(baseURL string, env map[string]string) map[string]any {
+		role := func(command []string) map[string]any {
+			return map[string]any{"command": command, "env_class": "gateway", "base_url": baseURL, "env": env,
+				"commands": []string{"/clear", "/compact", "/exit"}}
 		}
-	}
-	if err := fakeapi.WriteClaudeHome(home, work, filepath.Join(dir, "work-new"), filepath.Join(dir, "work-wrap"), filepath.Join(dir, "work-fresh")); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{
-		"ANTHROPIC_AUTH_TOKEN": "test", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": home,
-	}
-	role := func(command []string) map[string]any {
-		return map[string]any{"command": command, "env_class": "gateway", "base_url": api.URL(), "env": env,
-			"commands": []string{"/clear", "/compact", "/exit"}}
-	}
-	rolesFile := filepath.Join(dir, "roles.json")
-	writeJSONFile(t, rolesFile, map[string]any{"roles": map[string]any{
-		"w-local": role([]string{claudeBin, "--settings", "{settings}"}),
-		// A launch herdr cannot see through: the pane's foreground
-		// process is the wrapper shell, not claude.
-		"w-wrapped": role([]string{"sh", "-c", claudeBin + ` --settings "$0"; echo wrapper done`, "{settings}"}),
-		// Every prompt turn starts from a clean context.
-		"w-fresh": func() map[string]any {
-			r := role([]string{claudeBin, "--settings", "{settings}"})
-			r["fresh_context"] = true
-			return r
-		}(),
-	}})
-	dataDir := filepath.Join(dir, "data")
-	up := startUp(t, dataDir, "--herdr", h.Path(), "--roles", rolesFile, "--heartbeat", "1s",
-		"--submit-timeout", "30s", "--exit-grace", "3s")
-	t.Cleanup(func() {
-		h.Close()
-		waitGone(t, dir, 20*time.Second)
-	})
-	fleet := &claudeFleet{t: t, up: up, herdr: h, api: api, dataDir: dataDir, home: home}
-	t.Cleanup(fleet.dumpOnFailure)
-	log, _ := connectLog(t, up.url)
-
-	spawn := func(name, role, cwd string) {
-		t.Helper()
-		out, err := fleet.cli(ctx, "spawn", "--role", role, "--name", name, "--cwd", cwd,
-			"--roles", rolesFile, "--herdr", h.Path(), "--data-dir", dataDir)
-		if err != nil {
-			t.Fatalf("fleetd spawn %s: %v\n%s", name, err, out)
+		return map[string]any{
+			"w-local": role([]string{claudeBin, "--settings", "{settings}"}),
+			// A launch herdr cannot see through: the pane's foreground
+			// process is the wrapper shell, not claude.
+			"w-wrapped": role([]string{"sh", "-c", claudeBin + ` --settings "$0"; echo wrapper done`, "{settings}"}),
+			// Every prompt turn starts from a clean context.
+			"w-fresh": func() map[string]any {
+				r := role([]string{claudeBin, "--settings", "{settings}"})
+				r["fresh_context"] = true
+				return r
+			}(),
 		}
-	}
+	}, "--submit-timeout", "30s", "--exit-grace", "3s")
+	log, _ := connectLog(t, fleet.up.url)
 	waitReady := func(name string) {
 		t.Helper()
 		checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
@@ -115,7 +79,7 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 			return nil
 		})
 	}
-	spawn("t-1", "w-local", work)
+	fleet.spawn(ctx, "t-1", "w-local", "work")
 	waitReady("t-1")
 	t.Logf("t-1 ready after %v", time.Since(started).Round(time.Millisecond))
 
@@ -159,7 +123,7 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fleet.t = t
-			fleet.checkText(ctx, log, "t-1", tc, work)
+			fleet.checkText(ctx, log, "t-1", tc, fleet.work("work"))
 			canary := fmt.Sprintf("canary %d after %s", i, tc.name)
 			if r := fleet.send(ctx, leadshim.Message{To: "t-1", Text: canary, Timeout: "90s"}); r.status != 200 || r.env.Reply != "ECHO: "+canary {
 				t.Fatalf("canary after %q: HTTP %d reply %q %s", tc.name, r.status, r.env.Reply, r.body)
@@ -171,7 +135,7 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 
 	// A multi-line text sent the moment a new agent is registered: it is
 	// typed only once the agent's prompt box is up, so it arrives whole.
-	spawn("t-new", "w-local", filepath.Join(dir, "work-new"))
+	fleet.spawn(ctx, "t-new", "w-local", "work-new")
 	checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 		roster, err := fleet.roster(ctx)
 		if err != nil {
@@ -182,31 +146,31 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 		}
 		return nil
 	})
-	fleet.checkText(ctx, log, "t-new", textCase{text: "first:\nsecond line\nthird line\nfourth line", status: 200, delivery: "pieces"}, filepath.Join(dir, "work-new"))
+	fleet.checkText(ctx, log, "t-new", textCase{text: "first:\nsecond line\nthird line\nfourth line", status: 200, delivery: "pieces"}, fleet.work("work-new"))
 
 	// An agent launched through a wrapper herdr cannot see through: herdr
 	// refuses agent.prompt (not the pane's foreground process); the turn
 	// is deferred, then typed with pane.send_input because the agent's
 	// hooks say it is idle.
-	spawn("t-wrap", "w-wrapped", filepath.Join(dir, "work-wrap"))
+	fleet.spawn(ctx, "t-wrap", "w-wrapped", "work-wrap")
 	waitReady("t-wrap")
-	wrapped := fleet.checkText(ctx, log, "t-wrap", textCase{text: "through the wrapper", status: 200, delivery: "paste"}, filepath.Join(dir, "work-wrap"))
+	wrapped := fleet.checkText(ctx, log, "t-wrap", textCase{text: "through the wrapper", status: 200, delivery: "paste"}, fleet.work("work-wrap"))
 	if wrapped.Method != herdrbridge.MethodSendInput {
 		t.Errorf("wrapped agent typed with %q, want %s", wrapped.Method, herdrbridge.MethodSendInput)
 	}
-	fleet.checkText(ctx, log, "t-wrap", textCase{text: "!touch PWNED-wrap.txt", status: 200, delivery: "pieces"}, filepath.Join(dir, "work-wrap"))
+	fleet.checkText(ctx, log, "t-wrap", textCase{text: "!touch PWNED-wrap.txt", status: 200, delivery: "pieces"}, fleet.work("work-wrap"))
 
 	// A fresh-context role: /clear is typed before each prompt, so the
 	// model sees no earlier turn (the request holds one user message).
-	spawn("t-fresh", "w-fresh", filepath.Join(dir, "work-fresh"))
+	fleet.spawn(ctx, "t-fresh", "w-fresh", "work-fresh")
 	waitReady("t-fresh")
 	for _, text := range []string{"fresh one: remember the word KUMQUAT", "fresh two: which word?"} {
-		turn := fleet.checkText(ctx, log, "t-fresh", textCase{text: text, status: 200, delivery: "paste"}, filepath.Join(dir, "work-fresh"))
+		turn := fleet.checkText(ctx, log, "t-fresh", textCase{text: text, status: 200, delivery: "paste"}, fleet.work("work-fresh"))
 		if !turn.Clear {
 			t.Errorf("%q: typed without /clear first", text)
 		}
 	}
-	for _, req := range api.Requests() {
+	for _, req := range fleet.api.Requests() {
 		if req.Prompt == "fresh two: which word?" && strings.Contains(string(req.Body), "KUMQUAT") {
 			t.Errorf("the second fresh turn's request still holds the first turn")
 		}
@@ -238,11 +202,11 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 	}
 
 	// No case ran a shell command.
-	marks, _ := filepath.Glob(filepath.Join(dir, "*", "PWNED*"))
+	marks, _ := filepath.Glob(filepath.Join(fleet.dir, "*", "PWNED*"))
 	if len(marks) > 0 {
 		t.Errorf("marker files were created, so text ran in a shell: %v", marks)
 	}
-	if out := h.Output(mustPane(t, fleet, ctx, "t-1")); strings.Contains(string(out), "PWNED-after-exit") || strings.Contains(string(out), "PWNED-queued") {
+	if out := fleet.herdr.Output(mustPane(t, fleet, ctx, "t-1")); strings.Contains(string(out), "PWNED-after-exit") || strings.Contains(string(out), "PWNED-queued") {
 		t.Errorf("text sent after /exit reached the pane")
 	}
 	t.Logf("done in %v", time.Since(started).Round(time.Millisecond))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/natsauth"
@@ -160,56 +159,6 @@ func (f *testFleet) restart(h *fleetHost) {
 	waitLaunched(f.t, h.up, 90*time.Second)
 }
 
-var readyChans sync.Map // *upProcess → chan struct{}
-
-// launch runs fleetd with args, its output captured; ready is the text
-// its output shows once it serves.
-func launch(t *testing.T, ready string, args ...string) *upProcess {
-	t.Helper()
-	p := &upProcess{}
-	p.cmd = exec.Command(fleetdBin, args...)
-	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "FLEET_LOG_LEVEL=info")
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stderr = &lockedWriter{mu: &p.mu, b: &p.output}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan struct{})
-	readyChans.Store(p, ch)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := sync.Once{}
-		for sc.Scan() {
-			p.mu.Lock()
-			p.output.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if strings.Contains(sc.Text(), ready) {
-				once.Do(func() { close(ch) })
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
-	t.Cleanup(func() {
-		p.cmd.Process.Signal(syscall.SIGCONT)
-		p.cmd.Process.Kill()
-		p.cmd.Wait()
-	})
-	return p
-}
-
-func waitLaunched(t *testing.T, p *upProcess, limit time.Duration) {
-	t.Helper()
-	ch, _ := readyChans.Load(p)
-	select {
-	case <-ch.(chan struct{}):
-	case <-time.After(limit):
-		t.Fatalf("%v did not come up within %v:\n%s", p.cmd.Args[1:], limit, p.Output())
-	}
-}
-
 // spawn starts agent of role in a pane of h's herdr, as `fleetd spawn`
 // run on h does.
 func (f *testFleet) spawn(h *fleetHost, role, agent string) {
@@ -243,15 +192,16 @@ func roster(ctx context.Context, h *fleetHost) (map[string]projections.Agent, er
 // waitRoster polls h's roster until ok holds for it.
 func waitRoster(t *testing.T, h *fleetHost, limit time.Duration, what string, ok func(map[string]projections.Agent) bool) {
 	t.Helper()
-	var last map[string]projections.Agent
-	checkFor(t, limit, 100*time.Millisecond, what, func() bool {
+	checkfor.Eventually(t, limit, 100*time.Millisecond, func() error {
 		r, err := roster(context.Background(), h)
 		if err != nil {
-			return false
+			return fmt.Errorf("%s: roster at %s: %w", what, h.name, err)
 		}
-		last = r
-		return ok(r)
-	}, func() string { return fmt.Sprintf("roster at %s: %+v", h.name, last) })
+		if !ok(r) {
+			return fmt.Errorf("%s: roster at %s: %+v", what, h.name, r)
+		}
+		return nil
+	})
 }
 
 // allIdle: every one of agents is listed, idle and not stale.
@@ -263,22 +213,6 @@ func allIdle(agents ...string) func(map[string]projections.Agent) bool {
 			}
 		}
 		return true
-	}
-}
-
-// checkFor polls fn every step until it holds or total passes.
-func checkFor(t *testing.T, total, step time.Duration, what string, fn func() bool, explain func() string) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for !fn() {
-		if time.Now().After(deadline) {
-			msg := ""
-			if explain != nil {
-				msg = explain()
-			}
-			t.Fatalf("%s: not within %v\n%s", what, total, msg)
-		}
-		time.Sleep(step)
 	}
 }
 
@@ -416,12 +350,7 @@ func TestClusterCarriesTurnsToTheOwningHostAndMarksASilentHostStale(t *testing.T
 	defer cancel()
 
 	t.Run("the stream and the projection buckets are replicated on three nodes", func(t *testing.T) {
-		nc, err := nats.Connect(h2.natsURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, _ := jetstream.New(nc)
+		js := connectJS(t, h2.natsURL)
 		for _, name := range []string{events.Stream, "KV_" + projections.BucketRoster, "KV_" + projections.BucketTurns} {
 			s, err := js.Stream(ctx, name)
 			if err != nil {
@@ -491,10 +420,12 @@ func TestClusterCarriesTurnsToTheOwningHostAndMarksASilentHostStale(t *testing.T
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkFor(t, 30*time.Second, 100*time.Millisecond, "h1 knows the role turn", func() bool {
-			env, err := turnAt(ctx, h1, id, "")
-			return err == nil && env.Status == "queued"
-		}, nil)
+		checkfor.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+			if env, err := turnAt(ctx, h1, id, ""); err != nil || env.Status != "queued" {
+				return fmt.Errorf("h1 does not know the role turn: %+v, %v", env, err)
+			}
+			return nil
+		})
 		if env, err := turnAt(ctx, h1, id, "1s"); err != nil || env.Status != "queued" || env.Agent != "" {
 			t.Fatalf("a role turn with only a stale agent of the role: %+v, %v", env, err)
 		}
@@ -637,6 +568,26 @@ func (w *turnWatch) final(ids []string) (done int, open []string) {
 	return done, open
 }
 
+// waitFinal waits until at least want of ids are final; a timeout says
+// what was awaited, the open turns and what explain (costly, so only
+// then) diagnoses.
+func (w *turnWatch) waitFinal(t *testing.T, total time.Duration, what string, ids []string, want int, explain func() string) {
+	t.Helper()
+	err := checkfor.Poll(total, 250*time.Millisecond, func() error {
+		if done, open := w.final(ids); done < want {
+			return fmt.Errorf("%d of %d final, want %d; %d open: %v", done, len(ids), want, len(open), open)
+		}
+		return nil
+	})
+	if err != nil {
+		diagnosis := ""
+		if explain != nil {
+			diagnosis = explain()
+		}
+		t.Fatalf("%s: %v\n%s", what, err, diagnosis)
+	}
+}
+
 func (w *turnWatch) turn(id string) lifecycle.Turn {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -711,10 +662,7 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 	for i := range 100 {
 		appendTurn(i)
 	}
-	checkFor(t, 2*time.Minute, 100*time.Millisecond, "turns replied before the kill", func() bool {
-		done, _ := watch.final(turns)
-		return done >= 12
-	}, nil)
+	watch.waitFinal(t, 2*time.Minute, "turns replied before the kill", turns, 12, nil)
 	phase("12 turns replied")
 
 	if err := h3.up.cmd.Process.Kill(); err != nil {
@@ -732,13 +680,8 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 	// agents are marked stale. (h3 restarts once that is seen, not after
 	// all of them: the rest overlaps its catching up.)
 	resolvedBefore, _ := watch.final(survivors)
-	checkFor(t, 3*time.Minute, 250*time.Millisecond, "h1 and h2 keep resolving their direct turns while h3 is down", func() bool {
-		done, _ := watch.final(survivors)
-		return done >= min(len(survivors), resolvedBefore+30)
-	}, func() string {
-		_, open := watch.final(survivors)
-		return fmt.Sprintf("open: %v\n%s", open, diagnose(t, f, agents))
-	})
+	watch.waitFinal(t, 3*time.Minute, "h1 and h2 keep resolving their direct turns while h3 is down",
+		survivors, min(len(survivors), resolvedBefore+30), func() string { return diagnose(t, f, agents) })
 	waitRoster(t, h1, 10*time.Second, "h3's agents stale at h1", func(r map[string]projections.Agent) bool {
 		return r["w-h3-0"].Stale && r["w-h3-1"].Stale && !r["w-h1-0"].Stale
 	})
@@ -747,13 +690,7 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 
 	f.restart(h3)
 	phase("h3 restarted")
-	checkFor(t, 3*time.Minute, 250*time.Millisecond, "every turn resolves after h3 restarts", func() bool {
-		done, _ := watch.final(turns)
-		return done == len(turns)
-	}, func() string {
-		_, open := watch.final(turns)
-		return fmt.Sprintf("%d open: %v\n%s", len(open), open, diagnose(t, f, agents))
-	})
+	watch.waitFinal(t, 3*time.Minute, "every turn resolves after h3 restarts", turns, len(turns), func() string { return diagnose(t, f, agents) })
 	phase("every turn resolved")
 
 	evs := readLog(t, h2.natsURL)
@@ -978,34 +915,23 @@ func TestAgentCredentialsCannotPublishAnotherAgentsEvents(t *testing.T) {
 // have a leader and it is not the server named gone.
 func waitLeaders(t *testing.T, ctx context.Context, h *fleetHost, gone string, limit time.Duration) {
 	t.Helper()
-	nc, err := nats.Connect(h.natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := connectJS(t, h.natsURL)
 	streams := []string{events.Stream}
 	for _, b := range []string{projections.BucketRoster, projections.BucketSessions, projections.BucketTurns, projections.BucketCheckpoints} {
 		streams = append(streams, "KV_"+b)
 	}
-	var last string
-	checkFor(t, limit, 200*time.Millisecond, "every stream led by a live server", func() bool {
+	checkfor.Eventually(t, limit, 200*time.Millisecond, func() error {
 		for _, name := range streams {
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			s, err := js.Stream(sctx, name)
 			cancel()
 			if err != nil {
-				last = fmt.Sprintf("%s: %v", name, err)
-				return false
+				return fmt.Errorf("not every stream led by a live server: %s: %w", name, err)
 			}
 			if c := s.CachedInfo().Cluster; c == nil || c.Leader == "" || c.Leader == gone {
-				last = fmt.Sprintf("%s: leader %+v", name, c)
-				return false
+				return fmt.Errorf("not every stream led by a live server: %s: leader %+v", name, c)
 			}
 		}
-		return true
-	}, func() string { return last })
+		return nil
+	})
 }

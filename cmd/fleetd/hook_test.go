@@ -1,8 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +14,8 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
 const stopPayload = `{"session_id":"s1","transcript_path":"/nonexistent.jsonl","cwd":"/w","prompt_id":"p1","permission_mode":"auto",` +
@@ -66,16 +68,13 @@ func TestHookAlwaysExitsZeroAndReplaySpool(t *testing.T) {
 			}
 		})
 	}
-	srv := natstest.Start(t, natstest.WithTCP())
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	srv, log := fleettest.StartLog(t, events.Options{}, natstest.WithTCP())
 	cmd := exec.Command(fleetdBin, "hook", "replay", "--spool", spool, "--nats", srv.ClientURL())
 	cmd.Env = hookEnv("", srv.ClientURL(), spool)
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "replayed 2 event(s)") {
 		t.Fatalf("replay: %v %s", err, out)
 	}
-	got := eventstest.ReadAll(t, events.New(srv.JS, events.Options{}), events.Query{Subjects: []string{"fleet.agent.w-1.>"}})
+	got := eventstest.ReadAll(t, log, events.Query{Subjects: []string{"fleet.agent.w-1.>"}})
 	if len(got) != 2 || got[0].Data.(events.AgentReplied).Reply != "ECHO: hi" {
 		t.Errorf("log after replay = %+v", got)
 	}
@@ -106,10 +105,7 @@ func TestHooksSettingsWritesTheRunningBinary(t *testing.T) {
 // BenchmarkHookBinary is `fleetd hook stop` exec'd as Claude runs it,
 // against a running NATS: process start to exit.
 func BenchmarkHookBinary(b *testing.B) {
-	srv := natstest.Start(b, natstest.WithTCP())
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		b.Fatal(err)
-	}
+	srv, _ := fleettest.StartLog(b, events.Options{}, natstest.WithTCP())
 	env := hookEnv("w-bench", srv.ClientURL(), b.TempDir())
 	transcript, err := filepath.Abs("../../claudehook/testdata/transcript.jsonl")
 	if err != nil {
@@ -127,11 +123,7 @@ func BenchmarkHookBinary(b *testing.B) {
 // hook returns. The hook then exits at once and a detached finisher
 // appends the reply with the usage the transcript shows once written.
 func TestStopHookDetachesWhenTheTranscriptLagsAndTheReplyCarriesItsUsage(t *testing.T) {
-	srv := natstest.Start(t, natstest.WithTCP())
-	ctx := context.Background()
-	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	srv, log := fleettest.StartLog(t, events.Options{}, natstest.WithTCP())
 	dir := t.TempDir()
 	transcript := filepath.Join(dir, "t.jsonl")
 	user := `{"type":"user","promptId":"p9","sessionId":"s9","uuid":"u1","message":{"role":"user","content":"task"}}` + "\n"
@@ -143,7 +135,6 @@ func TestStopHookDetachesWhenTheTranscriptLagsAndTheReplyCarriesItsUsage(t *test
 	if err != nil {
 		t.Fatalf("hook: %v\n%s", err, out)
 	}
-	log := events.New(srv.JS, events.Options{})
 	replies := func() []events.AgentReplied {
 		var rs []events.AgentReplied
 		for _, ev := range eventstest.ReadAll(t, log, events.Query{Subjects: []string{"fleet.agent.w-9.replied"}}) {
@@ -163,9 +154,12 @@ func TestStopHookDetachesWhenTheTranscriptLagsAndTheReplyCarriesItsUsage(t *test
 	f.WriteString(assistant)
 	f.Close()
 	var rs []events.AgentReplied
-	for deadline := time.Now().Add(10 * time.Second); len(rs) == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		rs = replies()
-	}
+	checkfor.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if rs = replies(); len(rs) == 0 {
+			return errors.New("no reply after the transcript caught up")
+		}
+		return nil
+	})
 	if len(rs) != 1 {
 		t.Fatalf("%d replies after the transcript caught up, want 1", len(rs))
 	}

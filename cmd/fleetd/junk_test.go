@@ -2,15 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
 )
 
 // Junk on fleet.> reaches several readers in one fleetd: the projection,
@@ -18,11 +18,7 @@ import (
 // outcome counter. Each junk message is logged once, not once per reader.
 func TestUpLogsEachJunkMessageOnce(t *testing.T) {
 	up := startUp(t, t.TempDir())
-	log, nc := connectLog(t, up.url)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log, js := connectLog(t, up.url)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	must := func(ev events.Event) events.Ack {
@@ -45,8 +41,7 @@ func TestUpLogsEachJunkMessageOnce(t *testing.T) {
 	// counts the failure.
 	turn := must(events.Event{Subject: "w", Data: events.RoleQueued{From: "lead", Text: "after the junk"}})
 	must(events.Event{Subject: "w1", Data: events.AgentFailed{Reason: "junk_test"}})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	checkfor.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		assigned := false
 		for ev, err := range log.Read(ctx, events.Query{Subjects: []string{"fleet.agent.w1.queued"}}) {
 			if err != nil {
@@ -60,14 +55,11 @@ func TestUpLogsEachJunkMessageOnce(t *testing.T) {
 			res.Body.Close()
 			counted = strings.Contains(string(b), `fleetd_turns_total{outcome="failed",reason="junk_test"} 1`)
 		}
-		if assigned && counted {
-			break
+		if !assigned || !counted {
+			return fmt.Errorf("after the junk: assigned %v, counted %v\n%s", assigned, counted, up.Output())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the junk: assigned %v, counted %v\n%s", assigned, counted, up.Output())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	out := up.Output()
 	if got := strings.Count(out, "skipped a message that is not a valid event"); got != 2 {
 		t.Errorf("two junk messages logged %d times, want 2:\n%s", got, out)

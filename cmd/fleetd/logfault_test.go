@@ -26,6 +26,7 @@ import (
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
@@ -146,22 +147,6 @@ func (fx *faultFleet) turn(id string) leadshim.Envelope {
 	return env
 }
 
-// until polls fn every 100 ms until it returns nil, failing after total.
-func until(t *testing.T, total time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", total, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // publishes counts every message published on the gateway's server under
 // the given subjects: appends and KV writes, whether JetStream took them
 // or not.
@@ -220,7 +205,7 @@ func TestAFullStoreStallsNoAcknowledgedTurnSilently(t *testing.T) {
 		a.status = fx.send(`{"to":"w-0","text":"short","timeout":"10s"}`, &a.err)
 		short <- a
 	}()
-	until(t, 10*time.Second, func() error {
+	checkfor.Eventually(t, 10*time.Second, 100*time.Millisecond, func() error {
 		if a, _ := fx.gw.Views.Agent("w-0"); a.QueueDepth+btoi(a.CurrentTurn != "") < 4 {
 			return fmt.Errorf("w-0 holds %d queued", a.QueueDepth)
 		}
@@ -228,15 +213,7 @@ func TestAFullStoreStallsNoAcknowledgedTurnSilently(t *testing.T) {
 	})
 
 	// An administrator's stream takes the rest of the store.
-	admin, err := nats.Connect(fx.gw.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	js, err := jetstream.New(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := connectJS(t, fx.gw.NATSURL())
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill.>"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +266,7 @@ func TestAFullStoreStallsNoAcknowledgedTurnSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHealth(t, fx.base, http.StatusOK, "", 30*time.Second)
-	until(t, 2*time.Minute, func() error {
+	checkfor.Eventually(t, 2*time.Minute, 100*time.Millisecond, func() error {
 		var open []string
 		for _, id := range ids {
 			if env := fx.turn(id); env.Status != "replied" && env.Status != "failed" {
@@ -349,7 +326,7 @@ func TestAgentsWorkOnAfterTheStreamIsCreatedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitHealth(t, fx.base, http.StatusOK, "", 30*time.Second)
-	until(t, 20*time.Second, func() error {
+	checkfor.Eventually(t, 20*time.Second, 100*time.Millisecond, func() error {
 		if regs := eventstest.ReadAll(t, fx.gw.Log, events.Query{Subjects: []string{"fleet.agent.w-0.registered"}}); len(regs) != 1 {
 			return fmt.Errorf("%d registrations of w-0 in the new stream", len(regs))
 		}
@@ -404,7 +381,7 @@ func TestRetentionKeepsWhatIsNeededAndARestartAgrees(t *testing.T) {
 	if got := fx.send(`{"to":"w-0","text":"recent","timeout":"1m"}`, &last); got != http.StatusOK || last.Status != "replied" {
 		t.Fatalf("recent turn: %d %+v", got, last)
 	}
-	until(t, 20*time.Second, func() error {
+	checkfor.Eventually(t, 20*time.Second, 100*time.Millisecond, func() error {
 		st, err := fx.gw.Log.State(ctx)
 		if err != nil {
 			return err

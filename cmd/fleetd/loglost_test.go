@@ -3,41 +3,29 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
+	"fmt"
 	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 )
 
 // httpJSON does a request against a shim and decodes the answer into v.
 func httpJSON(t *testing.T, method, url, body string, v any) int {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	status, b := fleettest.Do(t, method, url, body)
 	if v != nil {
 		if err := json.Unmarshal(b, v); err != nil {
-			t.Fatalf("%s %s: %d %s: %v", method, url, res.StatusCode, b, err)
+			t.Fatalf("%s %s: %d %s: %v", method, url, status, b, err)
 		}
 	}
-	return res.StatusCode
+	return status
 }
 
 // waitHealth polls /healthz until it answers status with code (and a
@@ -45,23 +33,19 @@ func httpJSON(t *testing.T, method, url, body string, v any) int {
 func waitHealth(t *testing.T, base string, status int, code string, total time.Duration, says ...string) leadshim.Health {
 	t.Helper()
 	var h leadshim.Health
-	var got int
-	deadline := time.Now().Add(total)
-	for {
+	checkfor.Eventually(t, total, 100*time.Millisecond, func() error {
 		h = leadshim.Health{}
-		got = httpJSON(t, http.MethodGet, base+"/healthz", "", &h)
+		got := httpJSON(t, http.MethodGet, base+"/healthz", "", &h)
 		ok := got == status && h.Code == code
 		for _, s := range says {
 			ok = ok && strings.Contains(h.Error, s)
 		}
-		if ok {
-			return h
+		if !ok {
+			return fmt.Errorf("/healthz: %d %+v, want %d %q", got, h, status, code)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz after %s: %d %+v, want %d %q", total, got, h, status, code)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return h
 }
 
 // G8: `nats stream rm FLEET -f` under a running `fleetd up` (no herdr).
@@ -75,11 +59,7 @@ func TestUpSurvivesItsStreamDeletedAndExitsOnSIGTERM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	up := startUp(t, t.TempDir(), "--recreate-stream", "0")
-	log, nc := connectLog(t, up.url)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log, js := connectLog(t, up.url)
 	// An agent to send to (no herdr: nobody types, turns stay queued).
 	if _, err := log.Append(ctx, events.Event{Subject: "w-1", Data: events.AgentRegistered{Agent: "w-1", Host: "elsewhere", Pane: "p1", Role: "w"}}); err != nil {
 		t.Fatal(err)
@@ -158,11 +138,7 @@ func TestUpRecreatesItsStreamWhenAllowed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	up := startUp(t, t.TempDir(), "--recreate-stream", "1s")
-	_, nc := connectLog(t, up.url)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := connectJS(t, up.url)
 	waitHealth(t, up.http, http.StatusOK, "", 20*time.Second)
 	before, err := js.Stream(ctx, events.Stream)
 	if err != nil {

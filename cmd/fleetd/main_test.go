@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,27 +18,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
 // fleetdBin is the fleetd binary built once for the tests that run it as
 // a child process (kill -9, the nats CLI, hooks).
 var fleetdBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fleetd-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fleetdBin = filepath.Join(dir, "fleetd")
-	if out, err := exec.Command("go", "build", "-o", fleetdBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build fleetd: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(fleettest.RunWithFleetd(m, ".", &fleetdBin)) }
 
 func freePort(t testing.TB) int {
 	t.Helper()
@@ -52,7 +37,8 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// upProcess is a `fleetd up` child process.
+// upProcess is a child process, `fleetd up` or another, whose output
+// (stdout and stderr, as one stream) the test keeps.
 type upProcess struct {
 	cmd *exec.Cmd
 	url string
@@ -60,6 +46,11 @@ type upProcess struct {
 	http   string
 	mu     sync.Mutex
 	output strings.Builder
+	// line is the output's last line until it ends; readyText the text a
+	// line shows once the process serves, which closes ready.
+	line      string
+	readyText string
+	ready     chan struct{}
 }
 
 // startUp runs `fleetd up` on dataDir and waits until its banner says it
@@ -67,50 +58,72 @@ type upProcess struct {
 func startUp(t *testing.T, dataDir string, args ...string) *upProcess {
 	t.Helper()
 	port, httpPort := freePort(t), freePort(t)
-	p := &upProcess{url: fmt.Sprintf("nats://127.0.0.1:%d", port), http: fmt.Sprintf("http://127.0.0.1:%d", httpPort)}
 	all := []string{"up", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--host", "testhost"}
 	if !slices.Contains(args, "--herdr") {
 		all = append(all, "--no-herdr")
 	}
-	all = append(all, args...)
-	p.cmd = exec.Command(fleetdBin, all...)
-	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
+	p := launch(t, "up on host", append(all, args...)...)
+	p.url, p.http = fmt.Sprintf("nats://127.0.0.1:%d", port), fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	waitLaunched(t, p, 30*time.Second)
+	return p
+}
+
+// launch runs fleetd with args, its output captured; ready is the text
+// its output shows once it serves.
+func launch(t *testing.T, ready string, args ...string) *upProcess {
+	t.Helper()
+	cmd := exec.Command(fleetdBin, args...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "FLEET_LOG_LEVEL=info")
+	return startChild(t, cmd, ready)
+}
+
+// startChild starts cmd with its output captured, and kills it (continued
+// first, should the test have stopped it) when the test ends.
+func startChild(t *testing.T, cmd *exec.Cmd, ready string) *upProcess {
+	t.Helper()
+	p := &upProcess{cmd: cmd, readyText: ready, ready: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p, p
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
-	}
-	p.cmd.Stderr = &lockedWriter{mu: &p.mu, b: &p.output}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := sync.Once{}
-		for sc.Scan() {
-			p.mu.Lock()
-			p.output.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if strings.Contains(sc.Text(), "up on host") {
-				once.Do(func() { close(ready) })
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		p.cmd.Process.Kill()
-		t.Fatalf("fleetd up did not come up:\n%s", p.Output())
 	}
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.cmd.Process.Kill()
-			p.cmd.Wait()
-		}
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
 	})
 	return p
+}
+
+// waitLaunched waits until p's output shows its ready text.
+func waitLaunched(t *testing.T, p *upProcess, limit time.Duration) {
+	t.Helper()
+	select {
+	case <-p.ready:
+	case <-time.After(limit):
+		t.Fatalf("%v did not come up within %v:\n%s", p.cmd.Args[1:], limit, p.Output())
+	}
+}
+
+// Write keeps the child's output and closes ready at the first whole line
+// that shows the ready text.
+func (p *upProcess) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.output.Write(b)
+	p.line += string(b)
+	for {
+		line, rest, whole := strings.Cut(p.line, "\n")
+		if !whole {
+			break
+		}
+		if p.readyText != "" && strings.Contains(line, p.readyText) {
+			close(p.ready)
+			p.readyText = ""
+		}
+		p.line = rest
+	}
+	return len(b), nil
 }
 
 func (p *upProcess) Output() string {
@@ -119,20 +132,17 @@ func (p *upProcess) Output() string {
 	return p.output.String()
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *strings.Builder
-}
-
-func (w *lockedWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(b)
-}
-
-func connectLog(t *testing.T, url string) (events.Log, *nats.Conn) {
+func connectLog(t *testing.T, url string) (events.Log, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	js := connectJS(t, url)
+	return events.New(js, events.Options{Source: "fleetd/test/client"}), js
+}
+
+// connectJS connects to the NATS server at url, with opts, for the
+// length of the test.
+func connectJS(t *testing.T, url string, opts ...nats.Option) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +151,7 @@ func connectLog(t *testing.T, url string) (events.Log, *nats.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return events.New(js, events.Options{Source: "fleetd/test/client"}), nc
+	return js
 }
 
 // An acknowledged append survives kill -9 of the server: SyncAlways is on

@@ -21,6 +21,7 @@ import (
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/jobs"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
@@ -153,23 +154,6 @@ func (p *orchestrateProc) wait(t *testing.T, total time.Duration) string {
 	}
 }
 
-// f5Until polls fn every 50 ms until it returns nil, failing the test
-// with its last error after total.
-func f5Until(t *testing.T, total time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", total, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func (fx *f5Fleet) read(subject string) []events.Event {
 	return eventstest.ReadAll(fx.t, fx.gw.Log, events.Query{Subjects: []string{subject}})
 }
@@ -226,7 +210,7 @@ func TestAThreeLevelRunInHerdrPanesSurvivesKillAndResumesSessions(t *testing.T) 
 
 	start := time.Now()
 	first := fx.orchestrate(plan, "--job", "f5")
-	f5Until(t, 60*time.Second, func() error {
+	checkfor.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
 		select {
 		case err := <-first.done:
 			first.done <- err
@@ -427,7 +411,7 @@ func (fx *f5Fleet) session(name string) projections.Session {
 // gateway's idle reaper.
 func (fx *f5Fleet) waitClosed(names ...string) {
 	fx.t.Helper()
-	f5Until(fx.t, 20*time.Second, func() error {
+	checkfor.Eventually(fx.t, 20*time.Second, 50*time.Millisecond, func() error {
 		for _, name := range names {
 			s := fx.session(name)
 			a, _ := fx.gw.Views.Agent(s.Agent)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/roles"
 )
 
@@ -49,13 +51,12 @@ func TestSpawnAndAdoptCommandsRegisterAgents(t *testing.T) {
 	if reg.Agent != "w-1" || reg.Host != "h1" || reg.Origin != "spawned" {
 		t.Errorf("registered %+v", reg)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !bytes.Contains(h.Output(reg.Pane), []byte("UP w-1")) {
-		if time.Now().After(deadline) {
-			t.Fatalf("pane %s never ran the role's command: %q", reg.Pane, h.Output(reg.Pane))
+	checkfor.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if out := h.Output(reg.Pane); !bytes.Contains(out, []byte("UP w-1")) {
+			return fmt.Errorf("pane %s never ran the role's command: %q", reg.Pane, out)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 
 	bad := &SpawnCmd{Role: "w-sh", Name: "w-2", Env: map[string]string{"ANTHROPIC_BASE_URL": "http://x"}, herdrFlags: flags}
 	if err := bad.Run(ctx, g); !errors.Is(err, roles.ErrBoundary) {

@@ -73,7 +73,13 @@ func Start(tb testing.TB, opts ...Option) *Server {
 		tb.Fatalf("natstest: %v", err)
 	}
 	tb.Cleanup(srv.Close)
-	nc, err := srv.Connect(st.clientOpts...)
+	return connect(tb, srv, st.clientOpts)
+}
+
+// connect is srv with a client connection, closed when the test ends.
+func connect(tb testing.TB, srv *embeddednats.Server, opts []nats.Option) *Server {
+	tb.Helper()
+	nc, err := srv.Connect(opts...)
 	if err != nil {
 		tb.Fatalf("natstest: %v", err)
 	}
@@ -128,16 +134,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 	}
 	out := make([]*Server, n)
 	for i, srv := range servers {
-		nc, err := srv.Connect(clientOpts...)
-		if err != nil {
-			tb.Fatalf("natstest: %v", err)
-		}
-		tb.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			tb.Fatalf("natstest: %v", err)
-		}
-		out[i] = &Server{Server: srv, NC: nc, JS: js}
+		out[i] = connect(tb, srv, clientOpts)
 	}
 	return out
 }

@@ -51,13 +51,29 @@ func NewKind(tb testing.TB, kind Kind) *Fleet {
 // over a server where a Projected one ran starts from its checkpoint).
 func Over(tb testing.TB, srv *natstest.Server, kind Kind) *Fleet {
 	tb.Helper()
-	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
-		tb.Fatalf("fleettest: %v", err)
-	}
-	log := events.New(srv.JS, events.Options{Source: "fleetd/test/test"})
+	log := LogOn(tb, srv, events.Options{Source: "fleetd/test/test"})
 	f := &Fleet{T: tb, NATS: srv, Log: log, Kind: kind}
 	f.Views = runProjector(tb, log, srv, kind == Memory)
 	return f
+}
+
+// StartLog starts a server, with natsOpts, for the length of the test and
+// returns it and a log over its FLEET stream, made with opts (a Source
+// says which tests appended).
+func StartLog(tb testing.TB, opts events.Options, natsOpts ...natstest.Option) (*natstest.Server, events.Log) {
+	tb.Helper()
+	srv := natstest.Start(tb, natsOpts...)
+	return srv, LogOn(tb, srv, opts)
+}
+
+// LogOn creates the FLEET stream on a running server, unless it is there,
+// and returns a log over it made with opts.
+func LogOn(tb testing.TB, srv *natstest.Server, opts events.Options) events.Log {
+	tb.Helper()
+	if _, err := events.EnsureStream(context.Background(), srv.JS, events.StreamOptions{}); err != nil {
+		tb.Fatalf("fleettest: %v", err)
+	}
+	return events.New(srv.JS, opts)
 }
 
 // runProjector runs the projection — in memory only, or materialized in
@@ -67,24 +83,38 @@ func Over(tb testing.TB, srv *natstest.Server, kind Kind) *Fleet {
 func runProjector(tb testing.TB, log events.Log, srv *natstest.Server, memory bool) projections.Views {
 	tb.Helper()
 	p := projections.New(log, srv.JS, projections.Options{Memory: memory, FlushInterval: 10 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("projector: %v", err)
-		}
-		p.Close()
-	})
+	tb.Cleanup(p.Close) // after Run has returned: cleanups run last first
+	stopped := Run(tb, "projector", p.Run)
 	select {
 	case <-p.Ready():
-	case err := <-done:
-		tb.Fatalf("projector stopped: %v", err)
+	case <-stopped:
+		tb.Fatal("projector stopped before it was ready")
 	case <-time.After(30 * time.Second):
 		tb.Fatal("projector not ready after 30s")
 	}
 	return p
+}
+
+// Run runs run in a goroutine until the test ends, then cancels its
+// context and waits for it; an error it returned fails the test, named by
+// what. The channel is closed once run has returned, for a test that must
+// notice an early stop.
+func Run(tb testing.TB, what string, run func(context.Context) error) (stopped <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = run(ctx)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		if err != nil {
+			tb.Errorf("%s: %v", what, err)
+		}
+	})
+	return done
 }
 
 // Ctx is a context bounded to 30 s and the test.
@@ -209,22 +239,6 @@ func (a *Agents) answer(ctx context.Context, agent string, t lifecycle.Turn) {
 		if _, err := a.f.Log.Append(ctx, ev); err != nil {
 			return
 		}
-	}
-}
-
-// CheckFor polls fn every step until it returns nil or total passes.
-func CheckFor(tb testing.TB, total, step time.Duration, fn func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("after %s: %v", total, err)
-		}
-		time.Sleep(step)
 	}
 }
 
