@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fleetd/fleetd/gateway"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/natsauth"
 )

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/fleetd/fleetd/leadkit"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/internal/fleettest"
+	"github.com/fleetd/fleetd/leadkit"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fleetd/fleetd/gateway"
 	"io"
 	"net/http"
 	"os"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"

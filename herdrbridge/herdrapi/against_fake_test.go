@@ -5,16 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi/herdrapitest"
-	"github.com/fleetd/fleetd/internal/checkfor"
-
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi/herdrapitest"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 )
 
 func TestCheckAcceptsProtocol20(t *testing.T) {

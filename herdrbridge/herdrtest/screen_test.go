@@ -5,15 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"io"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"golang.org/x/sys/unix"
+
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
+	"github.com/fleetd/fleetd/internal/checkfor"
 )
 
 // TestMain lets the test binary double as a pane program: with

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"io"
 	"net"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 )
 
 // roundTrip sends raw on a fresh connection and returns everything the
