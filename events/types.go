@@ -297,6 +297,11 @@ type HostUp struct {
 	DataDir   string `json:"data_dir,omitempty" limit:"line"`
 	PID       int    `json:"pid,omitempty"`
 	Heartbeat bool   `json:"heartbeat,omitempty"`
+	// Machine and Herdr say which herdr this gateway drives (the machine's
+	// host name and the socket path), so `fleetd spawn` on that machine
+	// can find the host that owns the panes it opens.
+	Machine string `json:"machine,omitempty" limit:"line"`
+	Herdr   string `json:"herdr,omitempty" limit:"line"`
 }
 
 // HostDown: a gateway stopped cleanly.

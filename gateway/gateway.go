@@ -456,9 +456,11 @@ func (g *Gateway) connect(ctx context.Context) error {
 }
 
 func (g *Gateway) hostUp(heartbeat bool) events.Event {
+	machine, _ := os.Hostname()
 	return events.Event{Subject: g.cfg.Host, Data: events.HostUp{
 		Host: g.cfg.Host, Version: g.cfg.Version, NATSURL: g.NATSURL(),
 		HTTPAddr: g.httpAddr, DataDir: g.cfg.NATS.DataDir, PID: os.Getpid(), Heartbeat: heartbeat,
+		Machine: machine, Herdr: g.herdrSocket,
 	}}
 }
 

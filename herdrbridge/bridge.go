@@ -311,6 +311,9 @@ func (a *agentState) recognised() bool {
 // session ended and none started since.
 func (a *agentState) sessionEnded() bool { return a.sessionSeen && !a.sessionLive }
 
+// Host is the host the bridge registers its agents under.
+func (b *Bridge) Host() string { return b.cfg.Host }
+
 // NewBridge returns a bridge for cfg. It does no I/O and starts nothing.
 func NewBridge(cfg BridgeConfig) (*Bridge, error) {
 	cfg.setDefaults()

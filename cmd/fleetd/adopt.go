@@ -15,7 +15,7 @@ type AdoptCmd struct {
 
 // Run adopts the pane.
 func (c *AdoptCmd) Run(ctx context.Context, g *Globals) error {
-	b, done, err := c.bridge(g)
+	b, done, err := c.bridge(ctx, g)
 	if err != nil {
 		return err
 	}

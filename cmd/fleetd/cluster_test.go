@@ -160,10 +160,11 @@ func (f *testFleet) restart(h *fleetHost) {
 }
 
 // spawn starts agent of role in a pane of h's herdr, as `fleetd spawn`
-// run on h does.
+// run on h does. It names no host, as the README's cluster example does
+// not: the agent must land on the host whose gateway drives that herdr.
 func (f *testFleet) spawn(h *fleetHost, role, agent string) {
 	f.t.Helper()
-	g := &Globals{Host: h.name, NATS: h.natsURL, URL: h.httpURL, LogLevel: "error"}
+	g := &Globals{NATS: h.natsURL, URL: h.httpURL, LogLevel: "error"}
 	cmd := &SpawnCmd{Role: role, Name: agent, herdrFlags: herdrFlags{Roles: f.roles, Herdr: h.sock, DataDir: h.data}}
 	if err := cmd.Run(context.Background(), g); err != nil {
 		f.t.Fatalf("spawn %s on %s: %v", agent, h.name, err)

@@ -85,12 +85,12 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	var spawner orchestrator.Spawner = orchestrator.NoSpawner{}
 	if c.Spawn {
-		b, done, err := c.bridge(g)
+		b, done, err := c.bridge(ctx, g)
 		if err != nil {
 			return err
 		}
 		defer done()
-		spawner = &gateway.SessionSpawner{Bridge: b, Herdr: herdrapi.New(c.socket()), Agents: views, Host: g.hostName()}
+		spawner = &gateway.SessionSpawner{Bridge: b, Herdr: herdrapi.New(c.socket()), Agents: views, Host: b.Host()}
 	}
 	sessions, err := orchestrator.NewSessions(orchestrator.SessionConfig{
 		Log: log, Views: views, Spawner: spawner, Role: c.SessionRole,

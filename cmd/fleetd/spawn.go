@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -39,7 +40,7 @@ type herdrFlags struct {
 
 // Run spawns the agent and prints its registration.
 func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
-	b, done, err := c.bridge(g)
+	b, done, err := c.bridge(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -56,8 +57,10 @@ func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
 }
 
 // bridge connects to the local herdr and to the fleet's NATS and returns a
-// bridge that is not running: enough to spawn or adopt.
-func (f *herdrFlags) bridge(g *Globals) (*herdrbridge.Bridge, func(), error) {
+// bridge that is not running: enough to spawn or adopt. Without --host it
+// works for the host whose gateway drives that herdr (gateway.Owner), so
+// the agent belongs to a gateway that watches its pane.
+func (f *herdrFlags) bridge(ctx context.Context, g *Globals) (*herdrbridge.Bridge, func(), error) {
 	rc, err := roles.Load(f.Roles)
 	if err != nil {
 		return nil, nil, err
@@ -77,6 +80,14 @@ func (f *herdrFlags) bridge(g *Globals) (*herdrbridge.Bridge, func(), error) {
 		return nil, nil, err
 	}
 	host := g.hostName()
+	if g.Host == "" {
+		machine, _ := os.Hostname()
+		log := events.New(js, events.Options{Source: "fleetd/cli"})
+		if host, err = gateway.Owner(ctx, log, machine, socket, time.Minute, time.Now()); err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
+	}
 	natsURL := g.NATS
 	if natsURL == "" {
 		natsURL = nats.DefaultURL

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 	"github.com/fleetd/fleetd/internal/checkfor"
@@ -61,6 +63,17 @@ func TestSpawnAndAdoptCommandsRegisterAgents(t *testing.T) {
 	bad := &SpawnCmd{Role: "w-sh", Name: "w-2", Env: map[string]string{"ANTHROPIC_BASE_URL": "http://x"}, herdrFlags: flags}
 	if err := bad.Run(ctx, g); !errors.Is(err, roles.ErrBoundary) {
 		t.Errorf("boundary-crossing spawn = %v, want ErrBoundary", err)
+	}
+
+	// Without --host, spawn works for the host whose gateway drives this
+	// herdr; with none running it refuses before opening a pane.
+	calls := h.Calls()
+	hostless := &Globals{NATS: ns.ClientURL(), URL: g.URL, LogLevel: "error"}
+	if err := (&SpawnCmd{Role: "w-sh", Name: "w-4", herdrFlags: flags}).Run(ctx, hostless); !errors.Is(err, gateway.ErrNoOwner) {
+		t.Errorf("spawn without --host and no gateway = %v, want ErrNoOwner", err)
+	}
+	if after := h.Calls(); !maps.Equal(after, calls) {
+		t.Errorf("a refused spawn called herdr: %v, before %v", after, calls)
 	}
 
 	other, err := h.SpawnPane(ctx, herdrtest.PaneSpec{Argv: []string{"sleep", "60"}})
