@@ -15,8 +15,13 @@ import (
 	"github.com/fleetd/fleetd/roles"
 )
 
-// defaultAckWait is Config.AckWait's default.
-const defaultAckWait = 30 * time.Second
+// DefaultAckWait is Config.AckWait's default. It is how long the role's
+// queue stands still when the host whose router holds its head dies: the
+// server hands the head to another router only once it runs out. Short,
+// because a living router renews it (InProgress at a third of it), and a
+// second decision after an expiry is harmless — the assignment's id is
+// derived from the turn's, so it is stored once and folded once.
+const DefaultAckWait = 5 * time.Second
 
 // Config is what a router runs with.
 type Config struct {
@@ -36,7 +41,8 @@ type Config struct {
 	// agent; changes of the views wake the worker sooner. Default 1s.
 	Poll time.Duration
 	// AckWait is how long a held head of queue stays this router's without
-	// a keep-alive; the worker sends InProgress at a third of it. Default 30s.
+	// a keep-alive; the worker sends InProgress at a third of it. Default
+	// DefaultAckWait.
 	AckWait time.Duration
 }
 
@@ -51,7 +57,7 @@ func (c *Config) setDefaults() {
 		c.Poll = time.Second
 	}
 	if c.AckWait == 0 {
-		c.AckWait = defaultAckWait
+		c.AckWait = DefaultAckWait
 	}
 	if c.Host == "" {
 		c.Host = "host"

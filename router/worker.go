@@ -60,7 +60,7 @@ func ConsumerConfig(role string, ackWait time.Duration) (jetstream.ConsumerConfi
 		return jetstream.ConsumerConfig{}, err
 	}
 	if ackWait == 0 {
-		ackWait = defaultAckWait
+		ackWait = DefaultAckWait
 	}
 	return jetstream.ConsumerConfig{
 		Durable:       ConsumerName(role),

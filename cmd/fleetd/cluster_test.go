@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/router"
 )
 
 // These tests run whole fleets as processes on loopback: per host one
@@ -589,6 +591,44 @@ func (w *turnWatch) waitFinal(t *testing.T, total time.Duration, what string, id
 	}
 }
 
+// waitAssigned waits until every turn in ids is assigned to an agent, and
+// returns the longest time the queue stood still after since: between
+// since and the first assignment, or between two assignments.
+func (w *turnWatch) waitAssigned(t *testing.T, total time.Duration, what string, ids []string, since time.Time) time.Duration {
+	t.Helper()
+	var at []time.Time
+	err := checkfor.Poll(total, 250*time.Millisecond, func() error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		at = at[:0]
+		var open []string
+		for _, id := range ids {
+			if tr, ok := w.book.Turn(id); ok && !tr.AssignedAt.IsZero() {
+				at = append(at, tr.AssignedAt)
+			} else {
+				open = append(open, id)
+			}
+		}
+		if len(open) > 0 {
+			return fmt.Errorf("%d of %d not assigned: %v", len(open), len(ids), open)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	slices.SortFunc(at, time.Time.Compare)
+	var gap time.Duration
+	prev := since
+	for _, a := range at {
+		gap = max(gap, a.Sub(prev))
+		if a.After(prev) {
+			prev = a
+		}
+	}
+	return gap
+}
+
 func (w *turnWatch) turn(id string) lifecycle.Turn {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -633,6 +673,8 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 	defer cancel()
 	acked := map[string]bool{}
 	var turns, survivors []string // survivors: direct turns for h1's and h2's agents
+	var roleAfterKill []string      // role turns queued while h3 is down
+	killed := false
 	appendTurn := func(i int) {
 		id := ulid.Make().String()
 		text := fmt.Sprintf("turn %03d", i)
@@ -652,6 +694,8 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 				turns = append(turns, id)
 				if _, direct := ev.Data.(events.AgentQueued); direct && hostOf[ev.Subject] != "h3" {
 					survivors = append(survivors, id)
+				} else if !direct && killed {
+					roleAfterKill = append(roleAfterKill, id)
 				}
 				return
 			}
@@ -670,7 +714,7 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 		t.Fatal(err)
 	}
 	h3.up.cmd.Wait()
-	killedAt := time.Now()
+	killedAt, killed := time.Now(), true
 	for i := 100; i < 200; i++ {
 		appendTurn(i)
 	}
@@ -688,6 +732,16 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 	})
 	done, _ = watch.final(turns)
 	phase(fmt.Sprintf("h1 and h2 resolved 30 more direct turns, %d of 200 in all; h3's agents stale", done))
+
+	// Role dispatch goes on without h3: every role turn queued after the
+	// kill is assigned before h3 is back. h3's router may have held the
+	// head of the queue when it died; the server hands it on after the
+	// router's ack wait, which its keep-alives make short, not after 30 s.
+	gap := watch.waitAssigned(t, 2*time.Minute, "role turns queued while h3 is down are assigned", roleAfterKill, killedAt)
+	phase(fmt.Sprintf("%d role turns queued after the kill all assigned; longest wait for the role queue to move: %v", len(roleAfterKill), gap.Round(time.Millisecond)))
+	if gap > 20*time.Second {
+		t.Errorf("the role queue stood still for %v after h3 died (the router's ack wait is %v)", gap, router.DefaultAckWait)
+	}
 
 	f.restart(h3)
 	phase("h3 restarted")
