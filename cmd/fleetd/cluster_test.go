@@ -673,7 +673,7 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 	defer cancel()
 	acked := map[string]bool{}
 	var turns, survivors []string // survivors: direct turns for h1's and h2's agents
-	var roleAfterKill []string      // role turns queued while h3 is down
+	var roleAfterKill []string    // role turns queued while h3 is down
 	killed := false
 	appendTurn := func(i int) {
 		id := ulid.Make().String()
