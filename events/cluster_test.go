@@ -26,6 +26,7 @@ func TestJetStreamLogClusteredR3(t *testing.T) {
 		if _, err := events.EnsureStream(ctx, js, events.StreamOptions{Replicas: 3}); err != nil {
 			t.Fatal(err)
 		}
+		natstest.WaitStreamLed(t, js, events.Stream)
 		return eventstest.Harness{
 			Log:        events.New(js, events.Options{Source: "fleetd/test/events"}),
 			PublishRaw: func(subj string, data []byte) error { _, err := js.Publish(ctx, subj, data); return err },
@@ -43,6 +44,7 @@ func TestClusterKeepsWorkingWithOneNodeDown(t *testing.T) {
 	if _, err := events.EnsureStream(ctx, nodes[0].JS, events.StreamOptions{Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
+	natstest.WaitStreamLed(t, nodes[0].JS, events.Stream)
 	// Write through the third node, the one that will stay up longest,
 	// and read through the second, so both paths cross the cluster.
 	writer := events.New(nodes[2].JS, events.Options{Source: "fleetd/n3/test"})

@@ -157,3 +157,37 @@ func FreePorts(tb testing.TB, n int) []int {
 	}
 	return ports
 }
+
+// WaitStreamLed waits until the stream name has a leader and every replica
+// is current. An R3 stream just created answers appends only once its
+// group elected a leader; on a loaded machine that is not at once, and an
+// append before it gets "no response from stream".
+func WaitStreamLed(tb testing.TB, js jetstream.JetStream, name string) {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s, err := js.Stream(ctx, name)
+		cancel()
+		var why string
+		switch {
+		case err != nil:
+			why = err.Error()
+		case s.CachedInfo().Cluster == nil || s.CachedInfo().Cluster.Leader == "":
+			why = "no leader"
+		default:
+			for _, r := range s.CachedInfo().Cluster.Replicas {
+				if !r.Current {
+					why = "replica " + r.Name + " not current"
+				}
+			}
+		}
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("natstest: stream %s not led within 60s: %s", name, why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
