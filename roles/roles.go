@@ -261,7 +261,7 @@ func (c Config) Validate() error {
 		if !nameRE.MatchString(name) {
 			errs = append(errs, fmt.Errorf("sandbox %q: name must match %s", name, nameRE))
 		}
-		if err := c.Sandboxes[name].validate(); err != nil {
+		if err := c.Sandboxes[name].Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -107,8 +107,8 @@ var Bwrap = Sandbox{
 // defining them.
 func builtinSandboxes() map[string]Sandbox { return map[string]Sandbox{Bwrap.Name: Bwrap} }
 
-// validate reports every problem with the template at once.
-func (s Sandbox) validate() error {
+// Validate reports every problem with the template at once.
+func (s Sandbox) Validate() error {
 	var errs []error
 	if len(s.Launch) == 0 || s.Launch[0] == "" || strings.HasPrefix(s.Launch[0], "{") {
 		errs = append(errs, fmt.Errorf("%w %q: launch must start with the sandbox's program", ErrSandbox, s.Name))
@@ -174,7 +174,7 @@ type LaunchVars struct {
 // A placeholder the template uses whose value is not known is an error
 // (ErrSandbox): a sandbox never starts with half its binds.
 func (s Sandbox) Expand(v LaunchVars) ([]string, error) {
-	if err := s.validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	if len(v.Command) == 0 {
