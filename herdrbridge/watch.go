@@ -430,6 +430,7 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 	if t, ok := b.book.InFlight(agent); ok {
 		turns = append(turns, t.ID)
 	}
+	reg, _ := a.registration.Data.(events.AgentRegistered)
 	b.notifyLocked()
 	b.mu.Unlock()
 	var errs []error
@@ -437,7 +438,8 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 		_, err := b.append(ctx, agent, id, events.AgentFailed{Reason: events.ReasonPaneExited, Message: "pane " + pane + ": " + reason})
 		errs = append(errs, err)
 	}
-	_, err := b.append(ctx, agent, "", events.AgentExited{Pane: pane, Reason: reason})
+	wt := b.reapWorktree(ctx, agent, reg.Worktree)
+	_, err := b.append(ctx, agent, "", events.AgentExited{Pane: pane, Reason: reason, Worktree: wt})
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		b.warnWrite("record exit", err, "agent", agent)

@@ -30,6 +30,10 @@ type Removal struct {
 // find out (the repository gone, git failing), and then nothing was
 // removed.
 func Remove(ctx context.Context, wt Worktree) (Removal, error) {
+	wt, err := wt.resolved(ctx)
+	if err != nil {
+		return Removal{}, err
+	}
 	unlock, err := lock(ctx, wt.GitDir)
 	if err != nil {
 		return Removal{}, err
@@ -82,6 +86,20 @@ func Remove(ctx context.Context, wt Worktree) (Removal, error) {
 		}
 	}
 	return r, nil
+}
+
+// resolved fills in the repository's main checkout and git directory
+// when wt came from a record that holds only its repository.
+func (wt Worktree) resolved(ctx context.Context) (Worktree, error) {
+	if wt.GitDir != "" {
+		return wt, nil
+	}
+	repo, gitDir, err := resolve(ctx, wt.Repo)
+	if err != nil {
+		return wt, err
+	}
+	wt.Repo, wt.GitDir = repo, gitDir
+	return wt, nil
 }
 
 func plural(n int, one, many string) string {

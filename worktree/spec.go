@@ -55,7 +55,8 @@ func (s Spec) Branch() string { return BranchPrefix + s.Name }
 type Worktree struct {
 	// Repo is the repository's main checkout; GitDir its git directory
 	// (shared by every worktree: objects, refs), which an agent that
-	// commits from a sandbox must be able to write.
+	// commits from a sandbox must be able to write. Remove finds GitDir
+	// from Repo when it is empty.
 	Repo   string `json:"repo"`
 	GitDir string `json:"git_dir"`
 	// Path is the worktree's directory, Branch its branch (fleet/<name>)

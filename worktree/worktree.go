@@ -90,6 +90,10 @@ func Undo(ctx context.Context, wt Worktree) error {
 	if !wt.Created {
 		return nil
 	}
+	wt, err := wt.resolved(ctx)
+	if err != nil {
+		return err
+	}
 	unlock, err := lock(ctx, wt.GitDir)
 	if err != nil {
 		return err

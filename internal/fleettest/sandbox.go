@@ -37,7 +37,9 @@ type bwrapError struct {
 	err error
 }
 
-func (e *bwrapError) Error() string { return "bwrap does not run here: " + e.err.Error() + ": " + e.out }
+func (e *bwrapError) Error() string {
+	return "bwrap does not run here: " + e.err.Error() + ": " + e.out
+}
 
 // OutsideTmp returns a new directory outside /tmp, removed when the test
 // ends: a sandbox with a private /tmp (the shipped bubblewrap profile)
