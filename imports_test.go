@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"roles":                             {},
 	"projections/projectionstest":       {"events"},
 	"projections":                       {"events", "lifecycle"},
-	"herdrbridge":                       {"events", "lifecycle", "roles", "herdrbridge/herdrapi"},
+	"herdrbridge":                       {"events", "lifecycle", "roles", "herdrbridge/herdrapi", "worktree"},
 	"herdrbridge/herdrapi":              {},
 	"herdrbridge/herdrapi/herdrapitest": {"herdrbridge/herdrapi", "herdrbridge/herdrschema", "herdrbridge/herdrtest", "internal/checkfor"},
 	"herdrbridge/herdrtest":             {},
@@ -41,12 +41,12 @@ var allowed = map[string][]string{
 	"fakeapi":                           {},
 	"worktree":                          {},
 	"bench": {"jobs", "turns", "demo", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",
-		"herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "natsauth", "retention", "fakeapi"},
+		"herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "natsauth", "retention", "fakeapi", "worktree"},
 	"gateway": {"jobs", "turns", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
-		"claudehook", "natsauth", "retention"},
+		"claudehook", "natsauth", "retention", "worktree"},
 	"leadkit": {"jobs", "turns", "events", "lifecycle", "projections", "roles", "orchestrator", "leadshim"},
 	"demo": {"jobs", "turns", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
-		"claudehook", "natsauth", "retention", "herdrbridge/herdrtest", "fakeapi"},
+		"claudehook", "natsauth", "retention", "herdrbridge/herdrtest", "fakeapi", "worktree"},
 	"cmd/fleetd": nil, // cmd wires everything
 }
 

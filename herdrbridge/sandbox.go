@@ -1,0 +1,113 @@
+package herdrbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/worktree"
+)
+
+// sandboxScript runs a sandbox ("$@") and then prints how it ended, so a
+// spawn can tell a sandbox that exited at once from one still starting,
+// whatever the pane's own shell is: sh prints the line, and the typed
+// command holds only its format (with %d), never the line itself.
+const sandboxScript = `"$@"; s=$?; printf '\n[fleetd] the sandbox exited with status %d\n' "$s"; exit "$s"`
+
+// sandboxExitRE finds the line sandboxScript prints.
+var sandboxExitRE = regexp.MustCompile(`\[fleetd\] the sandbox exited with status (\d+)`)
+
+// sandboxArgv is what is typed into a sandboxed agent's pane: the role's
+// sandbox template filled in around the agent's command, run by sh so the
+// pane says when it ends.
+func (b *Bridge) sandboxArgv(sb roles.Sandbox, role roles.Role, agent string, command []string, env map[string]string, wt worktree.Worktree, cwd string) ([]string, error) {
+	home := env["HOME"]
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	fleetd := b.cfg.Launch.Fleetd
+	if fleetd == "" {
+		fleetd, _ = os.Executable()
+	}
+	dir, gitDir := cwd, cwd
+	if wt.Path != "" {
+		dir, gitDir = wt.Path, wt.GitDir
+	}
+	argv, err := sb.Expand(roles.LaunchVars{Command: command, Env: env, Unset: roles.Unsets(env), Values: map[string]string{
+		"worktree": dir, "gitdir": gitDir, "home": home, "state": b.cfg.Launch.StateDir, "spool": b.cfg.Launch.SpoolDir,
+		"settings": b.cfg.Launch.Settings, "fleetd": fleetd, "herdr": b.client.Path(), "agent": agent, "role": role.Name,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	// A bind needs its source: the hooks' spool may not exist yet.
+	if d := b.cfg.Launch.SpoolDir; d != "" {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("spool dir: %w", err)
+		}
+	}
+	return append([]string{"sh", "-c", sandboxScript, "fleetd-sandbox"}, argv...), nil
+}
+
+// awaitSandbox watches a sandboxed agent's pane once its launch is typed.
+// It returns nil as soon as the agent's hooks report its session started
+// (they reach the fleet from inside the sandbox) or, when they have not
+// after SandboxStartWait, nil too: the sandbox runs, its agent is slow or
+// cannot reach NATS yet, and the roster will tell. It returns an error
+// wrapping ErrSandboxExited when the pane shows the sandbox ended first,
+// with what it printed.
+func (b *Bridge) awaitSandbox(ctx context.Context, agent, pane string, after uint64) error {
+	subject, err := events.AgentSubject(agent, "session")
+	if err != nil {
+		return err
+	}
+	deadline := time.NewTimer(b.cfg.SandboxStartWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if seq, err := b.cfg.Log.LastSeq(ctx, subject); err == nil && seq > after {
+			return nil
+		}
+		r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
+		switch {
+		case errors.Is(err, herdrapi.ErrPaneNotFound):
+			return fmt.Errorf("%w: its pane %s closed", ErrSandboxExited, pane)
+		case err == nil:
+			if m := sandboxExitRE.FindStringSubmatchIndex(r.Text); m != nil {
+				return fmt.Errorf("%w with status %s: %s", ErrSandboxExited, r.Text[m[2]:m[3]], sandboxSaid(r.Text[:m[0]]))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			b.log.Warn("sandbox started, its agent's session not reported yet", "agent", agent, "pane", pane, "after", b.cfg.SandboxStartWait)
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// sandboxSaid is the last lines a sandbox printed before it ended (the
+// screen above the exit line, without the typed command), for the error.
+func sandboxSaid(screen string) string {
+	var said []string
+	for line := range strings.SplitSeq(screen, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.Contains(line, "fleetd-sandbox") {
+			said = append(said, line)
+		}
+	}
+	said = said[max(0, len(said)-8):]
+	if len(said) == 0 {
+		return "(it printed nothing)"
+	}
+	return strings.Join(said, " | ")
+}
