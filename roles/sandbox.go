@@ -89,8 +89,8 @@ var Bwrap = Sandbox{
 		"--tmpfs", "{state}", // fleetd's state (NATS store, keys, other worktrees) hidden
 		"--bind", "{worktree}", "{worktree}", // …but the agent's worktree
 		"--bind", "{gitdir}", "{gitdir}", // and the git dir its commits go to
-		"--bind-try", "{home}/.claude", "{home}/.claude", // Claude Code's own state
-		"--bind-try", "{home}/.claude.json", "{home}/.claude.json",
+		"--bind", "{home}/.claude", "{home}/.claude", // Claude Code's own state (it must exist)
+		"--bind", "{home}/.claude.json", "{home}/.claude.json",
 		"--bind", "{spool}", "{spool}", // where the hooks spool when NATS is away
 		"--ro-bind", "{settings}", "{settings}",
 		"--ro-bind", "{fleetd}", "{fleetd}",

@@ -105,7 +105,7 @@ func TestTheBwrapProfileExpands(t *testing.T) {
 		"bwrap --die-with-parent ",
 		" --ro-bind / / ",
 		" --tmpfs /tmp --tmpfs /d --bind /d/worktrees/w-1 /d/worktrees/w-1 --bind /src/app/.git /src/app/.git ",
-		" --bind-try /home/u/.claude /home/u/.claude --bind-try /home/u/.claude.json /home/u/.claude.json ",
+		" --bind /home/u/.claude /home/u/.claude --bind /home/u/.claude.json /home/u/.claude.json ",
 		" --bind /d/spool /d/spool --ro-bind /d/claude-settings.json /d/claude-settings.json --ro-bind /usr/bin/fleetd /usr/bin/fleetd ",
 		" --ro-bind /dev/null /home/u/.config/herdr/herdr.sock --chdir /d/worktrees/w-1 ",
 		" --unsetenv ANTHROPIC_BASE_URL --unsetenv ANTHROPIC_API_KEY ",
