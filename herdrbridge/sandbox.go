@@ -53,7 +53,37 @@ func (b *Bridge) sandboxArgv(sb roles.Sandbox, role roles.Role, agent string, co
 			return nil, fmt.Errorf("spool dir: %w", err)
 		}
 	}
-	return append([]string{"sh", "-c", sandboxScript, "fleetd-sandbox"}, argv...), nil
+	// The wrapper itself (sh, then bwrap or podman) runs in the pane with
+	// herdr's environment, which may carry boundary variables the role
+	// must not have: they are dropped before it starts, so no process of
+	// the launch carries them, and the launch is marked (SandboxVar) so
+	// the boundary check of the pane's processes looks at it, not at the
+	// pane's shell, which keeps herdr's environment but is not the agent.
+	// The template's own unsets still hold inside the sandbox.
+	pre := []string{"env"}
+	for _, k := range roles.Unsets(env) {
+		pre = append(pre, "-u", k)
+	}
+	pre = append(pre, SandboxVar+"="+sb.Name)
+	return append(append(pre, "sh", "-c", sandboxScript, "fleetd-sandbox"), argv...), nil
+}
+
+// SandboxVar names the sandbox a process of a sandboxed agent's launch
+// runs in: set on the wrapper fleetd types, so inherited by the sandbox
+// program and, unless the sandbox clears the environment, by the agent.
+const SandboxVar = "FLEET_SANDBOX"
+
+// sandboxedEnvs keeps the environments of a sandboxed launch's processes
+// (SandboxVar set): in a sandboxed agent's pane the others are its shell,
+// which holds herdr's own environment and runs no agent.
+func sandboxedEnvs(envs []map[string]string) []map[string]string {
+	var out []map[string]string
+	for _, env := range envs {
+		if env[SandboxVar] != "" {
+			out = append(out, env)
+		}
+	}
+	return out
 }
 
 // awaitSandbox watches a sandboxed agent's pane once its launch is typed.

@@ -453,8 +453,9 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 }
 
 // checkBoundary reads the env of the pane's foreground processes (when
-// they run on this machine) and reports, once per finding, a pane whose
-// env crosses its role's subscription boundary.
+// they run on this machine; in a sandboxed agent's pane, those of the
+// sandbox's launch) and reports, once per finding, a pane whose env
+// crosses its role's subscription boundary.
 func (b *Bridge) checkBoundary(ctx context.Context, agent string) {
 	b.mu.Lock()
 	a := b.agents[agent]
@@ -469,6 +470,9 @@ func (b *Bridge) checkBoundary(ctx context.Context, agent string) {
 		return
 	}
 	envs := paneEnvs(b.cfg.ProcRoot, b.client.Path(), pane)
+	if role.Sandbox != "" {
+		envs = sandboxedEnvs(envs)
+	}
 	violation := ""
 	for _, env := range envs {
 		if err := role.CheckEnv(env); err != nil {
