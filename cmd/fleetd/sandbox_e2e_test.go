@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
@@ -32,7 +33,9 @@ import (
 // and writes outside the worktree fail. A clean role's sandboxed agent
 // carries no subscription-boundary variable although herdr's environment
 // leaks ANTHROPIC_BASE_URL and a key into every pane, while a gateway
-// role's carries exactly its base_url.
+// role's carries exactly its base_url. When their panes close, the
+// worktrees holding work are kept and the log says why; the untouched
+// one is removed.
 func TestRealClaudeInABwrapSandboxWorksOnlyInItsWorktree(t *testing.T) {
 	claudeBin := fakeapi.RequireClaude(t)
 	fleettest.RequireBwrap(t)
@@ -233,6 +236,55 @@ func TestRealClaudeInABwrapSandboxWorksOnlyInItsWorktree(t *testing.T) {
 			t.Errorf("%s's replied events record %+v, want one with %+v", agent, got, want)
 		}
 	}
+	// The agents' panes are closed, as the session reaper closes them:
+	// each exit says what became of its worktree. w-2's holds an
+	// uncommitted edit and w-1's an unmerged commit: both are kept, and
+	// the log says why; c-1's, untouched, goes with its branch.
+	roster, err := fleet.roster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := herdrapi.New(fleet.herdr.Path())
+	for _, a := range agents {
+		ag, _ := findAgent(roster, a)
+		if err := hc.ClosePane(ctx, ag.Pane); err != nil {
+			t.Fatalf("close %s's pane %s: %v", a, ag.Pane, err)
+		}
+	}
+	kept := map[string]string{"w-1": "1 commit neither merged into main nor pushed", "w-2": "1 uncommitted file", "c-1": ""}
+	checkfor.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
+		for a := range kept {
+			if len(readEvents(t, ctx, log, "fleet.agent."+a+".exited")) == 0 {
+				return fmt.Errorf("%s has not exited yet", a)
+			}
+		}
+		return nil
+	})
+	for a, why := range kept {
+		exits := readEvents(t, ctx, log, "fleet.agent."+a+".exited")
+		w := exits[0].Data.(events.AgentExited).Worktree
+		if len(exits) != 1 || w.Path != worktreeOf(a) || w.Kept != why || w.Removed != (why == "") {
+			t.Errorf("%s's exit: %d events, worktree %+v, want it kept for %q", a, len(exits), w, why)
+		}
+		_, err := os.Stat(worktreeOf(a))
+		if gone := os.IsNotExist(err); gone != (why == "") {
+			t.Errorf("%s's worktree gone=%t, want %t", a, gone, why == "")
+		}
+	}
+	if got := readText(t, filepath.Join(worktreeOf("w-2"), "shared.txt")); got != "w-2 was here\n" {
+		t.Errorf("w-2's kept worktree lost its edit: %q", got)
+	}
+	out, err := fleet.cli(ctx, "tail", "--since", "all", "--no-follow")
+	if err != nil {
+		t.Fatalf("fleetd tail: %v\n%s", err, out)
+	}
+	for _, want := range []string{"worktree " + worktreeOf("w-2") + " KEPT: 1 uncommitted file",
+		"worktree " + worktreeOf("w-1") + " KEPT: 1 commit neither merged", "worktree " + worktreeOf("c-1") + " removed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("fleetd tail does not say %q:\n%s", want, out)
+		}
+	}
+
 	// No pane was found crossing its boundary: the sandbox wrapper drops
 	// what herdr leaks before anything of the agent's runs.
 	for _, a := range agents {
