@@ -30,7 +30,8 @@ import (
 // inside the sandbox; the branch head after the turn is recorded. Two
 // agents of one role edit the same file: each change is on its own
 // branch, the other agent's worktree is not even there in its sandbox,
-// and writes outside the worktree fail. A clean role's sandboxed agent
+// and writes outside the worktree fail; a text handed over as a file in
+// the worktree's .fleet/ leaves it clean. A clean role's sandboxed agent
 // carries no subscription-boundary variable although herdr's environment
 // leaks ANTHROPIC_BASE_URL and a key into every pane, while a gateway
 // role's carries exactly its base_url. When their panes close, the
@@ -221,19 +222,34 @@ func TestRealClaudeInABwrapSandboxWorksOnlyInItsWorktree(t *testing.T) {
 		t.Errorf("main's shared.txt = %q", got)
 	}
 
+	// A text with a tab goes to w-1 as a file in its worktree's .fleet/,
+	// which git ignores: the worktree stays clean.
+	e3 := fleet.send(ctx, leadshim.Message{To: "w-1", Text: "a note\twith a tab", Timeout: "2m"})
+	if e3.err != nil || e3.status != http.StatusOK || e3.env.Status != string(lifecycle.StateReplied) {
+		t.Fatalf("the file turn for w-1: HTTP %d %v: %s", e3.status, e3.err, e3.body)
+	}
+	if _, err := os.Stat(filepath.Join(worktreeOf("w-1"), ".fleet", "inbox", e3.env.ID+".md")); err != nil {
+		t.Errorf("the text did not go as a file into w-1's worktree: %v", err)
+	}
+	if st := git(worktreeOf("w-1"), "status", "--porcelain"); st != "" {
+		t.Errorf("w-1's worktree is dirty after a file delivery:\n%s", st)
+	}
+
 	// Each reply recorded where the agent's branch stood after the turn.
 	log, _ := connectLog(t, fleet.up.url)
-	heads := map[string]events.Worktree{
-		"w-1": {Branch: "fleet/w-1", Head: git(repo, "rev-parse", "fleet/w-1"), Ahead: 1},
-		"w-2": {Branch: "fleet/w-2", Head: git(repo, "rev-parse", "main"), Dirty: 1},
+	w1 := events.Worktree{Branch: "fleet/w-1", Head: git(repo, "rev-parse", "fleet/w-1"), Ahead: 1}
+	heads := map[string][]events.Worktree{
+		"w-1": {w1, w1},
+		"w-2": {{Branch: "fleet/w-2", Head: git(repo, "rev-parse", "main"), Dirty: 1}},
 	}
 	for agent, want := range heads {
 		var got []events.Worktree
 		for _, ev := range readEvents(t, ctx, log, "fleet.agent."+agent+".replied") {
-			got = append(got, ev.Data.(events.AgentReplied).Worktree)
+			w := ev.Data.(events.AgentReplied).Worktree
+			got = append(got, events.Worktree{Branch: w.Branch, Head: w.Head, Ahead: w.Ahead, Dirty: w.Dirty})
 		}
-		if len(got) != 1 || got[0].Branch != want.Branch || got[0].Head != want.Head || got[0].Ahead != want.Ahead || got[0].Dirty != want.Dirty {
-			t.Errorf("%s's replied events record %+v, want one with %+v", agent, got, want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s's replied events record %+v, want %+v", agent, got, want)
 		}
 	}
 	// The agents' panes are closed, as the session reaper closes them:
