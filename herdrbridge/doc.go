@@ -24,8 +24,9 @@
 //     boundary;
 //   - gives the agents of a worktree role each their own git worktree
 //     (package worktree) and launches a sandboxed role's agents into its
-//     sandbox template (sandbox.go), watching that the sandbox does not
-//     exit at once; when such an agent exits, its worktree is removed
+//     sandbox template (sandbox.go), without the boundary variables
+//     herdr's own environment may leak, watching that the sandbox does
+//     not exit at once; when such an agent exits, its worktree is removed
 //     only if that loses nothing, and its exit says what became of it.
 //
 // It imports events, lifecycle, roles, worktree and herdrbridge/herdrapi,
