@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
@@ -15,11 +16,15 @@ import (
 	"github.com/fleetd/fleetd/worktree"
 )
 
-// sandboxScript runs a sandbox ("$@") and then prints how it ended, so a
-// spawn can tell a sandbox that exited at once from one still starting,
-// whatever the pane's own shell is: sh prints the line, and the typed
-// command holds only its format (with %d), never the line itself.
-const sandboxScript = `"$@"; s=$?; printf '\n[fleetd] the sandbox exited with status %d\n' "$s"; exit "$s"`
+// sandboxScript runs a sandbox ("$@") between two lines, so a spawn can
+// tell a sandbox that exited at once from one still starting, and what it
+// printed from the echo of the typed command, whatever the pane's own
+// shell is: sh prints the lines, and the typed command holds only their
+// formats (with %s, %d), never the lines themselves.
+const sandboxScript = `printf '\n[fleetd] %s\n' 'the sandbox starts'; "$@"; s=$?; printf '\n[fleetd] the sandbox exited with status %d\n' "$s"; exit "$s"`
+
+// sandboxStartLine is the line sandboxScript prints before the sandbox.
+const sandboxStartLine = "[fleetd] the sandbox starts"
 
 // sandboxExitRE finds the line sandboxScript prints.
 var sandboxExitRE = regexp.MustCompile(`\[fleetd\] the sandbox exited with status (\d+)`)
@@ -112,7 +117,11 @@ func (b *Bridge) awaitSandbox(ctx context.Context, agent, pane string, after uin
 			return fmt.Errorf("%w: its pane %s closed", ErrSandboxExited, pane)
 		case err == nil:
 			if m := sandboxExitRE.FindStringSubmatchIndex(r.Text); m != nil {
-				return fmt.Errorf("%w with status %s: %s", ErrSandboxExited, r.Text[m[2]:m[3]], sandboxSaid(r.Text[:m[0]]))
+				said := r.Text[:m[0]]
+				if i := strings.LastIndex(said, sandboxStartLine); i >= 0 {
+					said = said[i+len(sandboxStartLine):]
+				}
+				return fmt.Errorf("%w with status %s: %s", ErrSandboxExited, r.Text[m[2]:m[3]], sandboxSaid(said))
 			}
 		}
 		select {
@@ -127,13 +136,29 @@ func (b *Bridge) awaitSandbox(ctx context.Context, agent, pane string, after uin
 }
 
 // sandboxSaid is the last lines a sandbox printed before it ended (the
-// screen above the exit line, without the typed command), for the error.
+// screen between the start and exit lines, or above the exit line
+// without the typed command when the start line has scrolled away), for
+// the error.
+// A message longer than the pane is wide fills its rows to the full width
+// and goes on in the next: such rows are joined back, so a path in it
+// reads whole.
 func sandboxSaid(screen string) string {
+	rows := strings.Split(screen, "\n")
+	width := 0
+	for _, r := range rows {
+		width = max(width, utf8.RuneCountInString(r))
+	}
 	var said []string
-	for line := range strings.SplitSeq(screen, "\n") {
-		if line = strings.TrimSpace(line); line != "" && !strings.Contains(line, "fleetd-sandbox") {
+	joined := ""
+	for i, r := range rows {
+		joined += r
+		if width >= minWrapWidth && utf8.RuneCountInString(r) == width && i < len(rows)-1 {
+			continue // wrapped on into the next row
+		}
+		if line := strings.TrimSpace(joined); line != "" && !strings.Contains(line, "fleetd-sandbox") {
 			said = append(said, line)
 		}
+		joined = ""
 	}
 	said = said[max(0, len(said)-8):]
 	if len(said) == 0 {
@@ -141,3 +166,7 @@ func sandboxSaid(screen string) string {
 	}
 	return strings.Join(said, " | ")
 }
+
+// minWrapWidth is the narrowest screen whose full rows are taken for
+// wrapped ones: narrower, a row that fills it is more likely whole.
+const minWrapWidth = 40

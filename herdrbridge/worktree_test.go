@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/roles"
 	"github.com/fleetd/fleetd/worktree"
 )
@@ -215,6 +216,25 @@ func TestASpawnThatCannotStartLeavesNothingBehind(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the bwrap profile in a home Claude Code never ran in", func(t *testing.T) {
+		fleettest.RequireBwrap(t)
+		f := newWTFleet(t)
+		home := t.TempDir() // no ~/.claude, no ~/.claude.json: bubblewrap cannot bind them
+		b := f.newBridge(func(c *herdrbridge.BridgeConfig) {
+			f.config(c)
+			r, _ := c.Roles.Get("w-wt")
+			r.Sandbox, r.Env = "bwrap", map[string]string{"HOME": home}
+			c.Roles.Roles["w-bwrap"] = r
+		})
+		_, err := b.Spawn(context.Background(), herdrbridge.SpawnRequest{Role: "w-bwrap", Name: "w-1"})
+		if !errors.Is(err, herdrbridge.ErrSandboxExited) || !strings.Contains(err.Error(), "Can't find source path "+home+"/.claude:") {
+			t.Fatalf("Spawn: %v, want ErrSandboxExited with bubblewrap's word on %s/.claude", err, home)
+		}
+		if strings.Contains(err.Error(), "--unsetenv") {
+			t.Errorf("the error quotes the typed command, not just what the sandbox said: %v", err)
+		}
+		f.nothingLeft("w-1")
+	})
 	t.Run("a template without {command}, built in code", func(t *testing.T) {
 		f := newWTFleet(t)
 		b := f.newBridge(func(c *herdrbridge.BridgeConfig) {
