@@ -41,13 +41,19 @@ func (b *Bridge) sandboxArgv(sb roles.Sandbox, role roles.Role, agent string, co
 	if fleetd == "" {
 		fleetd, _ = os.Executable()
 	}
+	// The agent's key: its hooks need it inside, and a template binds it
+	// whether there is one or not.
+	creds := env["FLEET_NATS_CREDS"]
+	if creds == "" {
+		creds = os.DevNull
+	}
 	dir, gitDir := cwd, cwd
 	if wt.Path != "" {
 		dir, gitDir = wt.Path, wt.GitDir
 	}
 	argv, err := sb.Expand(roles.LaunchVars{Command: command, Env: env, Unset: roles.Unsets(env), Values: map[string]string{
 		"worktree": dir, "gitdir": gitDir, "home": home, "state": b.cfg.Launch.StateDir, "spool": b.cfg.Launch.SpoolDir,
-		"settings": b.cfg.Launch.Settings, "fleetd": fleetd, "herdr": b.client.Path(), "agent": agent, "role": role.Name,
+		"settings": b.cfg.Launch.Settings, "fleetd": fleetd, "creds": creds, "herdr": b.client.Path(), "agent": agent, "role": role.Name,
 	}})
 	if err != nil {
 		return nil, err

@@ -30,8 +30,10 @@ var ErrSandbox = errors.New("sandbox")
 // directory (the worktree when there is none), {home} the agent's HOME,
 // {state} fleetd's state directory, {spool} the hooks' spool, {settings}
 // the hooks settings file, {fleetd} the fleetd executable the hooks run,
-// {herdr} this host's herdr socket, {agent} and {role} the names, and
-// {image} the sandbox's Image.
+// {creds} the agent's own NATS key file (FLEET_NATS_CREDS; /dev/null when
+// it has none, so a bind of it is always valid), {herdr} this host's
+// herdr socket, {agent} and {role} the names, and {image} the sandbox's
+// Image.
 type Sandbox struct {
 	Name string `json:"-"`
 	// Description tells a reader what the sandbox isolates.
@@ -55,7 +57,7 @@ type Sandbox struct {
 }
 
 // Placeholders a template may use within a word.
-var wordPlaceholders = []string{"{worktree}", "{gitdir}", "{home}", "{state}", "{spool}", "{settings}", "{fleetd}", "{herdr}", "{agent}", "{role}", "{image}"}
+var wordPlaceholders = []string{"{worktree}", "{gitdir}", "{home}", "{state}", "{spool}", "{settings}", "{fleetd}", "{creds}", "{herdr}", "{agent}", "{role}", "{image}"}
 
 // Placeholders that stand for whole words.
 const (
@@ -70,8 +72,8 @@ var placeholderRE = regexp.MustCompile(`\{[a-z]+\}`)
 // worktree (and the repository's git directory, so the agent can
 // commit), its Claude Code state (~/.claude, ~/.claude.json) and the
 // hooks' spool; a private /tmp; fleetd's state directory hidden (the
-// NATS store, keys, other agents' worktrees) but for the hooks settings
-// and the spool; herdr's socket masked, so the agent cannot type into
+// NATS store, keys, other agents' worktrees) but for the hooks settings,
+// the spool and the agent's own NATS key, which its hooks need; herdr's socket masked, so the agent cannot type into
 // other panes; the boundary variables it must not carry removed. It
 // shares the host's network (the hooks reach NATS on loopback) and
 // process view is its own.
@@ -94,6 +96,7 @@ var Bwrap = Sandbox{
 		"--bind", "{spool}", "{spool}", // where the hooks spool when NATS is away
 		"--ro-bind", "{settings}", "{settings}",
 		"--ro-bind", "{fleetd}", "{fleetd}",
+		"--ro-bind", "{creds}", "{creds}", // the agent's own key, even when fleetd auth keeps it in the state dir
 		"--ro-bind", "/dev/null", "{herdr}", // no typing into other panes
 		"--chdir", "{worktree}",
 		"{env}",
@@ -165,8 +168,8 @@ type LaunchVars struct {
 	Env   map[string]string
 	Unset []string
 	// The values of the word placeholders, by name without braces:
-	// worktree, gitdir, home, state, spool, settings, fleetd, herdr,
-	// agent, role.
+	// worktree, gitdir, home, state, spool, settings, fleetd, creds,
+	// herdr, agent, role.
 	Values map[string]string
 }
 
