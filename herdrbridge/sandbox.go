@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -42,10 +43,18 @@ func (b *Bridge) sandboxArgv(sb roles.Sandbox, role roles.Role, agent string, co
 		fleetd, _ = os.Executable()
 	}
 	// The agent's key: its hooks need it inside, and a template binds it
-	// whether there is one or not.
+	// whether there is one or not, so without one it is an empty file of
+	// fleetd's (not /dev/null: bound read-only, it would break every
+	// redirection to /dev/null in the sandbox).
 	creds := env["FLEET_NATS_CREDS"]
 	if creds == "" {
-		creds = os.DevNull
+		if b.cfg.Launch.StateDir == "" {
+			return nil, fmt.Errorf("%w for the sandbox's {creds}", ErrNoStateDir)
+		}
+		creds = filepath.Join(b.cfg.Launch.StateDir, NoCredsFile)
+		if err := os.WriteFile(creds, nil, 0o600); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
 	}
 	dir, gitDir := cwd, cwd
 	if wt.Path != "" {
@@ -78,6 +87,10 @@ func (b *Bridge) sandboxArgv(sb roles.Sandbox, role roles.Role, agent string, co
 	pre = append(pre, SandboxVar+"="+sb.Name)
 	return append(append(pre, "sh", "-c", sandboxScript, "fleetd-sandbox"), argv...), nil
 }
+
+// NoCredsFile is the empty file, in fleetd's state directory, a sandbox
+// binds as {creds} for an agent without a NATS key of its own.
+const NoCredsFile = "no-nats-key"
 
 // SandboxVar names the sandbox a process of a sandboxed agent's launch
 // runs in: set on the wrapper fleetd types, so inherited by the sandbox

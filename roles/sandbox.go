@@ -30,8 +30,8 @@ var ErrSandbox = errors.New("sandbox")
 // directory (the worktree when there is none), {home} the agent's HOME,
 // {state} fleetd's state directory, {spool} the hooks' spool, {settings}
 // the hooks settings file, {fleetd} the fleetd executable the hooks run,
-// {creds} the agent's own NATS key file (FLEET_NATS_CREDS; /dev/null when
-// it has none, so a bind of it is always valid), {herdr} this host's
+// {creds} the agent's own NATS key file (FLEET_NATS_CREDS; an empty file
+// when it has none, so a bind of it is always valid), {herdr} this host's
 // herdr socket, {agent} and {role} the names, and {image} the sandbox's
 // Image.
 type Sandbox struct {
