@@ -136,24 +136,26 @@ func TestRealClaudeInABwrapSandboxWorksOnlyInItsWorktree(t *testing.T) {
 		return nil
 	})
 
-	// The environment each sandboxed claude runs with, read from /proc.
+	// The environment each sandboxed claude runs with, read from /proc
+	// (Claude Code may have started a child process of its own as well).
 	for _, a := range agents {
-		env := claudeEnviron(t, worktreeOf(a))
-		var carried []string
-		for _, k := range roles.BoundaryVars {
-			if _, ok := env[k]; ok {
-				carried = append(carried, k+"="+env[k])
+		for _, env := range claudeEnvirons(t, worktreeOf(a)) {
+			var carried []string
+			for _, k := range roles.BoundaryVars {
+				if _, ok := env[k]; ok {
+					carried = append(carried, k+"="+env[k])
+				}
 			}
-		}
-		want := []string{"ANTHROPIC_BASE_URL=" + apiURL, "ANTHROPIC_AUTH_TOKEN=test"} // in BoundaryVars' order
-		if a == "c-1" {
-			want = nil
-		}
-		if !slices.Equal(carried, want) {
-			t.Errorf("%s's claude carries %v, want %v", a, carried, want)
-		}
-		if env["FLEET_AGENT_ID"] != a || env["FLEET_WORKTREE"] != worktreeOf(a) {
-			t.Errorf("%s's claude: FLEET_AGENT_ID=%q FLEET_WORKTREE=%q", a, env["FLEET_AGENT_ID"], env["FLEET_WORKTREE"])
+			want := []string{"ANTHROPIC_BASE_URL=" + apiURL, "ANTHROPIC_AUTH_TOKEN=test"} // in BoundaryVars' order
+			if a == "c-1" {
+				want = nil
+			}
+			if !slices.Equal(carried, want) {
+				t.Errorf("%s's claude carries %v, want %v", a, carried, want)
+			}
+			if env["FLEET_AGENT_ID"] != a || env["FLEET_WORKTREE"] != worktreeOf(a) {
+				t.Errorf("%s's claude: FLEET_AGENT_ID=%q FLEET_WORKTREE=%q", a, env["FLEET_AGENT_ID"], env["FLEET_WORKTREE"])
+			}
 		}
 	}
 
@@ -312,10 +314,10 @@ func TestRealClaudeInABwrapSandboxWorksOnlyInItsWorktree(t *testing.T) {
 	}
 }
 
-// claudeEnviron is the environment of the claude process working in dir,
-// read from /proc: the sandbox shares the host's view of processes from
-// outside, though it has its own inside.
-func claudeEnviron(t *testing.T, dir string) map[string]string {
+// claudeEnvirons are the environments of the claude processes working in
+// dir, read from /proc: the sandbox has its own view of processes inside,
+// but the host sees them all. At least one must be there.
+func claudeEnvirons(t *testing.T, dir string) []map[string]string {
 	t.Helper()
 	links, _ := filepath.Glob("/proc/[0-9]*/cwd")
 	var found []map[string]string
@@ -340,10 +342,10 @@ func claudeEnviron(t *testing.T, dir string) map[string]string {
 		}
 		found = append(found, env)
 	}
-	if len(found) != 1 {
-		t.Fatalf("%d claude processes in %s, want 1", len(found), dir)
+	if len(found) == 0 {
+		t.Fatalf("no claude process in %s", dir)
 	}
-	return found[0]
+	return found
 }
 
 // seenUpsell records in home/.claude.json that Claude Code's fullscreen
