@@ -15,8 +15,10 @@
 // is a dedupe no-op, and lifecycle folds treat repeats idempotently.
 //
 // A Stop hook's reply carries token usage and cost read from the end of the
-// session transcript (ReadUsage), and every hook may tell herdr the pane's
-// state with one raw pane.report_agent request.
+// session transcript (ReadUsage) and, for an agent in its own worktree
+// (FLEET_WORKTREE), where its branch stands after the turn (package
+// worktree, read-only git); every hook may tell herdr the pane's state
+// with one raw pane.report_agent request.
 //
 // The hook connects to FLEET_NATS_URL as the pane's identity: the agent's
 // own key from 'fleetd auth' (FLEET_NATS_CREDS, which also sets its inbox
@@ -27,8 +29,8 @@
 // projections.Agent — rather than with a row type of its own.
 //
 // claudehook imports events, natsauth, projections (for the roster's name
-// and row only; it runs no fold) and herdrbridge/herdrapi among fleetd
-// packages, plus nats.go — all already in the fleetd binary the hook runs
+// and row only; it runs no fold), worktree and herdrbridge/herdrapi among
+// fleetd packages, plus nats.go — all already in the fleetd binary the hook runs
 // as. It must not import herdrbridge, leadshim, router, orchestrator or
 // cmd: it speaks herdr's socket protocol through herdrapi alone, to keep
 // the hook's path small and fast.

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/worktree"
 )
 
 // ReasonAgentError is AgentFailed.Reason when Claude Code ended a turn with
@@ -150,12 +151,25 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 			fmt.Fprintf(o.Stderr, "fleetd hook: detach (going on here): %v\n", derr)
 		}
 	}
+	h := hookRun{agent: agent, host: hostToken(env), pane: env("HERDR_PANE_ID"), now: o.Now, newID: o.NewID}
+	var inspected chan struct{}
+	if path := env("FLEET_WORKTREE"); hook == Stop && path != "" {
+		// Where the agent's branch stands after the turn, read while the
+		// transcript is awaited.
+		inspected = make(chan struct{})
+		go func() {
+			defer close(inspected)
+			h.worktree = inspectWorktree(ctx, path, env("FLEET_WORKTREE_BASE"), o.Stderr)
+		}()
+	}
 	if hook == Stop && p.TranscriptPath != "" {
 		if usage, err = waitUsage(ctx, p.TranscriptPath, p.PromptID, o); err != nil {
 			fmt.Fprintf(o.Stderr, "fleetd hook: no usage for the reply: %v\n", err)
 		}
 	}
-	h := hookRun{agent: agent, host: hostToken(env), pane: env("HERDR_PANE_ID"), now: o.Now, newID: o.NewID}
+	if inspected != nil {
+		<-inspected
+	}
 	evs := h.build(hook, p, usage)
 	if len(evs) == 0 {
 		return nil
@@ -296,6 +310,20 @@ type hookRun struct {
 	agent, host, pane string
 	now               func() time.Time
 	newID             func() string
+	// worktree is where the agent's branch stands (a Stop of an agent
+	// with a worktree).
+	worktree events.Worktree
+}
+
+// inspectWorktree reads the agent's worktree for its reply: branch,
+// head, uncommitted files, commits ahead of base. What cannot be read is
+// left out (and said on stderr): the reply goes anyway.
+func inspectWorktree(ctx context.Context, path, base string, stderr io.Writer) events.Worktree {
+	st, err := worktree.Inspect(ctx, path, base)
+	if err != nil {
+		fmt.Fprintf(stderr, "fleetd hook: worktree %s: %v\n", path, err)
+	}
+	return events.Worktree{Branch: st.Branch, Head: st.Head, Dirty: st.Dirty, Ahead: st.Ahead}
 }
 
 func (h hookRun) event(d events.Data) events.Event {
@@ -323,7 +351,7 @@ func (h hookRun) build(hook Hook, p Payload, u Usage) []events.Event {
 	case Stop:
 		return []events.Event{
 			h.event(events.AgentReplied{Reply: fitText(p.LastAssistantMessage), PromptID: p.PromptID, SessionID: p.SessionID,
-				Model: u.Model, Tokens: u.Tokens, CostUSD: u.CostUSD, Transcript: p.TranscriptPath}),
+				Model: u.Model, Tokens: u.Tokens, CostUSD: u.CostUSD, Transcript: p.TranscriptPath, Worktree: h.worktree}),
 			h.status(events.StatusIdle, "turn over"),
 		}
 	case StopFailure:

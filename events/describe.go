@@ -18,6 +18,12 @@ func Describe(ev Event) string {
 	switch d := ev.Data.(type) {
 	case AgentRegistered:
 		fmt.Fprintf(&b, " host=%s pane=%s role=%s tier=%d model=%s", d.Host, d.Pane, d.Role, d.Tier, d.Model)
+		if d.Worktree.Path != "" {
+			fmt.Fprintf(&b, " worktree=%s branch=%s", d.Worktree.Path, d.Worktree.Branch)
+		}
+		if d.Sandbox != "" {
+			fmt.Fprintf(&b, " sandbox=%s", d.Sandbox)
+		}
 	case AgentStatusChanged:
 		fmt.Fprintf(&b, " %s (from %s)", d.Status, d.Source)
 		if d.Violation != "" {
@@ -41,12 +47,21 @@ func Describe(ev Event) string {
 		fmt.Fprintf(&b, "%s via %s prompt_id=%s", turn, d.Via, d.PromptID)
 	case AgentReplied:
 		fmt.Fprintf(&b, "%s %q tokens=%d/%d", turn, clip(d.Reply, 60), d.Tokens.In, d.Tokens.Out)
+		if w := d.Worktree; w.Head != "" {
+			fmt.Fprintf(&b, " %s@%.8s ahead=%d dirty=%d", w.Branch, w.Head, w.Ahead, w.Dirty)
+		}
 	case AgentFailed:
 		fmt.Fprintf(&b, "%s %s: %s", turn, d.Reason, d.Message)
 	case AgentSession:
 		fmt.Fprintf(&b, " %s session=%s %s", d.State, d.SessionID, d.Source)
 	case AgentExited:
 		fmt.Fprintf(&b, " pane=%s %s", d.Pane, d.Reason)
+		switch w := d.Worktree; {
+		case w.Removed:
+			fmt.Fprintf(&b, "; worktree %s removed", w.Path)
+		case w.Kept != "":
+			fmt.Fprintf(&b, "; worktree %s KEPT: %s", w.Path, w.Kept)
+		}
 	case AgentDeferred:
 		fmt.Fprintf(&b, "%s %s: %s", turn, d.Reason, d.Message)
 	case AgentAttention:

@@ -23,6 +23,14 @@ func TestDescribeSaysWhatAnEventSays(t *testing.T) {
 			[]string{"deferred", "agent_not_ready: not foreground"}},
 		{events.Event{Subject: "w-1", Time: at, Data: events.AgentAttention{Reason: "shell", Detail: "the pane shows a shell"}}, []string{"attention", "shell: the pane shows a shell"}},
 		{events.Event{Subject: "w-1", Time: at, Data: events.AgentAttention{}}, []string{"attention", "cleared"}},
+		{events.Event{Subject: "w-1", Time: at, Data: events.AgentRegistered{Agent: "w-1", Worktree: events.Worktree{Path: "/wt/w-1", Branch: "fleet/w-1"}, Sandbox: "bwrap"}},
+			[]string{"worktree=/wt/w-1 branch=fleet/w-1", "sandbox=bwrap"}},
+		{events.Event{Subject: "w-1", Time: at, CorrelationID: "T1", Data: events.AgentReplied{Reply: "ok", Worktree: events.Worktree{Branch: "fleet/w-1", Head: "0123456789ab", Ahead: 2, Dirty: 1}}},
+			[]string{"fleet/w-1@01234567 ahead=2 dirty=1"}},
+		{events.Event{Subject: "w-1", Time: at, Data: events.AgentExited{Reason: "pane_exited", Worktree: events.Worktree{Path: "/wt/w-1", Kept: "1 uncommitted file"}}},
+			[]string{"worktree /wt/w-1 KEPT: 1 uncommitted file"}},
+		{events.Event{Subject: "w-1", Time: at, Data: events.AgentExited{Reason: "pane_exited", Worktree: events.Worktree{Path: "/wt/w-1", Removed: true}}},
+			[]string{"worktree /wt/w-1 removed"}},
 	}
 	for _, tt := range tests {
 		got := events.Describe(tt.ev)

@@ -111,6 +111,33 @@ type AgentRegistered struct {
 	Origin string `json:"origin,omitempty"`
 	// EnvClass is the role's env class the pane was launched under.
 	EnvClass string `json:"env_class,omitempty"`
+	// Worktree is the agent's own git worktree (its Cwd), when its role
+	// gives it one: repo, path, branch and base, and the head at spawn.
+	Worktree Worktree `json:"worktree,omitzero"`
+	// Sandbox names the sandbox the agent was launched in.
+	Sandbox string `json:"sandbox,omitempty"`
+}
+
+// Worktree is an agent's own git worktree. A registration says where it
+// is and what it started from; a reply where its branch stood after the
+// turn (Branch, Head, Dirty, Ahead), so a lead can review or merge what
+// that turn did; an exit whether it was removed or kept, and why.
+type Worktree struct {
+	Repo   string `json:"repo,omitempty" limit:"line"`
+	Path   string `json:"path,omitempty" limit:"line"`
+	Branch string `json:"branch,omitempty" limit:"line"`
+	Base   string `json:"base,omitempty" limit:"line"`
+	// Head is the commit checked out; Dirty counts files with uncommitted
+	// changes (untracked ones included); Ahead counts the commits the
+	// base does not have.
+	Head  string `json:"head,omitempty"`
+	Dirty int    `json:"dirty,omitempty"`
+	Ahead int    `json:"ahead,omitempty"`
+	// Removed (on an exit): the worktree was removed, being clean and
+	// merged or pushed. Kept: why it was not — it holds work that would
+	// be lost.
+	Removed bool   `json:"removed,omitempty"`
+	Kept    string `json:"kept,omitempty" limit:"text"`
 }
 
 // AgentStatusChanged: the agent's status as herdr or a hook saw it.
@@ -227,6 +254,9 @@ type AgentReplied struct {
 	Tokens     Tokens  `json:"tokens"`
 	CostUSD    float64 `json:"cost_usd,omitempty"`
 	Transcript string  `json:"transcript,omitempty" limit:"line"`
+	// Worktree is where the agent's branch stood when the turn ended
+	// (Branch, Head, Dirty, Ahead), for an agent with a worktree.
+	Worktree Worktree `json:"worktree,omitzero"`
 }
 
 // Failure reasons of DESIGN.md's turn lifecycle.
@@ -273,6 +303,9 @@ type AgentSession struct {
 type AgentExited struct {
 	Pane   string `json:"pane,omitempty"`
 	Reason string `json:"reason,omitempty" limit:"line"`
+	// Worktree is what became of the agent's worktree: removed, or kept
+	// and why.
+	Worktree Worktree `json:"worktree,omitzero"`
 }
 
 // RoleQueued: a message for any agent of a role. Its id is the turn id.

@@ -310,7 +310,8 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 	}
 	g.herdrSocket = socket
 	settings := filepath.Join(g.DataDir(), "claude-settings.json")
-	if err := writeHookSettings(settings); err != nil {
+	exe, err := writeHookSettings(settings)
+	if err != nil {
 		return err
 	}
 	br, err := herdrbridge.NewBridge(herdrbridge.BridgeConfig{
@@ -319,7 +320,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 		Launch: herdrbridge.Launch{
 			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, AgentCreds: PaneCreds(g.cfg.Creds), NATSToken: g.PaneToken(),
 			FleetURL: "http://" + g.httpAddr,
-			SpoolDir: spool, Settings: settings,
+			SpoolDir: spool, Settings: settings, StateDir: g.DataDir(), Fleetd: exe,
 		},
 	})
 	if err != nil {
@@ -342,13 +343,14 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 }
 
 // writeHookSettings writes the Claude Code settings file panes launch
-// with: fleetd's hooks, pointing at this very binary.
-func writeHookSettings(path string) error {
+// with: fleetd's hooks, pointing at this very binary, whose path it
+// returns (a sandbox must let the agent run it).
+func writeHookSettings(path string) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("hooks settings: %w", err)
+		return "", fmt.Errorf("hooks settings: %w", err)
 	}
-	return claudehook.SettingsConfig{Fleetd: exe}.WriteFile(path)
+	return exe, claudehook.SettingsConfig{Fleetd: exe}.WriteFile(path)
 }
 
 // goRun runs one component; if it fails, the whole gateway stops.

@@ -89,6 +89,10 @@ type BridgeConfig struct {
 	Poll time.Duration
 	// Launch is the environment Spawn gives new panes.
 	Launch Launch
+	// SandboxStartWait bounds how long a spawn into a sandbox watches its
+	// pane for the sandbox exiting at once, unless the agent's hooks
+	// report its session started sooner. Default 20 s.
+	SandboxStartWait time.Duration
 	// ProcRoot is where process environments are read for boundary checks
 	// and for whether a pane shows its shell (default /proc). herdr does
 	// not expose a pane's processes, so a pane is checked only when they
@@ -118,6 +122,12 @@ type Launch struct {
 	// Settings is the Claude Code settings file with fleetd's hooks,
 	// substituted for {settings} in the role's command.
 	Settings string
+	// StateDir is fleetd's state directory: the agents' worktrees go in
+	// its worktrees/, and a sandbox template may hide it ({state}).
+	StateDir string
+	// Fleetd is the fleetd executable the hooks settings run, which a
+	// sandbox must let the agent run ({fleetd}); default this process's.
+	Fleetd string
 }
 
 func (c *BridgeConfig) setDefaults() {
@@ -174,6 +184,9 @@ func (c *BridgeConfig) setDefaults() {
 	}
 	if c.Poll <= 0 {
 		c.Poll = 200 * time.Millisecond
+	}
+	if c.SandboxStartWait <= 0 {
+		c.SandboxStartWait = 20 * time.Second
 	}
 	if c.ProcRoot == "" {
 		c.ProcRoot = "/proc"
@@ -260,9 +273,11 @@ type agentState struct {
 	hookStatus   events.Status
 	violation    string
 
-	// origin, cwd and registeredAt come from the registration; sessionSeen
-	// is set when the agent's hooks reported its session started.
+	// origin, cwd, worktree and registeredAt come from the registration;
+	// sessionSeen is set when the agent's hooks reported its session
+	// started.
 	origin, cwd  string
+	worktree     string
 	registeredAt time.Time
 	sessionSeen  bool
 	// registration is the agent's last AgentRegistered event as stored,
@@ -556,9 +571,12 @@ func (b *Bridge) apply(ev events.Event) {
 		}
 		a.registered, a.exited, a.exitSent = true, false, false
 		a.registration = ev
-		a.host, a.pane, a.role, a.cwd = d.Host, d.Pane, d.Role, d.Cwd
+		a.host, a.pane, a.role, a.cwd, a.worktree = d.Host, d.Pane, d.Role, d.Cwd, d.Worktree.Path
 		a.origin, a.registeredAt, a.sessionSeen = d.Origin, ev.Time, false
-		a.sessionLive, a.sessionID, a.sessionCwd, a.promptRefused = false, "", "", false
+		// herdr recognises an agent by its pane's foreground process,
+		// which for a sandboxed one is the sandbox: type into it as into
+		// a pane herdr does not recognise, from the first turn.
+		a.sessionLive, a.sessionID, a.sessionCwd, a.promptRefused = false, "", "", d.Sandbox != ""
 		a.attention = ""
 		a.resetBackoff()
 		b.startWorkerLocked(a)

@@ -21,10 +21,16 @@
 //   - retires agents whose pane exited, survives herdr restarts by
 //     re-snapshotting and re-syncing, and spawns (registering before it
 //     launches) and adopts agent panes within the roles' subscription
-//     boundary.
+//     boundary;
+//   - gives the agents of a worktree role each their own git worktree
+//     (package worktree) and launches a sandboxed role's agents into its
+//     sandbox template (sandbox.go), without the boundary variables
+//     herdr's own environment may leak, watching that the sandbox does
+//     not exit at once; when such an agent exits, its worktree is removed
+//     only if that loses nothing, and its exit says what became of it.
 //
-// It imports events, lifecycle, roles and herdrbridge/herdrapi, and nothing
-// else of fleetd. It never imports herdrbridge/herdrtest outside tests (nor
+// It imports events, lifecycle, roles, worktree and herdrbridge/herdrapi,
+// and nothing else of fleetd. It never imports herdrbridge/herdrtest outside tests (nor
 // the reverse): the fake server is an independent implementation, so a
 // shared misreading of the protocol shows up as a failing test instead of
 // hiding in common code.

@@ -21,3 +21,12 @@ var ErrBridgeRunning = errors.New("herdr bridge already running")
 // 'fleetd auth'): its hooks could not report, and its gateway may not
 // register it.
 var ErrNoCredentials = errors.New("agent has no NATS credentials of its own")
+
+// ErrSandboxExited means a spawned agent's sandbox ended before its agent
+// reported in: a bad profile, a missing image or tool. The spawn was
+// taken back (pane closed, worktree removed unless written to).
+var ErrSandboxExited = errors.New("sandbox exited at once")
+
+// ErrNoStateDir means a spawn needs fleetd's state directory (for a
+// worktree) and the bridge was not given one (Launch.StateDir).
+var ErrNoStateDir = errors.New("no state directory")

@@ -11,6 +11,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/worktree"
 )
 
 // SpawnRequest asks for a new agent in a new pane of this host's herdr.
@@ -48,13 +49,19 @@ type SpawnRequest struct {
 // pane's environment (FLEET_* variables, the role's launch env, the
 // request's env), refuses an environment that crosses the role's
 // subscription boundary before touching herdr (an error wrapping
-// roles.ErrBoundary), creates the pane with that env, registers the agent
-// (Origin "spawned") while the pane holds only its shell, and then types
-// the role's command (with --resume when req.Resume is set) into it. So
-// the agent's hooks never write before its registration, parallel spawns
-// never race, and a failed spawn leaves nothing live behind (a launch that
-// fails after the registration is recorded as exited). Spawn does not need Run: the CLI calls it on a bridge that
-// is not running, and a running bridge picks the agent up from the log.
+// roles.ErrBoundary), creates or reuses the agent's git worktree when its
+// role gives it one (refusing a missing repo or a dirty base), creates
+// the pane there with that env, registers the agent (Origin "spawned")
+// while the pane holds only its shell, and then types the role's command
+// (with --resume when req.Resume is set) into it — wrapped in the role's
+// sandbox when it names one, whose start it then watches: a sandbox that
+// exits before its agent reports in fails the spawn (ErrSandboxExited).
+// So the agent's hooks never write before its registration, parallel
+// spawns never race, and a failed spawn leaves nothing live behind: no
+// pane, no worktree it created, and a launch that fails after the
+// registration is recorded as exited. Spawn does not need Run: the CLI
+// calls it on a bridge that is not running, and a running bridge picks
+// the agent up from the log.
 func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegistered, error) {
 	if err := events.ValidAgentID(req.Name); err != nil {
 		return events.AgentRegistered{}, fmt.Errorf("spawn: %w", err)
@@ -80,6 +87,23 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if len(argv) == 0 || argv[0] == "" {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s: role %q has no command", req.Name, role.Name)
 	}
+	var sandbox roles.Sandbox
+	if role.Sandbox != "" {
+		if sandbox, err = b.cfg.Roles.Sandbox(role.Sandbox); err == nil {
+			err = sandbox.Validate()
+		}
+		if err != nil {
+			return events.AgentRegistered{}, fmt.Errorf("spawn %s: role %q: %w", req.Name, role.Name, err)
+		}
+	}
+	if role.Worktree != nil {
+		switch {
+		case req.Cwd != "":
+			return events.AgentRegistered{}, fmt.Errorf("spawn %s: role %q works in its own worktree of %s: it takes no working directory (%s)", req.Name, role.Name, role.Worktree.Repo, req.Cwd)
+		case b.cfg.Launch.StateDir == "":
+			return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w for role %q's worktrees", req.Name, ErrNoStateDir, role.Name)
+		}
+	}
 	hist, err := b.history(ctx, req.Name)
 	if err != nil {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
@@ -88,8 +112,17 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w (host %s, pane %s)", req.Name, ErrAgentExists, hist.reg.Host, hist.reg.Pane)
 	}
 
+	wt, err := b.ensureWorktree(ctx, role, req)
+	if err != nil {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
+	}
+	if wt.Path != "" {
+		req.Cwd = wt.Path
+		env["FLEET_WORKTREE"], env["FLEET_WORKTREE_BASE"] = wt.Path, wt.Base
+	}
 	pane, err := b.createPane(ctx, req, env)
 	if err != nil {
+		b.undoWorktree(ctx, wt)
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
 	}
 	closePane := func(cause error) error {
@@ -97,6 +130,16 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 			cause = errors.Join(cause, fmt.Errorf("close pane %s: %w", pane.PaneID, cerr))
 		}
 		return fmt.Errorf("spawn %s: %w", req.Name, cause)
+	}
+	// exited records a launch that failed after the registration, so the
+	// agent is not live and its id can be spawned again, and takes the
+	// spawn back.
+	exited := func(cause error) error {
+		gone := b.undoWorktree(ctx, wt)
+		if _, xerr := b.append(context.WithoutCancel(ctx), req.Name, "", events.AgentExited{Pane: pane.PaneID, Reason: "spawn failed: " + cause.Error(), Worktree: gone}); xerr != nil {
+			cause = errors.Join(cause, fmt.Errorf("record the failed spawn: %w", xerr))
+		}
+		return closePane(cause)
 	}
 	tier := req.Tier
 	if tier == 0 {
@@ -106,30 +149,66 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if cwd == "" {
 		cwd = pane.CWD
 	}
+	if role.Sandbox != "" {
+		if argv, err = b.sandboxArgv(sandbox, role, req.Name, argv, env, wt, cwd); err != nil {
+			b.undoWorktree(ctx, wt)
+			return events.AgentRegistered{}, closePane(err)
+		}
+	}
 	reg := events.AgentRegistered{
 		Agent: req.Name, Host: b.cfg.Host, Pane: pane.PaneID, Role: role.Name, Tier: tier, Parent: req.Parent,
 		Model: role.Model, Cwd: cwd, Session: req.Session, Origin: "spawned", EnvClass: role.EnvClass,
+		Worktree: b.worktreeAtSpawn(ctx, wt), Sandbox: role.Sandbox,
 	}
 	// Register while the pane holds only its shell: the agent's hooks
 	// cannot have written anything yet, so only another registration can
 	// move the aggregate, and a failure here leaves no event behind.
-	if _, err := b.append(ctx, req.Name, "", reg, guard(req.Name, hist.lastSeq)); err != nil {
+	ack, err := b.append(ctx, req.Name, "", reg, guard(req.Name, hist.lastSeq))
+	if err != nil {
 		if errors.Is(err, events.ErrConcurrency) {
 			err = fmt.Errorf("%w: someone registered it meanwhile: %w", ErrAgentExists, err)
 		}
+		b.undoWorktree(ctx, wt)
 		return events.AgentRegistered{}, closePane(fmt.Errorf("register: %w", err))
 	}
 	if err := b.client.SendInput(ctx, pane.PaneID, ShellQuote(argv), "enter"); err != nil {
-		// Registered but never launched: say so in the log, so the agent
-		// is not live and its id can be spawned again.
-		cause := fmt.Errorf("launch %s: %w", argv[0], err)
-		if _, xerr := b.append(context.WithoutCancel(ctx), req.Name, "", events.AgentExited{Pane: pane.PaneID, Reason: "spawn failed: " + cause.Error()}); xerr != nil {
-			cause = errors.Join(cause, fmt.Errorf("record the failed spawn: %w", xerr))
-		}
-		return events.AgentRegistered{}, closePane(cause)
+		return events.AgentRegistered{}, exited(fmt.Errorf("launch %s: %w", argv[0], err))
 	}
-	b.log.Info("spawned", "agent", req.Name, "role", role.Name, "pane", pane.PaneID)
+	if role.Sandbox != "" {
+		if err := b.awaitSandbox(ctx, req.Name, pane.PaneID, ack.Seq); err != nil {
+			return events.AgentRegistered{}, exited(fmt.Errorf("sandbox %s: %w", role.Sandbox, err))
+		}
+	}
+	b.log.Info("spawned", "agent", req.Name, "role", role.Name, "pane", pane.PaneID, "worktree", wt.Path, "sandbox", role.Sandbox)
 	return reg, nil
+}
+
+// ensureWorktree creates or reuses the agent's worktree when its role
+// gives it one: named after the agent, or after its named session, so a
+// session's next agent (a resume) continues in the same checkout.
+func (b *Bridge) ensureWorktree(ctx context.Context, role roles.Role, req SpawnRequest) (worktree.Worktree, error) {
+	if role.Worktree == nil {
+		return worktree.Worktree{}, nil
+	}
+	name := req.Name
+	if req.Session != "" {
+		name = req.Session
+	}
+	return worktree.Ensure(ctx, worktree.Spec{Repo: role.Worktree.Repo, Base: role.Worktree.Base,
+		Dir: filepath.Join(b.cfg.Launch.StateDir, "worktrees"), Name: name})
+}
+
+// worktreeAtSpawn is the worktree as a registration records it: where,
+// and where its branch stands (a reused one may hold earlier work).
+func (b *Bridge) worktreeAtSpawn(ctx context.Context, wt worktree.Worktree) events.Worktree {
+	if wt.Path == "" {
+		return events.Worktree{}
+	}
+	w := events.Worktree{Repo: wt.Repo, Path: wt.Path, Branch: wt.Branch, Base: wt.Base}
+	if st, err := worktree.Inspect(ctx, wt.Path, wt.Base); err == nil {
+		w.Head, w.Dirty, w.Ahead = st.Head, st.Dirty, st.Ahead
+	}
+	return w
 }
 
 // launchEnv is the pane environment of a spawned agent: what its hooks need

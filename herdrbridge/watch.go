@@ -430,6 +430,7 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 	if t, ok := b.book.InFlight(agent); ok {
 		turns = append(turns, t.ID)
 	}
+	reg, _ := a.registration.Data.(events.AgentRegistered)
 	b.notifyLocked()
 	b.mu.Unlock()
 	var errs []error
@@ -437,7 +438,8 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 		_, err := b.append(ctx, agent, id, events.AgentFailed{Reason: events.ReasonPaneExited, Message: "pane " + pane + ": " + reason})
 		errs = append(errs, err)
 	}
-	_, err := b.append(ctx, agent, "", events.AgentExited{Pane: pane, Reason: reason})
+	wt := b.reapWorktree(ctx, agent, reg.Worktree)
+	_, err := b.append(ctx, agent, "", events.AgentExited{Pane: pane, Reason: reason, Worktree: wt})
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		b.warnWrite("record exit", err, "agent", agent)
@@ -451,8 +453,9 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 }
 
 // checkBoundary reads the env of the pane's foreground processes (when
-// they run on this machine) and reports, once per finding, a pane whose
-// env crosses its role's subscription boundary.
+// they run on this machine; in a sandboxed agent's pane, those of the
+// sandbox's launch) and reports, once per finding, a pane whose env
+// crosses its role's subscription boundary.
 func (b *Bridge) checkBoundary(ctx context.Context, agent string) {
 	b.mu.Lock()
 	a := b.agents[agent]
@@ -467,6 +470,9 @@ func (b *Bridge) checkBoundary(ctx context.Context, agent string) {
 		return
 	}
 	envs := paneEnvs(b.cfg.ProcRoot, b.client.Path(), pane)
+	if role.Sandbox != "" {
+		envs = sandboxedEnvs(envs)
+	}
 	violation := ""
 	for _, env := range envs {
 		if err := role.CheckEnv(env); err != nil {

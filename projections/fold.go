@@ -282,6 +282,9 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		}
 	case events.AgentReplied:
 		t, applied := m.turnEvent(ev, b)
+		if w := d.Worktree; w.Head != "" {
+			a.Worktree.Branch, a.Worktree.Head, a.Worktree.Dirty, a.Worktree.Ahead = w.Branch, w.Head, w.Dirty, w.Ahead
+		}
 		a.Tokens = a.Tokens.Add(d.Tokens)
 		a.CostUSD += d.CostUSD
 		if d.SessionID != "" && a.SessionID == "" {
@@ -309,6 +312,9 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		}
 	case events.AgentExited:
 		a.Exited = true
+		if w := d.Worktree; w.Removed || w.Kept != "" {
+			a.Worktree.Removed, a.Worktree.Kept = w.Removed, w.Kept
+		}
 		if s, ok := m.st.sessions[a.Session]; ok && s.Agent == id && s.State == SessionActive {
 			s.State, s.StateAt = SessionClosed, ev.Time
 			m.touchSession(s, b)
@@ -328,6 +334,7 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 	id := ev.Subject
 	a.Registered = true
 	a.Host, a.Pane, a.Role, a.Tier, a.Parent, a.Cwd, a.Origin = d.Host, d.Pane, d.Role, d.Tier, d.Parent, d.Cwd, d.Origin
+	a.Worktree, a.Sandbox = d.Worktree, d.Sandbox
 	if d.Model != "" {
 		a.Model = d.Model
 	}

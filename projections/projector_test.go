@@ -348,3 +348,50 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// An agent's worktree on the roster: where it is from its registration,
+// where its branch stood after each reply, and what became of it at its
+// exit; a new registration starts over.
+func TestTheRosterShowsEachAgentsWorktree(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow, FlushInterval: 10 * time.Millisecond}))
+	wt := events.Worktree{Repo: "/src", Path: "/wt/w1", Branch: "fleet/w1", Base: "main", Head: "c0"}
+	r := reg("w1", "h1", "")
+	d := r.Data.(events.AgentRegistered)
+	d.Worktree, d.Sandbox = wt, "bwrap"
+	r.Data = d
+	e.append(t, r)
+	ack := e.append(t, events.Event{Subject: "w1", Time: at(2), Data: events.AgentReplied{Reply: "one",
+		Worktree: events.Worktree{Branch: "fleet/w1", Head: "c1", Ahead: 1, Dirty: 2}}})
+	waitSeq(t, p, ack.Seq)
+	want := wt
+	want.Head, want.Ahead, want.Dirty = "c1", 1, 2
+	if a, _ := p.Agent("w1"); a.Worktree != want || a.Sandbox != "bwrap" {
+		t.Errorf("after a reply: %+v sandbox %q, want %+v", a.Worktree, a.Sandbox, want)
+	}
+	// A reply from an agent without a worktree changes nothing.
+	ack = e.append(t, events.Event{Subject: "w1", Time: at(3), Data: events.AgentReplied{Reply: "two"}})
+	waitSeq(t, p, ack.Seq)
+	if a, _ := p.Agent("w1"); a.Worktree != want {
+		t.Errorf("after a reply without a worktree: %+v, want %+v", a.Worktree, want)
+	}
+	ack = e.append(t, events.Event{Subject: "w1", Time: at(4), Data: events.AgentExited{Reason: "pane_exited",
+		Worktree: events.Worktree{Path: "/wt/w1", Kept: "2 uncommitted files"}}})
+	waitSeq(t, p, ack.Seq)
+	want.Kept = "2 uncommitted files"
+	if a, _ := p.Agent("w1"); a.Worktree != want || !a.Exited {
+		t.Errorf("after the exit: %+v, want %+v", a.Worktree, want)
+	}
+	checkfor.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if ka, err := kvGet[projections.Agent](e.js, projections.BucketRoster, "w1"); err != nil || ka.Worktree != want {
+			return fmt.Errorf("kv agent's worktree %+v %v", ka.Worktree, err)
+		}
+		return nil
+	})
+	r.ID, r.Time = "", at(5)
+	ack = e.append(t, r)
+	waitSeq(t, p, ack.Seq)
+	if a, _ := p.Agent("w1"); a.Worktree != wt || a.Exited {
+		t.Errorf("registered again: %+v, want %+v", a.Worktree, wt)
+	}
+}

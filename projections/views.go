@@ -45,6 +45,14 @@ type Agent struct {
 	// pane shows a shell), with AttentionDetail saying what it saw.
 	NeedsAttention  string `json:"needs_attention,omitempty"`
 	AttentionDetail string `json:"attention_detail,omitempty"`
+
+	// Worktree is the agent's own git worktree: where it is and what it
+	// started from (its registration), where its branch stood after its
+	// last turn (Head, Dirty, Ahead), and, once the agent exited, whether
+	// it was removed or Kept and why.
+	Worktree events.Worktree `json:"worktree,omitzero"`
+	// Sandbox names the sandbox the agent was launched in.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Ready reports whether a new turn may be given to the agent now: alive,

@@ -6,5 +6,13 @@
 // an API key, or another provider (Bedrock, Vertex, Foundry) and its cloud
 // credentials (BoundaryVars is the list).
 //
+// A role may also give its agents their own git worktrees of a repository
+// (Role.Worktree) and name a sandbox (Role.Sandbox): a launch template
+// that wraps the agent's command, which fleetd fills in with only what it
+// owns (the guarded environment, the hooks, the worktree) and never builds
+// or provisions. Bwrap is the bubblewrap profile fleetd ships; the README
+// shows it word for word and a podman template beside it, and a test
+// keeps both true.
+//
 // roles imports no other fleetd package.
 package roles

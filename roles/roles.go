@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/samber/lo"
 )
 
 // Env classes: which side of the subscription boundary a role is on.
@@ -79,6 +82,22 @@ type Role struct {
 	// FreshContext: every prompt turn is preceded by /clear, so the text
 	// (an orchestrator's slice, say) is the only context the agent has.
 	FreshContext bool `json:"fresh_context,omitempty"`
+	// Worktree gives each agent of the role its own git worktree of a
+	// repository, on branch fleet/<agent> (fleet/<session> for a named
+	// session's agents), where its pane starts.
+	Worktree *WorktreeSpec `json:"worktree,omitempty"`
+	// Sandbox names the sandbox (Config.Sandboxes, or the built-in
+	// "bwrap") the role's command is launched in.
+	Sandbox string `json:"sandbox,omitempty"`
+}
+
+// WorktreeSpec is where a role's agents get their worktrees from.
+type WorktreeSpec struct {
+	// Repo is the repository (an absolute path to its main checkout).
+	Repo string `json:"repo"`
+	// Base is the branch new agent branches start from; default the
+	// branch the main checkout has checked out.
+	Base string `json:"base,omitempty"`
 }
 
 // DefaultCommands are the commands a role allows when it names none: the
@@ -124,6 +143,9 @@ func (r Role) AllowsCommand(command string) error {
 // Config is the whole roles file.
 type Config struct {
 	Roles map[string]Role `json:"roles"`
+	// Sandboxes are the launch templates roles may name, besides the
+	// built-in "bwrap" (which a file may redefine).
+	Sandboxes map[string]Sandbox `json:"sandboxes,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -169,6 +191,10 @@ func Parse(b []byte) (Config, error) {
 }
 
 func (c *Config) setDefaults() {
+	for name, s := range c.Sandboxes {
+		s.Name = name
+		c.Sandboxes[name] = s
+	}
 	for name, r := range c.Roles {
 		r.Name = name
 		if r.EnvClass == "" {
@@ -222,8 +248,41 @@ func (c Config) Validate() error {
 		if r.Cap < 0 || r.Tier < 0 {
 			errs = append(errs, fmt.Errorf("role %q: cap and tier must not be negative", name))
 		}
+		if w := r.Worktree; w != nil && (w.Repo == "" || !filepath.IsAbs(w.Repo)) {
+			errs = append(errs, fmt.Errorf("role %q: worktree repo %q must be an absolute path", name, w.Repo))
+		}
+		if r.Sandbox != "" {
+			if _, err := c.Sandbox(r.Sandbox); err != nil {
+				errs = append(errs, fmt.Errorf("role %q: %w", name, err))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Sandboxes)) {
+		if !nameRE.MatchString(name) {
+			errs = append(errs, fmt.Errorf("sandbox %q: name must match %s", name, nameRE))
+		}
+		if err := c.Sandboxes[name].Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// Sandbox returns the sandbox named name: the roles file's, else a
+// built-in one (Bwrap).
+func (c Config) Sandbox(name string) (Sandbox, error) {
+	if s, ok := c.Sandboxes[name]; ok {
+		s.Name = name
+		return s, nil
+	}
+	if s, ok := builtinSandboxes()[name]; ok {
+		return s, nil
+	}
+	known := slices.Sorted(maps.Keys(builtinSandboxes()))
+	for n := range c.Sandboxes {
+		known = append(known, n)
+	}
+	return Sandbox{}, fmt.Errorf("%w: no sandbox %q (known: %s)", ErrSandbox, name, strings.Join(lo.Uniq(known), ", "))
 }
 
 // Names lists the roles, sorted.

@@ -341,16 +341,25 @@ func startClaudeFleet(t *testing.T, works []string, roles func(baseURL string, e
 	// The temp dir first: cleanups run last-in first-out, so it is
 	// removed only after the panes' claude processes are gone.
 	dir := t.TempDir()
-	f := &claudeFleet{t: t, dir: dir, home: filepath.Join(dir, "home"), rolesFile: filepath.Join(dir, "roles.json"), dataDir: filepath.Join(dir, "data")}
-	f.api = fakeapi.Start(t)
-	f.herdr = herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t), Env: claudePaneEnv(), Cols: 120, Rows: 40})
 	var trusted []string
 	for _, w := range works {
-		if err := os.MkdirAll(f.work(w), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, w), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		trusted = append(trusted, f.work(w))
+		trusted = append(trusted, filepath.Join(dir, w))
 	}
+	return startClaudeFleetIn(t, dir, trusted, claudePaneEnv(), roles, upArgs...)
+}
+
+// startClaudeFleetIn is startClaudeFleet in dir (which the caller removes
+// after the test, its cleanup registered before this call's), with
+// Claude's home trusting the directories named and paneEnv the base
+// environment of herdr's panes (claudePaneEnv, or more).
+func startClaudeFleetIn(t *testing.T, dir string, trusted, paneEnv []string, roles func(baseURL string, env map[string]string) map[string]any, upArgs ...string) *claudeFleet {
+	t.Helper()
+	f := &claudeFleet{t: t, dir: dir, home: filepath.Join(dir, "home"), rolesFile: filepath.Join(dir, "roles.json"), dataDir: filepath.Join(dir, "data")}
+	f.api = fakeapi.Start(t)
+	f.herdr = herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t), Env: paneEnv, Cols: 120, Rows: 40})
 	if err := fakeapi.WriteClaudeHome(f.home, trusted...); err != nil {
 		t.Fatal(err)
 	}

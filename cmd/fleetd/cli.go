@@ -27,7 +27,7 @@ type CLI struct {
 	Tail      TailCmd      `cmd:"" help:"Show the event log, live or from a point."`
 	Send      SendCmd      `cmd:"" help:"Send a turn to an agent or role:<role> and print the reply (blocks; --async prints the turn id)."`
 	Turn      TurnCmd      `cmd:"" help:"Show a turn's state and reply; --wait re-attaches to it."`
-	Roster    RosterCmd    `cmd:"" help:"List the fleet's agents: host, role, status, turn, queue, model, tokens, last seen."`
+	Roster    RosterCmd    `cmd:"" help:"List the fleet's agents: host, role, status, turn, queue, model, tokens, branch, last seen."`
 	Sessions  SessionsCmd  `cmd:"" help:"List the named, resumable agent sessions."`
 	Init      InitCmd      `cmd:"" help:"Set a directory up for the fleet: 'fleetd init lead' writes the lead's team charter and /delegate."`
 	Hook      HookCmd      `cmd:"" help:"Claude Code hook entry (run by fleetd panes' settings): append the hook's events, or spool them."`
@@ -35,7 +35,8 @@ type CLI struct {
 	SimAgent  SimAgentCmd  `cmd:"" name:"sim-agent" hidden:"" help:"Run a simulated Claude Code (tests and the demo; launch it with HERDR_AGENT=claude)."`
 	Version   VersionCmd   `cmd:"" help:"Print fleetd's version."`
 	Bench     BenchCmd     `cmd:"" help:"Measure fleetd: turns, completion, overhead, fan-out, appends, rebuild, scale and memory, as one table."`
-	Spawn     SpawnCmd     `cmd:"" help:"Start an agent of a role in a new pane of this host's herdr."`
+	Spawn     SpawnCmd     `cmd:"" help:"Start an agent of a role in a new pane of this host's herdr (in its own worktree and sandbox when its role says so)."`
+	Worktrees WorktreesCmd `cmd:"" help:"List this host's agent worktrees (branch, dirty, ahead, merged, pushed); --prune removes those that lose nothing."`
 	Adopt     AdoptCmd     `cmd:"" help:"Register an existing herdr pane of this host as an agent."`
 	Auth      AuthCmd      `cmd:"" help:"Generate NATS users and subject permissions for the admin, gateways and agents."`
 	Provision ProvisionCmd `cmd:"" help:"Create the FLEET stream, the KV buckets and the router's consumers (under 'fleetd auth': with the admin's key)."`

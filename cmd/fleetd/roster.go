@@ -20,11 +20,11 @@ func (c *RosterCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return exitFor(err)
 	}
-	return printRows(c.listing, agents, "AGENT\tHOST\tROLE\tSTATUS\tTURN\tQUEUE\tMODEL\tTOKENS\tLAST SEEN",
+	return printRows(c.listing, agents, "AGENT\tHOST\tROLE\tSTATUS\tTURN\tQUEUE\tMODEL\tTOKENS\tBRANCH\tLAST SEEN",
 		"(no agents: spawn one with 'fleetd spawn' or adopt a pane with 'fleetd adopt')",
 		func(a projections.Agent, now time.Time) string {
-			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s", a.Agent, dash(a.Host), dash(a.Role), agentStatus(a),
-				dash(a.CurrentTurn), a.QueueDepth, dash(a.Model), a.Tokens.In, a.Tokens.Out, ago(now, a.LastSeen))
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s\t%s", a.Agent, dash(a.Host), dash(a.Role), agentStatus(a),
+				dash(a.CurrentTurn), a.QueueDepth, dash(a.Model), a.Tokens.In, a.Tokens.Out, branchColumn(a.Worktree), ago(now, a.LastSeen))
 		})
 }
 

@@ -21,7 +21,7 @@ type SpawnCmd struct {
 	Role      string            `help:"Role from the roles file." required:""`
 	Name      string            `help:"Agent id (unique fleet-wide)." required:""`
 	Model     string            `help:"Model, instead of the role's."`
-	Cwd       string            `help:"Working directory of the pane." type:"path"`
+	Cwd       string            `help:"Working directory of the pane (not for a role with a worktree: its agents work in their own)." type:"path"`
 	Env       map[string]string `help:"Extra pane environment (KEY=VALUE); checked against the role's subscription boundary."`
 	Parent    string            `help:"Agent or job this one works for."`
 	Tier      int               `help:"Tier (default: the role's)."`
@@ -34,7 +34,7 @@ type SpawnCmd struct {
 type herdrFlags struct {
 	Roles    string `help:"Roles file (JSON)." env:"FLEET_ROLES" type:"path"`
 	Herdr    string `help:"herdr socket path (default: as herdr resolves it)." env:"FLEET_HERDR_SOCKET" type:"path"`
-	DataDir  string `help:"fleetd's state directory (hooks settings, spool)." default:"${default_data_dir}" env:"FLEET_DATA_DIR" type:"path"`
+	DataDir  string `help:"fleetd's state directory (hooks settings, spool, agents' worktrees)." default:"${default_data_dir}" env:"FLEET_DATA_DIR" type:"path"`
 	Settings string `help:"Claude Code settings file with fleetd's hooks (default: <data-dir>/claude-settings.json, written by 'fleetd hooks settings' if missing)." env:"FLEET_SETTINGS" type:"path"`
 }
 
@@ -53,6 +53,12 @@ func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	fmt.Printf("spawned %s (role %s, %s) in pane %s on host %s\n", reg.Agent, reg.Role, reg.EnvClass, reg.Pane, reg.Host)
+	if w := reg.Worktree; w.Path != "" {
+		fmt.Printf("  worktree %s on branch %s (from %s%s)\n", w.Path, w.Branch, w.Base, worktreeState(w))
+	}
+	if reg.Sandbox != "" {
+		fmt.Printf("  in sandbox %s\n", reg.Sandbox)
+	}
 	return nil
 }
 
@@ -97,7 +103,7 @@ func (f *herdrFlags) bridge(ctx context.Context, g *Globals) (*herdrbridge.Bridg
 		Log: events.New(js, events.Options{Source: "fleetd/" + host + "/cli"}),
 		Launch: herdrbridge.Launch{NATSURL: natsURL, NATSCreds: g.Creds, AgentCreds: gateway.PaneCreds(g.Creds),
 			NATSToken: gateway.PaneToken(g.Creds, g.natsToken()), FleetURL: g.URL,
-			SpoolDir: filepath.Join(f.DataDir, "spool"), Settings: settings},
+			SpoolDir: filepath.Join(f.DataDir, "spool"), Settings: settings, StateDir: f.DataDir},
 	})
 	if err != nil {
 		nc.Close()

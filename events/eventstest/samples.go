@@ -15,17 +15,19 @@ func Samples(agent string) []events.Event {
 		return events.Event{Subject: agent, CorrelationID: turn, Data: d}
 	}
 	return []events.Event{
-		a(events.AgentRegistered{Agent: agent, Host: "h1", Pane: "w1:p2", Role: "w-local", Tier: 2, Parent: "lead", Model: "claude-opus-5-5", Cwd: "/src", Origin: "spawned", EnvClass: "gateway"}),
+		a(events.AgentRegistered{Agent: agent, Host: "h1", Pane: "w1:p2", Role: "w-local", Tier: 2, Parent: "lead", Model: "claude-opus-5-5", Cwd: "/src/wt/" + agent, Origin: "spawned", EnvClass: "gateway",
+			Worktree: events.Worktree{Repo: "/src", Path: "/src/wt/" + agent, Branch: "fleet/" + agent, Base: "main", Head: "a1b2c3"}, Sandbox: "bwrap"}),
 		a(events.AgentStatusChanged{Status: events.StatusWorking, Source: "herdr", Pane: "w1:p2", StateChangeSeq: 7}),
 		a(events.AgentQueued{From: "lead", Text: "write the tests", Context: []string{"spec", "tag:api"}, Deadline: deadline, AssignedFrom: "w-local",
 			Normalized: events.Normalization{ControlSequences: 2, CarriageReturns: 1, RemovedBytes: 9}}),
 		a(events.AgentTyped{Pane: "w1:p2", Method: "agent.prompt", StateChangeSeq: 7, Bytes: 15, Delivery: "file",
 			File: "/src/.fleet/inbox/t.md", Prompt: "read @/src/.fleet/inbox/t.md", Pieces: 0, Clear: true}),
 		a(events.AgentSubmitted{PromptID: "f592f45d", SessionID: "4f52", Via: "hook", Prompt: "write the tests"}),
-		a(events.AgentReplied{Reply: "done: 3 tests", PromptID: "f592f45d", SessionID: "4f52", Model: "claude-opus-5-5", Tokens: events.Tokens{In: 120, Out: 40, CacheRead: 5}, CostUSD: 0.0123}),
+		a(events.AgentReplied{Reply: "done: 3 tests", PromptID: "f592f45d", SessionID: "4f52", Model: "claude-opus-5-5", Tokens: events.Tokens{In: 120, Out: 40, CacheRead: 5}, CostUSD: 0.0123,
+			Worktree: events.Worktree{Branch: "fleet/" + agent, Head: "d4e5f6", Dirty: 1, Ahead: 2}}),
 		a(events.AgentFailed{Reason: events.ReasonIndeterminate, Message: "no submission seen"}),
 		a(events.AgentSession{SessionID: "4f52", State: "started", Source: "startup", TranscriptPath: "/tmp/t.jsonl", Model: "claude-opus-5-5"}),
-		a(events.AgentExited{Pane: "w1:p2", Reason: "pane_exited"}),
+		a(events.AgentExited{Pane: "w1:p2", Reason: "pane_exited", Worktree: events.Worktree{Path: "/src/wt/" + agent, Kept: "1 uncommitted file"}}),
 		a(events.AgentDeferred{Reason: "agent_not_ready", Message: "no longer the pane foreground process"}),
 		a(events.AgentAttention{Reason: "composer_not_empty", Detail: "the prompt box holds text"}),
 		{Subject: "w-local", CorrelationID: turn, Data: events.RoleQueued{From: "lead", Text: "any worker", Deadline: deadline}},

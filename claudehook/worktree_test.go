@@ -1,0 +1,81 @@
+package claudehook
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/worktree"
+)
+
+// A Stop hook of an agent in its own worktree records where the branch
+// stands after the turn, so a lead can review or merge what that turn
+// did; an agent without one records nothing, and a worktree that cannot
+// be read does not hold the reply back.
+func TestAReplyRecordsTheBranchHeadAfterTheTurn(t *testing.T) {
+	f := startFleet(t)
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git(root, "init", "-q", "-b", "main", repo)
+	git(repo, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init")
+	wt, err := worktree.Ensure(context.Background(), worktree.Spec{Repo: repo, Dir: filepath.Join(root, "wt"), Name: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wt.Path, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(wt.Path, "add", "a.txt")
+	git(wt.Path, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m", "the turn's work")
+	if err := os.WriteFile(filepath.Join(wt.Path, "b.txt"), []byte("b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	head := git(wt.Path, "rev-parse", "HEAD")
+
+	last := func() events.AgentReplied {
+		t.Helper()
+		all := f.agentEvents(t)
+		for i := len(all) - 1; i >= 0; i-- {
+			if r, ok := all[i].Data.(events.AgentReplied); ok {
+				return r
+			}
+		}
+		t.Fatal("no replied event")
+		return events.AgentReplied{}
+	}
+	spool := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want events.Worktree
+	}{
+		{"in its worktree", []string{"FLEET_WORKTREE", wt.Path, "FLEET_WORKTREE_BASE", "main"},
+			events.Worktree{Branch: "fleet/" + agent, Head: head, Dirty: 1, Ahead: 1}},
+		{"without one", nil, events.Worktree{}},
+		{"with a base that is gone", []string{"FLEET_WORKTREE", wt.Path, "FLEET_WORKTREE_BASE", "gone"},
+			events.Worktree{Branch: "fleet/" + agent, Head: head, Dirty: 1}},
+		{"with a worktree that is gone", []string{"FLEET_WORKTREE", filepath.Join(root, "nowhere")}, events.Worktree{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stderr, err := run(t, "stop", payloads[Stop], paneEnv(f.url, spool, tc.env...))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			if got := last(); got.Reply != "ECHO: second task" || got.Worktree != tc.want {
+				t.Errorf("replied %q with worktree %+v, want %+v (stderr %s)", got.Reply, got.Worktree, tc.want, stderr)
+			}
+		})
+	}
+}
