@@ -89,6 +89,9 @@ type agentRow struct {
 	// was typed (or queued).
 	Turn  *lifecycle.Turn
 	Since time.Time
+	// ModelShown is the model it registered with, else the one its
+	// session's replies named.
+	ModelShown string
 }
 
 func (s *Server) fleetModel(ctx context.Context, src source) fleetModel {
@@ -97,9 +100,16 @@ func (s *Server) fleetModel(ctx context.Context, src source) fleetModel {
 	for _, h := range src.views.Hosts() {
 		hosts[h.Host] = &hostGroup{Host: h, Known: true}
 	}
+	models := map[string]string{}
+	for _, sess := range src.views.Sessions() {
+		models[sess.Name] = sess.Model
+	}
 	roles := map[[2]string]*roleGroup{}
 	for _, a := range src.views.Roster() {
-		row := agentRow{Agent: a, State: AgentState(a)}
+		row := agentRow{Agent: a, State: AgentState(a), ModelShown: a.Model}
+		if row.ModelShown == "" {
+			row.ModelShown = models[a.Session]
+		}
 		if a.CurrentTurn != "" {
 			if t, ok, err := src.views.Turn(ctx, a.CurrentTurn); err == nil && ok {
 				row.Turn, row.Since = &t, t.QueuedAt
