@@ -151,7 +151,7 @@ func TestEveryViewShowsTheFleet(t *testing.T) {
 func TestViewsAsOfAPointInTheLog(t *testing.T) {
 	f := fleettest.New(t)
 	f.Register("w-1", "w-local")
-	f.RunAgents(5*time.Millisecond)
+	f.RunAgents(5 * time.Millisecond)
 	first := waitTurn(t, f, send(f, "w-1", "first"))
 	between := time.Now()
 	f.Register("w-late", "w-local")

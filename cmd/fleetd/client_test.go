@@ -126,7 +126,7 @@ func TestRosterAndSessionsPrintTables(t *testing.T) {
 func TestRosterAtTurnTimelineAndCost(t *testing.T) {
 	f := fleettest.New(t)
 	f.Register("w1", "w-local")
-	f.RunAgents(10*time.Millisecond)
+	f.RunAgents(10 * time.Millisecond)
 	g := shimFor(t, f)
 	ctx := fleettest.Ctx(t)
 	var out bytes.Buffer
