@@ -47,7 +47,8 @@ var allowed = map[string][]string{
 	"leadkit": {"jobs", "turns", "events", "lifecycle", "projections", "roles", "orchestrator", "leadshim"},
 	"demo": {"jobs", "turns", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
 		"claudehook", "natsauth", "retention", "herdrbridge/herdrtest", "fakeapi"},
-	"cmd/fleetd": nil, // cmd wires everything
+	"cmd/fleetd":   nil, // cmd wires everything
+	"cmd/dashshot": {},  // runs the fleetd binary; imports no fleetd package
 }
 
 func TestImportDirection(t *testing.T) {
