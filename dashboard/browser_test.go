@@ -20,6 +20,7 @@ import (
 
 	"github.com/fleetd/fleetd/dashboard"
 	"github.com/fleetd/fleetd/demo"
+	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
@@ -380,4 +381,40 @@ func TestBrowserSignInWithTheToken(t *testing.T) {
 	if len(statuses) != 2 || statuses[0] != http.StatusOK || statuses[1] != http.StatusUnauthorized {
 		t.Errorf("signed in, GET /roster and POST /message answered %v, want [200 401]", statuses)
 	}
+}
+
+// The log view's page never holds more than LogRows events, however many
+// come: new ones go on top and the oldest leave, so a page left open on a
+// busy fleet stays the same size.
+func TestBrowserLogViewStaysBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Chromium")
+	}
+	const rows, burst = 10, 60
+	chromium(t) // skip before starting anything
+	f := fleettest.New(t)
+	f.Register("w-1", "w-local")
+	// Served before the browser starts, so the browser (and its event
+	// stream) is gone before the server closes.
+	_, base := serve(t, f, func(c *dashboard.Config) { c.LogRows = rows })
+	ctx := browser(t)
+
+	navigate(t, ctx, base+"/?view=log")
+	waitFor(t, ctx, "the live log view", `document.getElementById('log-rows') !== null && document.getElementById('status').textContent.includes('live')`)
+	// Every change to the list is seen once the handler that made it is
+	// done: the most rows the page ever held.
+	eval[bool](t, ctx, `(box => { window.__most = box.children.length; window.__updates = 0;
+		new MutationObserver(() => { window.__updates++; window.__most = Math.max(window.__most, box.children.length) }).observe(box, {childList: true}); return true })(document.getElementById('log-rows'))`)
+	var last uint64
+	for i := range burst {
+		last = f.MustAppend(events.Event{Subject: "w-1", Data: events.AgentAttention{Reason: fmt.Sprintf("burst-%d", i)}}).Seq
+	}
+	waitFor(t, ctx, "the newest event on top", fmt.Sprintf(`(box => box.firstElementChild && box.firstElementChild.id === 'ev-%d')(document.getElementById('log-rows'))`, last))
+	if n := eval[int](t, ctx, `document.getElementById('log-rows').children.length`); n != rows {
+		t.Errorf("the page holds %d events, want the newest %d", n, rows)
+	}
+	if most := eval[int](t, ctx, `window.__most`); most > rows {
+		t.Errorf("the page held %d events at one point, over its cap of %d", most, rows)
+	}
+	t.Logf("%d events came in %d updates of the page", burst, eval[int](t, ctx, `window.__updates`))
 }
