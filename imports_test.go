@@ -35,19 +35,21 @@ var allowed = map[string][]string{
 	"jobs":                              {"events"},
 	"leadshim":                          {"events", "lifecycle", "projections", "roles", "jobs", "turns"},
 	"orchestrator":                      {"events", "lifecycle", "projections", "jobs", "turns"},
+	"dashboard":                         {"events", "lifecycle", "projections", "jobs"},
 	"internal/checkfor":                 {},
 	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "events", "lifecycle", "projections", "jobs", "turns", "natsauth"},
 	"natsauth":                          {"events", "lifecycle", "projections"},
 	"fakeapi":                           {},
 	"worktree":                          {},
 	"bench": {"jobs", "turns", "demo", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",
-		"herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "natsauth", "retention", "fakeapi", "worktree"},
-	"gateway": {"jobs", "turns", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
+		"dashboard", "herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "natsauth", "retention", "fakeapi", "worktree"},
+	"gateway": {"jobs", "turns", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
 		"claudehook", "natsauth", "retention", "worktree"},
 	"leadkit": {"jobs", "turns", "events", "lifecycle", "projections", "roles", "orchestrator", "leadshim"},
-	"demo": {"jobs", "turns", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
+	"demo": {"jobs", "turns", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
 		"claudehook", "natsauth", "retention", "herdrbridge/herdrtest", "fakeapi", "worktree"},
-	"cmd/fleetd": nil, // cmd wires everything
+	"cmd/fleetd":   nil, // cmd wires everything
+	"cmd/dashshot": {},  // runs the fleetd binary; imports no fleetd package
 }
 
 func TestImportDirection(t *testing.T) {

@@ -2,9 +2,9 @@
 // run them, and the one results table (text and JSON). The workloads are
 // also the bodies of the Go benchmarks of events and projections: appends
 // against raw JetStream publishes, a projection rebuild against a raw
-// ordered read, roster queries at scale, synthetic turns driven through
-// the log, and the raw JetStream round trip that is the floor of every log
-// hop.
+// ordered read, roster queries and the dashboard's fleet view at scale,
+// synthetic turns driven through the log, and the raw JetStream round
+// trip that is the floor of every log hop.
 //
 // The stages (RunStage) put the workloads in a running fleetd: micro and
 // rebuild on a bare embedded server, scale and turns in a gateway, fabric

@@ -17,7 +17,8 @@ import (
 
 // Stages returns the stages of a whole run, in table order: fabric (whole
 // turns through herdr panes, hooks and the shim), micro (appends), rebuild
-// (the projection fold), scale (roster queries and memory at 1000 agents)
+// (the projection fold), scale (roster queries, the dashboard's fleet view
+// and memory at 1000 agents)
 // and turns (memory after many turns).
 func Stages() []string { return []string{"fabric", "micro", "rebuild", "scale", "turns"} }
 

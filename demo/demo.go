@@ -184,6 +184,7 @@ func (d *run) setup(ctx context.Context) error {
 	d.step("fleetd demo: %d %s, %d tasks", d.opts.Agents, kind, d.opts.Tasks)
 	d.step("data in %s; built-in herdr on %s; fake API at %s", d.dir, fab.Herdr.Path(), fab.API.URL())
 	d.step("fleetd up: NATS %s, lead shim http://%s", fab.Gateway.NATSURL(), fab.Gateway.HTTPAddr())
+	d.step("dashboard: http://%s/ (watch the fleet work, live)", fab.Gateway.HTTPAddr())
 	return nil
 }
 
@@ -390,6 +391,7 @@ func (d *run) explore(ctx context.Context) {
 	fmt.Fprintf(d.out, "\nstaying up (--keep). Try:\n")
 	fmt.Fprintf(d.out, "  fleetd send --url http://%s --to role:w-local \"one more task\"\n", gw.HTTPAddr())
 	fmt.Fprintf(d.out, "  fleetd roster --url http://%s\n", gw.HTTPAddr())
+	fmt.Fprintf(d.out, "  open http://%s/ in a browser: the dashboard, live and as of any point\n", gw.HTTPAddr())
 	fmt.Fprintf(d.out, "  nats --server %s sub 'fleet.>'\n", gw.NATSURL())
 	fmt.Fprintf(d.out, "Ctrl-C to stop.\n")
 	<-ctx.Done()

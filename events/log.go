@@ -41,6 +41,10 @@ type Log interface {
 	// wildcard is allowed), or 0 when there is none: the value to pass to
 	// ExpectLastSeq for the next aggregate write.
 	LastSeq(ctx context.Context, subject string) (uint64, error)
+	// SeqAt is the stream sequence of the last message the log stored at
+	// or before t (by the server's clock, as Query.Since), 0 when there is
+	// none: where a view of the log as of t ends (Query.ToSeq).
+	SeqAt(ctx context.Context, t time.Time) (uint64, error)
 	// State describes the stream now: its first and last sequence (the
 	// first moves past 1 once retention trims it) and which incarnation it
 	// is (Created), so a reader can tell a recreated stream, whose
@@ -69,6 +73,10 @@ type Query struct {
 	FromSeq uint64
 	// Since starts at the first event stored at or after this time.
 	Since time.Time
+	// ToSeq, when set, ends a Read after this stream sequence (inclusive):
+	// the log as it stood then, for a view of the past (Log.SeqAt turns a
+	// time into one). Follow ignores it.
+	ToSeq uint64
 	// New starts after the current end: only events appended from now on.
 	New bool
 	// Buffer sizes a Follower's channel. Default 256.
@@ -334,6 +342,20 @@ func (l *jsLog) LastSeq(ctx context.Context, subject string) (uint64, error) {
 // subject; 0 when there is none.
 func (l *jsLog) lastSeq(ctx context.Context, subject string) (uint64, error) {
 	return leaderGet(ctx, l.js, map[string]any{"last_by_subj": subject})
+}
+
+func (l *jsLog) SeqAt(ctx context.Context, t time.Time) (uint64, error) {
+	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
+	defer cancel()
+	after, err := l.firstSince(ctx, SubjectAll, t.Add(time.Nanosecond))
+	if err != nil {
+		return 0, fmt.Errorf("seq at %s: %w", t.Format(time.RFC3339Nano), err)
+	}
+	if after > 0 {
+		return after - 1, nil
+	}
+	// Nothing was stored after t: everything there is was stored by then.
+	return l.lastSeq(ctx, SubjectAll)
 }
 
 // firstSince asks the stream leader for the first sequence on subject

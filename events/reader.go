@@ -291,6 +291,9 @@ func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 			}
 			q.FromSeq, q.Since = start, time.Time{}
 		}
+		if q.ToSeq > 0 {
+			end = min(end, q.ToSeq)
+		}
 		if end == 0 || end < q.FromSeq {
 			cancel()
 			return
@@ -318,6 +321,11 @@ func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 			}
 			if msg == nil {
 				continue
+			}
+			if seq > end {
+				// A filtered read whose last match before ToSeq came
+				// earlier: the next match is past the end.
+				return
 			}
 			ev, ok := l.decode(msg, seq)
 			if !ok && q.Skips && seq != 0 {

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -118,4 +119,32 @@ func ParseSubject(subject string) (c Category, id, kind string, err error) {
 		return "", "", "", fmt.Errorf("%w: subject %q is not fleet.<category>.<id>.<kind>", ErrMalformed, subject)
 	}
 	return Category(parts[1]), parts[2], parts[3], nil
+}
+
+// ValidFilter checks a subject filter for the FLEET stream, as readers
+// take them from people (the shim's /events, the dashboard's log view):
+// fleet. followed by one or more tokens, each a run of visible characters
+// other than '.', '*' and '>', or exactly '*', or exactly '>' as the last.
+func ValidFilter(subj string) error {
+	if len(subj) > 256 {
+		return errors.New("longer than 256 bytes")
+	}
+	toks := strings.Split(subj, ".")
+	if len(toks) < 2 || toks[0] != "fleet" {
+		return errors.New("not under fleet.> (want e.g. fleet.agent.w-1.> or fleet.*.*.replied)")
+	}
+	for i, t := range toks[1:] {
+		switch {
+		case t == "":
+			return errors.New("an empty token")
+		case t == ">" && i != len(toks)-2:
+			return errors.New("'>' is only allowed as the last token")
+		case t == "*" || t == ">":
+		case strings.ContainsAny(t, "*>"):
+			return fmt.Errorf("token %q: a wildcard must be a whole token", t)
+		case strings.IndexFunc(t, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+			return fmt.Errorf("token %q has a space or control character", t)
+		}
+	}
+	return nil
 }

@@ -2,8 +2,9 @@
 // NATS server (or a connection to an external one), provisioning of the
 // FLEET stream, the projection buckets and the router's consumers, the
 // event log and its watcher, and the components wired over them — the
-// projections, the router, the lead shim, the hook spool replayer, the
-// herdr bridge with its session reaper, and retention.
+// projections, the router, the lead shim with the dashboard it serves,
+// the hook spool replayer, the herdr bridge with its session reaper, and
+// retention.
 //
 // Config has defaults and a Validate that reports every problem at once;
 // New does no I/O; Run (or Start, Done, Err and Close) runs the whole and

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/claudehook"
+	"github.com/fleetd/fleetd/dashboard"
 	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge"
@@ -60,6 +61,10 @@ type Gateway struct {
 	Compactor *retention.Compactor
 	policy    retention.Policy
 	turnTTL   time.Duration
+
+	// Dashboard is the web dashboard the shim serves at / (set once
+	// Start returned).
+	Dashboard *dashboard.Server
 
 	shim         *leadshim.Server
 	httpAddr     string
@@ -211,8 +216,13 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	}
 	g.httpAddr = ln.Addr().String()
 	g.herdrMetrics = herdrbridge.NewMetrics()
+	g.Dashboard, err = dashboard.New(dashboard.Config{Log: g.Log, Fleet: g.Views, Host: host, Version: g.cfg.Version, Logger: g.log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	g.shim, err = leadshim.New(leadshim.Config{
-		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
+		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles, Dashboard: g.Dashboard,
 		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
 		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns, Health: g.Health,
 	})
@@ -525,6 +535,7 @@ func (g *Gateway) Banner() string {
 	}
 	if g.httpAddr != "" {
 		fmt.Fprintf(&b, "  shim:   http://%s  (POST /message, GET /roster, /sessions, /events, /metrics)\n", g.httpAddr)
+		fmt.Fprintf(&b, "  dashboard: http://%s/\n", g.httpAddr)
 	}
 	if g.Bridge == nil {
 		fmt.Fprintf(&b, "  herdr:  off (--no-herdr): this host types into no panes\n")

@@ -22,6 +22,11 @@
 //	…reply of b…
 //	</context>
 //
+// Job is the one fold of a job's whole record (fleet.job.<job>.>: the
+// plan, task states, slices, rollups, the end): the orchestrator resumes
+// from it and the dashboard shows it, also as it stood at a point of the
+// log (LoadJob's toSeq).
+//
 // SliceFor and RecordSlice are the path of a send that names a job (the
 // lead shim's "job" with "context" selectors); the orchestrator selects
 // from the store it folds itself and records with RecordSlice too.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -36,6 +37,15 @@ type Config struct {
 	Log   events.Log
 	Views projections.Views
 	Roles roles.Config
+	// Dashboard, when set, is served at GET / and under /ui/ (a
+	// dashboard's page, assets, fragments and streams) behind the same
+	// auth as the API. With a Token, a browser signs in at /login with the
+	// token: a cookie then stands for it on GET and HEAD requests only
+	// (reads: the dashboard, /roster, /events); a send still needs the
+	// bearer token.
+	Dashboard http.Handler
+	// LoginTTL is how long a dashboard sign-in lasts. Default 12h.
+	LoginTTL time.Duration
 	// NC serves the micro service and answers /healthz; nil runs HTTP only.
 	NC *nats.Conn
 	// Health says whether the log can take new work now: nil, or why not
@@ -147,6 +157,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaxEventReaders, 64)
 	setDefault(&c.EventBuffer, 32)
 	setDefault(&c.EventWriteTimeout, 30*time.Second)
+	setDefault(&c.LoginTTL, 12*time.Hour)
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -173,7 +184,7 @@ func (c Config) Validate() error {
 		v    int64
 	}{
 		{"ReadHeaderTimeout", int64(c.ReadHeaderTimeout)}, {"BodyTimeout", int64(c.BodyTimeout)},
-		{"IdleTimeout", int64(c.IdleTimeout)}, {"EventWriteTimeout", int64(c.EventWriteTimeout)},
+		{"IdleTimeout", int64(c.IdleTimeout)}, {"EventWriteTimeout", int64(c.EventWriteTimeout)}, {"LoginTTL", int64(c.LoginTTL)},
 		{"MaxHeaderBytes", int64(c.MaxHeaderBytes)}, {"MaxConns", int64(c.MaxConns)}, {"MaxPendingConns", int64(c.MaxPendingConns)},
 		{"MaxEventReaders", int64(c.MaxEventReaders)}, {"EventBuffer", int64(c.EventBuffer)},
 	} {

@@ -39,6 +39,14 @@
 // how long one write to a reader may take (Stats, and /metrics, count
 // what they hold and refuse).
 //
+// A dashboard (Config.Dashboard: any http.Handler; the gateway mounts
+// package dashboard) is served at GET / and under /ui/ behind the same
+// auth. With a token, a browser signs in at /login: the token is checked
+// in constant time and a cookie (SessionCookie: HttpOnly, SameSite=Strict,
+// an HMAC of its expiry keyed by the token, LoginTTL) stands for it on
+// GET and HEAD requests only, so a signed-in browser can read everything
+// and send nothing.
+//
 // A send may name a job ("job" in POST /message, beside DESIGN.md's
 // "context" selectors): the selectors are then resolved against that
 // job's context store, the slice is recorded as a JobSliced event and

@@ -28,8 +28,15 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /events", s.streamEvents)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /login", s.getLogin)
+	mux.HandleFunc("POST /login", s.postLogin)
+	mux.HandleFunc("POST /logout", s.postLogout)
+	if s.cfg.Dashboard != nil {
+		mux.Handle("GET /{$}", s.cfg.Dashboard)
+		mux.Handle("/ui/", s.cfg.Dashboard)
+	}
 	// Known paths with the wrong method answer 405 in JSON; the rest 404.
-	for _, p := range []string{"/message", "/message/{id}", "/roster", "/sessions", "/roles", "/events", "/healthz", "/metrics"} {
+	for _, p := range []string{"/message", "/message/{id}", "/roster", "/sessions", "/roles", "/events", "/healthz", "/metrics", "/login", "/logout"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fail(http.StatusMethodNotAllowed, "method_not_allowed", "%s not allowed on %s", r.Method, r.URL.Path))
 		})
@@ -76,16 +83,28 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 }
 
 // auth requires the bearer token, when one is set, everywhere but
-// /healthz. It decides on the headers alone: a refused request's body is
-// never read, and its connection is closed after the 401 rather than
-// drained, so a client cannot hold the 401 back by sending a body slowly.
+// /healthz and the sign-in (/login, /logout); a dashboard login cookie
+// stands for it on reads (GET, HEAD). It decides on the headers alone: a
+// refused request's body is never read, and its connection is closed
+// after the 401 rather than drained, so a client cannot hold the 401 back
+// by sending a body slowly. A browser asking for a dashboard page gets
+// the sign-in form with the 401.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.Token == "" {
 		return next
 	}
 	want := []byte(s.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/healthz" && subtle.ConstantTimeCompare(bearer(r.Header.Get("Authorization")), want) != 1 {
+		switch r.URL.Path {
+		case "/healthz", "/login", "/logout":
+			next.ServeHTTP(w, r)
+			return
+		}
+		if subtle.ConstantTimeCompare(bearer(r.Header.Get("Authorization")), want) != 1 && !(readOnly(r) && s.validSession(r)) {
+			if s.wantsPage(r) {
+				s.loginPage(w, http.StatusUnauthorized, r.URL.RequestURI(), "")
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="fleetd"`)
 			if r.ContentLength != 0 {
 				w.Header().Set("Connection", "close")

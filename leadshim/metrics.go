@@ -20,6 +20,7 @@ type metrics struct {
 	turns    *prometheus.CounterVec
 	latency  prometheus.Histogram
 	requests *prometheus.CounterVec
+	logins   *prometheus.CounterVec
 }
 
 func newMetrics(views projections.Views, stats func() Stats) *metrics {
@@ -38,6 +39,9 @@ func newMetrics(views projections.Views, stats func() Stats) *metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fleetd_http_requests_total", Help: "HTTP requests to the lead shim, by route and status code.",
 		}, []string{"route", "code"}),
+		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fleetd_dashboard_logins_total", Help: "Dashboard sign-ins at /login, by outcome (ok or refused).",
+		}, []string{"outcome"}),
 	}
 	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fleetd_queue_depth", Help: "Turns queued on agents and not yet typed, fleet-wide.",
@@ -64,7 +68,7 @@ func newMetrics(views projections.Views, stats func() Stats) *metrics {
 		counter("fleetd_event_readers_dropped_total", "GET /events streams dropped for not taking a write in time.", func(s Stats) uint64 { return s.EventReadersDropped }),
 		gauge("fleetd_events_buffered", "Events decoded and waiting for their GET /events readers.", func(s Stats) float64 { return float64(s.EventsBuffered) }),
 	)
-	m.reg.MustRegister(m.sent, m.turns, m.latency, m.requests, queued, inFlight,
+	m.reg.MustRegister(m.sent, m.turns, m.latency, m.requests, m.logins, queued, inFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

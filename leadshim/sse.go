@@ -146,7 +146,7 @@ func (s *Server) eventQuery(r *http.Request) (events.Query, *apiError) {
 		return q, fail(http.StatusBadRequest, "bad_subject", "%d subject filters; at most %d", len(subjects), maxSubjectFilters)
 	}
 	for i, subj := range subjects {
-		if err := validFilter(subj); err != nil {
+		if err := events.ValidFilter(subj); err != nil {
 			return q, fail(http.StatusBadRequest, "bad_subject", "subject %q: %v", subj, err)
 		}
 		for _, other := range subjects[:i] {
@@ -209,33 +209,6 @@ func parseSeq(v string) (uint64, error) {
 		return 0, errors.New("out of range")
 	}
 	return seq, nil
-}
-
-// validFilter checks a subject filter for the FLEET stream: fleet.
-// followed by one or more tokens, each a run of visible characters other
-// than '.', '*' and '>', or exactly '*', or exactly '>' as the last.
-func validFilter(subj string) error {
-	if len(subj) > 256 {
-		return errors.New("longer than 256 bytes")
-	}
-	toks := strings.Split(subj, ".")
-	if len(toks) < 2 || toks[0] != "fleet" {
-		return errors.New("not under fleet.> (want e.g. fleet.agent.w-1.> or fleet.*.*.replied)")
-	}
-	for i, t := range toks[1:] {
-		switch {
-		case t == "":
-			return errors.New("an empty token")
-		case t == ">" && i != len(toks)-2:
-			return errors.New("'>' is only allowed as the last token")
-		case t == "*" || t == ">":
-		case strings.ContainsAny(t, "*>"):
-			return fmt.Errorf("token %q: a wildcard must be a whole token", t)
-		case strings.IndexFunc(t, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
-			return fmt.Errorf("token %q has a space or control character", t)
-		}
-	}
-	return nil
 }
 
 // overlap reports whether some subject matches both filters (JetStream

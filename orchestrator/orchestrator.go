@@ -130,19 +130,19 @@ func (o *Orchestrator) Resume(ctx context.Context, job string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if st.created == nil {
+	if st.Created == nil {
 		return Result{}, fmt.Errorf("%w: %s", ErrJobUnknown, job)
 	}
 	return o.run(ctx, st, job)
 }
 
 // open loads the job, creating it and seeding its context when new.
-func (o *Orchestrator) open(ctx context.Context, plan Plan, job string) (*jobState, error) {
+func (o *Orchestrator) open(ctx context.Context, plan Plan, job string) (*jobs.Job, error) {
 	st, err := loadJob(ctx, o.cfg.Log, job)
 	if err != nil {
 		return nil, err
 	}
-	if st.created == nil {
+	if st.Created == nil {
 		body, err := json.Marshal(plan)
 		if err != nil {
 			return nil, fmt.Errorf("encode plan: %w", err)
@@ -153,7 +153,7 @@ func (o *Orchestrator) open(ctx context.Context, plan Plan, job string) (*jobSta
 		}
 		filter, _ := events.JobSubject(job, ">")
 		_, err = o.cfg.Log.Append(ctx, events.Event{ID: derivedID(job, "created"), Subject: job, CorrelationID: job, Data: created},
-			events.ExpectLastSeqFor(st.seq, filter))
+			events.ExpectLastSeqFor(st.Seq, filter))
 		if err != nil && !errors.Is(err, events.ErrConcurrency) {
 			return nil, fmt.Errorf("create job %s: %w", job, err)
 		}
@@ -165,18 +165,18 @@ func (o *Orchestrator) open(ctx context.Context, plan Plan, job string) (*jobSta
 }
 
 // run is one pass over a job until it ends or ctx does.
-func (o *Orchestrator) run(ctx context.Context, st *jobState, job string) (Result, error) {
+func (o *Orchestrator) run(ctx context.Context, st *jobs.Job, job string) (Result, error) {
 	var plan Plan
-	if err := json.Unmarshal([]byte(st.created.Plan), &plan); err != nil {
+	if err := json.Unmarshal([]byte(st.Created.Plan), &plan); err != nil {
 		return Result{}, fmt.Errorf("%w: job %s's recorded plan: %v", ErrInvalidPlan, job, err)
 	}
 	if err := plan.Validate(); err != nil {
 		return Result{}, fmt.Errorf("job %s's recorded plan: %w", job, err)
 	}
-	if st.done != nil && st.done.Status == "ok" {
-		return o.result(plan, st, job), nil
+	if st.Done != nil && st.Done.Status == "ok" {
+		return o.result(plan, st.Store, job), nil
 	}
-	r := &jobRun{o: o, plan: plan, job: job, store: st.store, tasks: st.tasks}
+	r := &jobRun{o: o, plan: plan, job: job, store: st.Store, tasks: st.Tasks}
 	if err := r.seed(ctx); err != nil {
 		return Result{}, err
 	}
@@ -194,17 +194,17 @@ func (o *Orchestrator) run(ctx context.Context, st *jobState, job string) (Resul
 		r.finish(ctx, events.JobDone{Status: "failed", Error: err.Error()})
 		return Result{}, err
 	}
-	res := o.result(plan, &jobState{store: r.store}, job)
+	res := o.result(plan, r.store, job)
 	if err := r.finish(ctx, events.JobDone{Status: "ok", Result: res.Rollup}); err != nil {
 		return res, err
 	}
 	return res, nil
 }
 
-func (o *Orchestrator) result(plan Plan, st *jobState, job string) Result {
+func (o *Orchestrator) result(plan Plan, store *jobs.Store, job string) Result {
 	res := Result{Job: job, Rollups: map[string]string{}}
 	for _, t := range plan.Tasks {
-		if it, ok := st.store.Get(jobs.RollupPrefix + t.ID); ok {
+		if it, ok := store.Get(jobs.RollupPrefix + t.ID); ok {
 			res.Rollups[t.ID] = it.Text
 		}
 	}
@@ -225,7 +225,7 @@ type jobRun struct {
 
 	mu    sync.Mutex
 	store *jobs.Store
-	tasks map[string]taskState
+	tasks map[string]jobs.TaskState
 }
 
 // seed appends the plan's context items the store lacks (or holds with
@@ -255,7 +255,7 @@ func (r *jobRun) putContext(ctx context.Context, id string, it jobs.Item) error 
 	return nil
 }
 
-func (r *jobRun) state(task string) taskState {
+func (r *jobRun) state(task string) jobs.TaskState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.tasks[task]
@@ -266,7 +266,7 @@ func (r *jobRun) record(ctx context.Context, id string, jt events.JobTask) error
 		return fmt.Errorf("job %s task %s %s: %w", r.job, jt.Task, jt.State, err)
 	}
 	r.mu.Lock()
-	r.tasks[jt.Task] = taskState{State: jt.State, Turn: jt.Turn, Agent: jt.Agent, Error: jt.Error}
+	r.tasks[jt.Task] = jobs.TaskState{State: jt.State, Turn: jt.Turn, Agent: jt.Agent, To: jt.To, Error: jt.Error}
 	r.mu.Unlock()
 	return nil
 }

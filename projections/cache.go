@@ -48,6 +48,18 @@ func (c *turnCache) get(id string) (lifecycle.Turn, bool) {
 	return e.Value.(lifecycle.Turn), true
 }
 
+// each calls fn for every cached turn, most recently used first, without
+// changing the order, until fn returns false.
+func (c *turnCache) each(fn func(lifecycle.Turn) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.order.Front(); e != nil; e = e.Next() {
+		if !fn(e.Value.(lifecycle.Turn)) {
+			return
+		}
+	}
+}
+
 func (c *turnCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -57,6 +57,15 @@ type Options struct {
 	BucketPrefix string
 	// Timeout bounds KV calls whose ctx has no deadline. Default 10s.
 	Timeout time.Duration
+	// UpTo, with Memory, makes Rebuild fold the log only up to this
+	// stream sequence (inclusive): the fleet as it was then, by the same
+	// fold as live — the dashboard's time travel and `fleetd roster --at`
+	// (events.Log.SeqAt turns a time into a sequence; set Now to that
+	// time too, so host liveness is judged as of then). A log whose
+	// beginning was trimmed is folded from what is left, since no
+	// checkpoint describes the past. A fold that stops cannot follow: Run
+	// refuses it.
+	UpTo uint64
 	// TurnTTL is how long a final turn stays in the turns bucket after its
 	// last change (a per-key TTL): GET /message/{id} answers for it that
 	// long. 0 keeps final turns for ever; open turns never expire.
@@ -128,6 +137,9 @@ func (o Options) Validate() error {
 	}
 	if o.TurnTTL < 0 || o.TurnTTL > 0 && o.TurnTTL < time.Second {
 		errs = append(errs, fmt.Errorf("turn ttl %v: want 0 (keep) or at least 1s", o.TurnTTL))
+	}
+	if o.UpTo > 0 && !o.Memory {
+		errs = append(errs, fmt.Errorf("up to #%d: only a memory fold stops at a point of the log", o.UpTo))
 	}
 	if o.CheckpointEvery < 1 {
 		errs = append(errs, fmt.Errorf("checkpoint every %d events: want ≥ 1", o.CheckpointEvery))

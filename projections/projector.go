@@ -218,6 +218,9 @@ func (m *materializer) markReady() {
 }
 
 func (m *materializer) Run(ctx context.Context) error {
+	if m.o.UpTo > 0 && m.optErr == nil {
+		return fmt.Errorf("%w: a fold up to #%d is a Rebuild; Run follows the log", ErrInvalidOptions, m.o.UpTo)
+	}
 	if err := m.start(); err != nil {
 		return err
 	}
@@ -393,7 +396,7 @@ func (m *materializer) setStream(t time.Time) {
 // writes it all.
 func (m *materializer) catchUp(ctx context.Context) error {
 	batch := make([]events.Event, 0, batchSize)
-	for ev, err := range m.log.Read(ctx, events.Query{FromSeq: m.Applied() + 1, Skips: true}) {
+	for ev, err := range m.log.Read(ctx, events.Query{FromSeq: m.Applied() + 1, ToSeq: m.o.UpTo, Skips: true}) {
 		if err != nil {
 			return err
 		}
@@ -627,10 +630,11 @@ func covers(snap *snapshot, st events.StreamState) error {
 
 // rebuildMemory folds the log again into an empty memory state: from its
 // start, or, when its beginning was trimmed, from the latest readable
-// checkpoint. It writes nothing.
+// checkpoint (a fold up to a point of the past folds what is left: the
+// checkpoint describes the present). It writes nothing.
 func (m *materializer) rebuildMemory(ctx context.Context, st events.StreamState) error {
 	state, seq := newState(), uint64(0)
-	if st.FirstSeq > 1 {
+	if st.FirstSeq > 1 && m.o.UpTo == 0 {
 		m.probe(ctx)
 		var snap *snapshot
 		if m.kvBuckets() != nil {

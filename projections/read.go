@@ -49,6 +49,40 @@ func (m *materializer) Sessions() []Session {
 	return out
 }
 
+func (m *materializer) Hosts() []Host {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]Host, 0, len(m.st.hosts))
+	for name, h := range m.st.hosts {
+		out = append(out, Host{Host: name, LastBeat: h.LastBeat, Down: h.Down, Stale: h.Stale})
+	}
+	slices.SortFunc(out, func(x, y Host) int { return cmp.Compare(x.Host, y.Host) })
+	return out
+}
+
+func (m *materializer) Turns(match func(lifecycle.Turn) bool) []lifecycle.Turn {
+	var out []lifecycle.Turn
+	keep := func(t lifecycle.Turn) bool {
+		if match == nil || match(t) {
+			out = append(out, t)
+		}
+		return true
+	}
+	m.mu.RLock()
+	m.st.book.Turns(keep)
+	m.cache.each(keep)
+	m.mu.RUnlock()
+	// Under the read lock a turn is in one of the two: the fold moves an
+	// ended turn from the Book to the cache in one locked step.
+	slices.SortFunc(out, func(x, y lifecycle.Turn) int {
+		if c := y.QueuedAt.Compare(x.QueuedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(y.ID, x.ID)
+	})
+	return out
+}
+
 // memTurn finds a turn in memory: open in the Book or ended in the cache.
 // The caller holds mu.
 func (m *materializer) memTurn(id string) (lifecycle.Turn, bool) {

@@ -98,6 +98,17 @@ type Session struct {
 	Resume string `json:"resume,omitempty"`
 }
 
+// Host is one host as its gateway's up, heartbeat and down events tell.
+type Host struct {
+	Host string `json:"host"`
+	// LastBeat is its last up or heartbeat event's time.
+	LastBeat time.Time `json:"last_beat,omitzero"`
+	// Down: its gateway said it stopped. Stale: down, or silent longer
+	// than Options.HostTTL; its agents are stale too.
+	Down  bool `json:"down,omitempty"`
+	Stale bool `json:"stale,omitempty"`
+}
+
 // Views is the read side the shim, the router and the CLI need. The
 // materialized projection implements it; consumers may declare narrower
 // interfaces.
@@ -108,6 +119,14 @@ type Views interface {
 	Agent(id string) (Agent, bool)
 	// Sessions lists sessions, sorted by name.
 	Sessions() []Session
+	// Hosts lists the hosts the log announced, sorted by name, for a
+	// dashboard's heartbeat ages.
+	Hosts() []Host
+	// Turns lists the turns the fold holds in memory that match (nil: all)
+	// — every open turn and the final ones still cached (the latest
+	// Options.TurnCacheSize; with Memory, all) — newest queued first.
+	// Older final turns are only in KV: ask Turn for one by id.
+	Turns(match func(lifecycle.Turn) bool) []lifecycle.Turn
 	// Turn returns a turn's state (also turns no longer in memory, from KV).
 	Turn(ctx context.Context, id string) (lifecycle.Turn, bool, error)
 	// WaitTurn blocks until the turn satisfies done (checked at once and on

@@ -27,8 +27,9 @@ type CLI struct {
 	Tail      TailCmd      `cmd:"" help:"Show the event log, live or from a point."`
 	Send      SendCmd      `cmd:"" help:"Send a turn to an agent or role:<role> and print the reply (blocks; --async prints the turn id)."`
 	Turn      TurnCmd      `cmd:"" help:"Show a turn's state and reply; --wait re-attaches to it."`
-	Roster    RosterCmd    `cmd:"" help:"List the fleet's agents: host, role, status, turn, queue, model, tokens, branch, last seen."`
+	Roster    RosterCmd    `cmd:"" help:"List the fleet's agents: host, role, status, turn, queue, model, tokens, branch, last seen (--at: as it was then)."`
 	Sessions  SessionsCmd  `cmd:"" help:"List the named, resumable agent sessions."`
+	Cost      CostCmd      `cmd:"" help:"Tokens and USD the agents' hooks recorded, by agent, role, session or job, over a window."`
 	Init      InitCmd      `cmd:"" help:"Set a directory up for the fleet: 'fleetd init lead' writes the lead's team charter and /delegate."`
 	Hook      HookCmd      `cmd:"" help:"Claude Code hook entry (run by fleetd panes' settings): append the hook's events, or spool them."`
 	Hooks     HooksCmd     `cmd:"" help:"Claude Code hook setup: 'fleetd hooks settings' prints the --settings JSON."`

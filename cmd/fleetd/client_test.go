@@ -11,17 +11,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetd/fleetd/dashboard"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadkit"
 	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
 )
 
-// shimFor serves a lead shim over a test fabric.
+// shimFor serves a lead shim, with the dashboard, over a test fabric.
 func shimFor(t *testing.T, f *fleettest.Fleet) *Globals {
 	t.Helper()
-	s, err := leadshim.New(leadshim.Config{Log: f.Log, Views: f.Views, NC: f.NATS.NC,
+	dash, err := dashboard.New(dashboard.Config{Log: f.Log, Fleet: f.Views.(dashboard.Fleet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := leadshim.New(leadshim.Config{Log: f.Log, Views: f.Views, NC: f.NATS.NC, Dashboard: dash,
 		Roles: roles.Config{Roles: map[string]roles.Role{"w-local": {Description: "bulk work", Cap: 3}, "lead": {}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +101,7 @@ func TestRosterAndSessionsPrintTables(t *testing.T) {
 	f.Register("w-local-1", "w-local")
 	g := shimFor(t, f)
 	var out bytes.Buffer
-	if err := (&RosterCmd{listing{out: &out}}).Run(fleettest.Ctx(t), g); err != nil {
+	if err := (&RosterCmd{listing: listing{out: &out}}).Run(fleettest.Ctx(t), g); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -112,6 +118,57 @@ func TestRosterAndSessionsPrintTables(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &sessions); err != nil || len(sessions) != 1 ||
 		sessions[0].Name != "w-local-1" || sessions[0].Agent != "w-local-1" || sessions[0].State != projections.SessionActive || sessions[0].SessionID != "" {
 		t.Errorf("sessions --json: %q %v", out.String(), err)
+	}
+}
+
+// roster --at shows the fleet as it was; turn prints the timeline; cost
+// sums what the hooks recorded.
+func TestRosterAtTurnTimelineAndCost(t *testing.T) {
+	f := fleettest.New(t)
+	f.Register("w1", "w-local")
+	f.RunAgents(10 * time.Millisecond)
+	g := shimFor(t, f)
+	ctx := fleettest.Ctx(t)
+	var out bytes.Buffer
+	if err := (&SendCmd{To: "w1", Text: []string{"count", "to", "three"}, Async: true, Timeout: time.Minute, out: &out}).Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(out.String())
+	if _, err := f.Views.WaitTurn(ctx, id, func(t lifecycle.Turn) bool { return t.State.Final() }); err != nil {
+		t.Fatal(err)
+	}
+	between := time.Now()
+	f.Register("w2", "w-local")
+
+	out.Reset()
+	if err := (&RosterCmd{At: between.Format(time.RFC3339Nano), listing: listing{out: &out}}).Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.HasPrefix(got, "as of ") || !strings.Contains(got, "w1") || strings.Contains(got, "w2") {
+		t.Errorf("roster --at before w2 registered:\n%s", got)
+	}
+	if err := (&RosterCmd{At: "yesterday-ish", listing: listing{out: &out}}).Run(ctx, g); exitCode(err) != exitRefused {
+		t.Errorf("roster --at nonsense: exit %d, %v", exitCode(err), err)
+	}
+
+	out.Reset()
+	if err := (&TurnCmd{ID: id, out: &out}).Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"queued", "typed", "submitted", "replied", fleettest.Reply("count to three")} {
+		if !strings.Contains(out.String(), step) {
+			t.Errorf("turn %s lacks %q:\n%s", id, step, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := (&CostCmd{By: "role", Since: "1h", out: &out}).Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	// The fake agents record In = len(text), Out = 7.
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[2], "w-local") || !strings.Contains(strings.Join(strings.Fields(lines[3]), " "), "TOTAL 1 14 7") {
+		t.Errorf("cost by role:\n%s", out.String())
 	}
 }
 

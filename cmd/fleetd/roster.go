@@ -4,19 +4,33 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"text/tabwriter"
 	"time"
 
+	"github.com/fleetd/fleetd/dashboard"
 	"github.com/fleetd/fleetd/projections"
 )
 
-// RosterCmd prints the fleet's agents as the projection sees them.
-type RosterCmd struct{ listing }
+// RosterCmd prints the fleet's agents as the projection sees them, now
+// or as of a point in the log.
+type RosterCmd struct {
+	listing
+	At string `help:"Show the roster as it was then: a time (14:02:10, RFC 3339), a duration ago (10m, 2d) or a log position (#1234); folded from the log up to that point." placeholder:"WHEN"`
+}
 
-// Run fetches GET /roster and prints a table.
+// Run fetches GET /roster (with --at, the dashboard's roster as of the
+// point) and prints a table.
 func (c *RosterCmd) Run(ctx context.Context, g *Globals) error {
-	agents, err := newShimClient(g).Roster(ctx)
+	var agents []projections.Agent
+	var err error
+	if c.At == "" {
+		agents, err = newShimClient(g).Roster(ctx)
+	} else {
+		agents, err = c.rosterAt(ctx, g)
+	}
 	if err != nil {
 		return exitFor(err)
 	}
@@ -26,6 +40,29 @@ func (c *RosterCmd) Run(ctx context.Context, g *Globals) error {
 			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s\t%s", a.Agent, dash(a.Host), dash(a.Role), agentStatus(a),
 				dash(a.CurrentTurn), a.QueueDepth, dash(a.Model), a.Tokens.In, a.Tokens.Out, branchColumn(a.Worktree), ago(now, a.LastSeen))
 		})
+}
+
+// rosterAt reads the roster as of --at (read here, in this machine's
+// zone) and says what it is as of before the table.
+func (c *RosterCmd) rosterAt(ctx context.Context, g *Globals) ([]projections.Agent, error) {
+	p, err := dashboard.ParseAt(c.At, time.Now())
+	if err != nil {
+		return nil, exitError{code: exitRefused, err: fmt.Errorf("--at %w", err)}
+	}
+	var r dashboard.RosterAt
+	if err := newShimClient(g).Do(ctx, http.MethodGet, "/ui/api/roster?at="+url.QueryEscape(p.String()), nil, &r); err != nil {
+		return nil, err
+	}
+	if !c.JSON {
+		out := c.out
+		if out == nil {
+			out = os.Stdout
+		}
+		fmt.Fprintf(out, "as of %s (log #%d)\n", r.At.Local().Format("2006-01-02 15:04:05.000"), r.Seq)
+	}
+	at := r.At
+	c.now = func() time.Time { return at }
+	return r.Agents, nil
 }
 
 // agentStatus is the STATUS column: the status, then whatever a person

@@ -61,7 +61,7 @@ func TestWorktreesListsAndPrunesAgentWorktrees(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := (&RosterCmd{listing{out: &out}}).Run(ctx, g); err != nil {
+	if err := (&RosterCmd{listing: listing{out: &out}}).Run(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"fleet/live (2 ahead, 1 dirty)", "fleet/dirty (worktree KEPT: 1 uncommitted file)"} {

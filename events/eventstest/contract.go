@@ -197,12 +197,16 @@ func testJunk(t *testing.T, h Harness) {
 
 func testFilters(t *testing.T, h Harness) {
 	var seqs []uint64
+	var afterFirst time.Time
 	for i, agent := range []string{"a", "b", "a", "b", "a"} {
 		ack, err := h.Log.Append(ctx(t), events.Event{Subject: agent, Data: events.AgentQueued{Text: fmt.Sprint(i)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		seqs = append(seqs, ack.Seq)
+		if i == 0 {
+			afterFirst = time.Now()
+		}
 	}
 	if got := ReadAll(t, h.Log, events.Query{Subjects: []string{"fleet.agent.a.>"}}); len(got) != 3 {
 		t.Errorf("agent a: %d events, want 3", len(got))
@@ -219,6 +223,30 @@ func testFilters(t *testing.T, h Harness) {
 	}
 	if got := ReadAll(t, h.Log, events.Query{Subjects: []string{"fleet.job.>"}}); len(got) != 0 {
 		t.Errorf("jobs: %d events, want 0", len(got))
+	}
+	// A read up to a point ends there, also when its filter's next match
+	// lies past it.
+	if got := ReadAll(t, h.Log, events.Query{ToSeq: seqs[2]}); len(got) != 3 || got[2].Seq != seqs[2] {
+		t.Errorf("to seq %d: got %d events", seqs[2], len(got))
+	}
+	if got := ReadAll(t, h.Log, events.Query{Subjects: []string{"fleet.agent.b.>"}, ToSeq: seqs[2]}); len(got) != 1 || got[0].Seq != seqs[1] {
+		t.Errorf("agent b to seq %d: got %v", seqs[2], got)
+	}
+	if got := ReadAll(t, h.Log, events.Query{FromSeq: seqs[3], ToSeq: seqs[2]}); len(got) != 0 {
+		t.Errorf("from after to: %d events, want 0", len(got))
+	}
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		want uint64
+	}{
+		{"before the first event", afterFirst.Add(-time.Hour), 0},
+		{"after the first event, before the second", afterFirst, seqs[0]},
+		{"after the last event", time.Now().Add(time.Hour), seqs[4]},
+	} {
+		if got, err := h.Log.SeqAt(ctx(t), tc.at); err != nil || got != tc.want {
+			t.Errorf("seq at a time %s = %d, %v; want %d", tc.name, got, err, tc.want)
+		}
 	}
 	last, err := h.Log.LastSeq(ctx(t), "fleet.agent.b.>")
 	if err != nil || last != seqs[3] {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fleetd/fleetd/dashboard"
+)
+
+// CostCmd prints what the agents' hooks recorded — each reply's tokens
+// and cost — summed by agent, role, session or job over a window.
+type CostCmd struct {
+	By    string `help:"Group by: agent, role, session or job." default:"agent" enum:"agent,role,session,job"`
+	Since string `help:"The window: a duration before its end (24h, 7d), a time (RFC 3339) or all." default:"24h" placeholder:"WHEN"`
+	At    string `help:"End the window here instead of now: a time (14:02, RFC 3339), a duration ago (10m) or a log position (#1234)." placeholder:"WHEN"`
+	JSON  bool   `name:"json" help:"Print the report as JSON."`
+
+	out io.Writer
+}
+
+// Run fetches the dashboard's cost report and prints it as a table.
+func (c *CostCmd) Run(ctx context.Context, g *Globals) error {
+	if c.out == nil {
+		c.out = os.Stdout
+	}
+	q := url.Values{"by": {c.By}, "since": {c.Since}}
+	if c.At != "" {
+		p, err := dashboard.ParseAt(c.At, time.Now())
+		if err != nil {
+			return exitError{code: exitRefused, err: fmt.Errorf("--at %w", err)}
+		}
+		q.Set("at", p.String())
+	}
+	if strings.Contains(c.Since, ":") {
+		// A time (durations have no colon) is read here, in this
+		// machine's zone, as --at is.
+		p, err := dashboard.ParseAt(c.Since, time.Now())
+		if err != nil || p.Time.IsZero() {
+			return exitError{code: exitRefused, err: fmt.Errorf("--since %q: want a duration (24h, 7d), a time or all", c.Since)}
+		}
+		q.Set("since", p.Time.UTC().Format(time.RFC3339Nano))
+	}
+	var r dashboard.CostReport
+	if err := newShimClient(g).Do(ctx, http.MethodGet, "/ui/api/cost?"+q.Encode(), nil, &r); err != nil {
+		return exitFor(err)
+	}
+	if c.JSON {
+		return writeJSONTo(c.out, r)
+	}
+	from := "the log's start"
+	if !r.From.IsZero() {
+		from = r.From.Local().Format("2006-01-02 15:04:05")
+	}
+	fmt.Fprintf(c.out, "from %s to %s, by %s\n", from, r.To.Local().Format("2006-01-02 15:04:05"), r.By)
+	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tTURNS\tIN\tOUT\tCACHE READ\tCACHE WRITE\tUSD\t\n", strings.ToUpper(r.By))
+	for _, row := range append(r.Rows, r.Total) {
+		key := row.Key
+		if key == "" {
+			key = "TOTAL"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.6f\t\n", key, row.Turns, row.Tokens.In, row.Tokens.Out,
+			row.Tokens.CacheRead, row.Tokens.CacheCreation, row.CostUSD)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,191 @@
+package dashboard
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+// The groupings of a cost report.
+const (
+	ByAgent   = "agent"
+	ByRole    = "role"
+	BySession = "session"
+	ByJob     = "job"
+)
+
+// CostBy lists the groupings a cost report takes.
+var CostBy = []string{ByAgent, ByRole, BySession, ByJob}
+
+// noKey is the group of usage nothing attributes (a turn with no job).
+const noKey = "(none)"
+
+// CostReport is what the hooks recorded (each replied event's tokens and
+// cost, read from the agents' transcripts) between From and To, summed by
+// agent, role, session or job: the dashboard's cost view and `fleetd
+// cost`.
+type CostReport struct {
+	By   string    `json:"by"`
+	From time.Time `json:"from,omitzero"`
+	To   time.Time `json:"to"`
+	// Rows are the groups, costliest first; Total their sum.
+	Rows  []CostRow `json:"rows"`
+	Total CostRow   `json:"total"`
+	At    string    `json:"at,omitempty"`
+}
+
+// CostRow is one group's usage: Turns replied, their tokens and cost.
+type CostRow struct {
+	Key     string        `json:"key"`
+	Turns   int           `json:"turns"`
+	Tokens  events.Tokens `json:"tokens"`
+	CostUSD float64       `json:"cost_usd"`
+}
+
+// costWindow reads a report's start: a duration before to ("24h", "7d"),
+// a time, or "all" (the log's start).
+func costWindow(since string, to time.Time) (time.Time, error) {
+	switch since {
+	case "all":
+		return time.Time{}, nil
+	case "":
+		return to.Add(-24 * time.Hour), nil
+	}
+	if d, err := parseAgo(since); err == nil && d > 0 {
+		return to.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, since); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("since %q: want a duration (24h, 7d), an RFC 3339 time or all", since)
+}
+
+// costs sums the replied events of a window into a report as they come:
+// a live cost view adds each new one.
+type costs struct {
+	report CostReport
+	groups map[string]*CostRow
+	seen   map[string]bool // event ids: a re-appended reply counts once
+	src    source
+	seq    uint64
+}
+
+func newCosts(src source, by string, from, to time.Time) *costs {
+	return &costs{report: CostReport{By: by, From: from, To: to, At: src.point.String()},
+		groups: map[string]*CostRow{}, seen: map[string]bool{}, src: src}
+}
+
+// add counts one replied event, in the group by says.
+func (c *costs) add(ctx context.Context, ev events.Event) {
+	c.seq = max(c.seq, ev.Seq)
+	d, ok := ev.Data.(events.AgentReplied)
+	if !ok || c.seen[ev.ID] {
+		return
+	}
+	c.seen[ev.ID] = true
+	key := c.key(ctx, ev, d)
+	g, ok := c.groups[key]
+	if !ok {
+		g = &CostRow{Key: key}
+		c.groups[key] = g
+	}
+	for _, r := range []*CostRow{g, &c.report.Total} {
+		r.Turns++
+		r.Tokens = r.Tokens.Add(d.Tokens)
+		r.CostUSD += d.CostUSD
+	}
+	if ev.Time.After(c.report.To) {
+		c.report.To = ev.Time
+	}
+}
+
+func (c *costs) key(ctx context.Context, ev events.Event, d events.AgentReplied) string {
+	views := c.src.views
+	turn := func() (lifecycle.Turn, bool) {
+		t, ok, err := views.Turn(ctx, lifecycle.TurnID(ev))
+		return t, ok && err == nil
+	}
+	switch c.report.By {
+	case ByRole:
+		if a, ok := views.Agent(ev.Subject); ok && a.Role != "" {
+			return a.Role
+		}
+		if t, ok := turn(); ok && t.Role != "" {
+			return t.Role
+		}
+	case BySession:
+		if d.SessionID != "" {
+			for _, s := range views.Sessions() {
+				if s.SessionID == d.SessionID {
+					return s.Name
+				}
+			}
+			return d.SessionID
+		}
+	case ByJob:
+		if t, ok := turn(); ok && t.Job != "" {
+			return t.Job
+		}
+	default:
+		return ev.Subject
+	}
+	return noKey
+}
+
+// done is the report: groups costliest first.
+func (c *costs) done() CostReport {
+	r := c.report
+	r.Rows = make([]CostRow, 0, len(c.groups))
+	for _, g := range c.groups {
+		r.Rows = append(r.Rows, *g)
+	}
+	slices.SortFunc(r.Rows, func(x, y CostRow) int {
+		if c := cmp.Compare(y.CostUSD, x.CostUSD); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Key, y.Key)
+	})
+	return r
+}
+
+// repliedSubject is every agent's replied events.
+const repliedSubject = "fleet.agent.*.replied"
+
+// cost reads the window's replied events up to the view's point and sums
+// them; it returns the sums so far, for a live view to go on adding to.
+func (s *Server) cost(ctx context.Context, src source, by, since string) (*costs, error) {
+	if !slices.Contains(CostBy, by) {
+		return nil, fmt.Errorf("by %q: want one of %v", by, CostBy)
+	}
+	from, err := costWindow(since, src.now)
+	if err != nil {
+		return nil, err
+	}
+	c := newCosts(src, by, from, src.now)
+	end, ok := src.readTo()
+	if !ok {
+		return c, nil
+	}
+	if end == 0 {
+		if end, err = s.cfg.Log.LastSeq(ctx, repliedSubject); err != nil {
+			return nil, err
+		}
+	}
+	c.seq = end
+	if end == 0 {
+		return c, nil
+	}
+	q := events.Query{Subjects: []string{repliedSubject}, Since: from, ToSeq: end}
+	for ev, err := range s.cfg.Log.Read(ctx, q) {
+		if err != nil {
+			return nil, fmt.Errorf("read replies: %w", err)
+		}
+		c.add(ctx, ev)
+	}
+	return c, nil
+}

@@ -1,0 +1,32 @@
+// Package dashboard is fleetd's web dashboard: the page a person running a
+// fleet looks at instead of reading logs, served by the lead shim at / and
+// under /ui/ (leadshim.Config.Dashboard), behind the shim's auth.
+//
+// It owns the views — Fleet (agents by host and role), Turns, one Turn's
+// timeline, Agent (its conversation), Jobs (orchestrator plans), Log (the
+// event stream) and Cost (tokens and USD by agent, role, session or job
+// over a window) — rendered on the server as HTML fragments with
+// html/template, and kept live over server-sent events: each stream
+// re-renders its view when the projection changes (Fleet.Subscribe) or
+// the log moves, at most once per Config.Batch, and sends it only when it
+// changed; the log view sends new rows only, and the page keeps at most
+// Config.LogRows of them. The page's assets (static/) and templates are
+// embedded; its script is plain JavaScript with no build step.
+//
+// Time travel: every view takes a point (?at=14:02:10, a duration ago, an
+// RFC 3339 time or #<sequence>, see ParseAt) and shows the fleet as of
+// then: the log up to that point folded by the projections' own fold in
+// memory (projections.Options.Memory with UpTo) — never a second fold —
+// and the log, jobs (jobs.LoadJob's fold) and costs read up to it. The
+// folds of the most recent points are cached (Config.Snapshots).
+//
+// It also serves the JSON the CLI reads: the roster as of a point
+// (/ui/api/roster, `fleetd roster --at`), a turn's timeline
+// (/ui/api/turns/{id}, `fleetd turn`) and costs (/ui/api/cost, `fleetd
+// cost`).
+//
+// It reads through projections.Views and events.Log, and jobs' fold; it
+// writes nothing. dashboard imports events, lifecycle, projections and
+// jobs; it must not import leadshim (authentication is the shim's),
+// gateway, orchestrator, herdrbridge or cmd.
+package dashboard
