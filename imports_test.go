@@ -43,7 +43,8 @@ var allowed = map[string][]string{
 		"herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "natsauth", "retention", "fakeapi"},
 	"gateway": {"jobs", "turns", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
 		"claudehook", "natsauth", "retention"},
-	"leadkit": {"jobs", "turns", "events", "lifecycle", "projections", "roles", "orchestrator", "leadshim"},
+	"mcpserver": {"jobs", "turns", "events", "lifecycle", "projections", "roles", "leadshim"},
+	"leadkit":   {"jobs", "turns", "events", "lifecycle", "projections", "roles", "orchestrator", "leadshim"},
 	"demo": {"jobs", "turns", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
 		"claudehook", "natsauth", "retention", "herdrbridge/herdrtest", "fakeapi"},
 	"cmd/fleetd": nil, // cmd wires everything

@@ -1,0 +1,232 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetd/fleetd/internal/fleettest"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/mcpserver"
+	"github.com/fleetd/fleetd/roles"
+)
+
+// fixture is a fabric with one played worker (w-1), a shim over it, and
+// an MCP client session connected in memory to a server for agent "main-a".
+type fixture struct {
+	f      *fleettest.Fleet
+	client *leadshim.Client
+	cs     *mcp.ClientSession
+}
+
+func start(t *testing.T, mod func(*mcpserver.Config)) *fixture {
+	t.Helper()
+	f := fleettest.New(t)
+	f.Register("w-1", "w")
+	f.RunAgents(0, "w-1")
+	shim, err := leadshim.New(leadshim.Config{Log: f.Log, Views: f.Views, NC: f.NATS.NC, Host: "h1",
+		Roles: roles.Config{Roles: map[string]roles.Role{"w": {Description: "workers"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(shim.Handler())
+	t.Cleanup(hs.Close)
+	client := leadshim.NewClient(hs.URL, "")
+	cfg := mcpserver.Config{Fleet: client, Agent: "main-a", MaxText: 4096}
+	if mod != nil {
+		mod(&cfg)
+	}
+	return &fixture{f: f, client: client, cs: connect(t, cfg)}
+}
+
+// connect serves cfg's server over an in-memory transport and returns a
+// client session on it, both closed when the test ends.
+func connect(t *testing.T, cfg mcpserver.Config) *mcp.ClientSession {
+	t.Helper()
+	srv, err := mcpserver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := fleettest.Ctx(t)
+	ss, err := srv.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// call calls a tool; a protocol error fails the test, a tool error is
+// returned as the result's text with isError.
+func (x *fixture) call(t *testing.T, name string, args any) (string, bool) {
+	t.Helper()
+	res, err := x.cs.CallTool(fleettest.Ctx(t), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: protocol error %v", name, err)
+	}
+	return text(res), res.IsError
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestListToolsNamesEveryToolWithDescriptionAndObjectSchema(t *testing.T) {
+	x := start(t, nil)
+	res, err := x.cs.ListTools(fleettest.Ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if len(tool.Description) < 40 {
+			t.Errorf("tool %s: description %q is too thin for a model to choose it", tool.Name, tool.Description)
+		}
+		b, _ := json.Marshal(tool.InputSchema)
+		var schema struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(b, &schema); err != nil || schema.Type != "object" {
+			t.Errorf("tool %s: input schema %s is not an object schema", tool.Name, b)
+		}
+	}
+	for _, want := range []string{"send", "wait", "roster", "sessions", "roles"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools %v lack %s", names, want)
+		}
+	}
+}
+
+func TestSendBlocksAndReturnsTheReply(t *testing.T) {
+	x := start(t, nil)
+	got, isErr := x.call(t, "send", map[string]any{"to": "w-1", "text": "write the tests"})
+	if isErr {
+		t.Fatalf("send: tool error %s", got)
+	}
+	var env leadshim.Envelope
+	if err := json.Unmarshal([]byte(got), &env); err != nil {
+		t.Fatalf("send result %q: %v", got, err)
+	}
+	if env.Status != "replied" || env.Reply != fleettest.Reply("write the tests") || env.Agent != "w-1" {
+		t.Errorf("envelope = %+v, want w-1 replied %q", env, fleettest.Reply("write the tests"))
+	}
+}
+
+func TestAsyncSendThenWaitReturnsTheReplyAndTheSender(t *testing.T) {
+	x := start(t, nil)
+	got, isErr := x.call(t, "send", map[string]any{"to": "w-1", "text": "later", "async": true})
+	if isErr {
+		t.Fatalf("send: tool error %s", got)
+	}
+	var acc leadshim.Accepted
+	if err := json.Unmarshal([]byte(got), &acc); err != nil || acc.ID == "" {
+		t.Fatalf("async send result %q: want a turn id (%v)", got, err)
+	}
+	got, isErr = x.call(t, "wait", map[string]any{"id": acc.ID, "timeout": "30s"})
+	if isErr {
+		t.Fatalf("wait: tool error %s", got)
+	}
+	var env leadshim.Envelope
+	if err := json.Unmarshal([]byte(got), &env); err != nil || env.Status != "replied" || env.Reply != fleettest.Reply("later") {
+		t.Fatalf("wait result %q (%v): want replied", got, err)
+	}
+	// The turn says who sent it: the agent the server serves.
+	ts, ok, err := x.f.Views.Turn(fleettest.Ctx(t), acc.ID)
+	if err != nil || !ok || ts.From != "main-a" {
+		t.Errorf("turn %s from %q, want main-a", acc.ID, ts.From)
+	}
+}
+
+func TestListingToolsAnswerWithTheReadModels(t *testing.T) {
+	x := start(t, nil)
+	for tool, want := range map[string]string{"roster": `"agent": "w-1"`, "roles": `"name": "w"`, "sessions": "["} {
+		got, isErr := x.call(t, tool, map[string]any{})
+		if isErr || !strings.Contains(got, want) {
+			t.Errorf("%s = %q (error %v), want it to contain %q", tool, got, isErr, want)
+		}
+	}
+}
+
+func TestBadInputIsAToolErrorThatSaysWhatToChange(t *testing.T) {
+	x := start(t, nil)
+	for _, tc := range []struct {
+		name, tool string
+		args       any
+		want       string
+	}{
+		{"unknown agent", "send", map[string]any{"to": "nobody", "text": "hi"}, "404"},
+		{"bad agent id", "send", map[string]any{"to": "Not An Id", "text": "hi"}, "bad_agent"},
+		{"unknown session", "send", map[string]any{"to": "session:nope", "text": "hi"}, "no session named"},
+		{"empty text", "send", map[string]any{"to": "w-1", "text": "  "}, "empty"},
+		{"oversize text", "send", map[string]any{"to": "w-1", "text": strings.Repeat("x", 5000)}, "over the limit"},
+		{"missing text", "send", map[string]any{"to": "w-1"}, "text"},
+		{"text of the wrong type", "send", map[string]any{"to": "w-1", "text": 42}, "text"},
+		{"async of the wrong type", "send", map[string]any{"to": "w-1", "text": "x", "async": "yes"}, "async"},
+		{"bad timeout", "send", map[string]any{"to": "w-1", "text": "x", "timeout": "soon"}, "bad_timeout"},
+		{"unknown turn", "wait", map[string]any{"id": "01JF6Z00000000000000000000"}, "404"},
+		{"empty turn id", "wait", map[string]any{"id": ""}, "id is empty"},
+		{"unknown argument", "roster", map[string]any{"bogus": 1}, "bogus"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := x.cs.CallTool(fleettest.Ctx(t), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+			// The SDK refuses arguments that do not fit the schema as a
+			// protocol error or a tool error; either way it says which.
+			var got string
+			switch {
+			case err != nil:
+				got = err.Error()
+			case !res.IsError:
+				t.Fatalf("%s(%v) succeeded: %s", tc.tool, tc.args, text(res))
+			default:
+				got = text(res)
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("%s(%v) error %q, want it to mention %q", tc.tool, tc.args, got, tc.want)
+			}
+		})
+	}
+	// An unknown tool is an error, and the server serves on after all of it.
+	if _, err := x.cs.CallTool(fleettest.Ctx(t), &mcp.CallToolParams{Name: "explode", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "explode") {
+		t.Errorf("unknown tool: err = %v, want one naming it", err)
+	}
+	if got, isErr := x.call(t, "roster", map[string]any{}); isErr {
+		t.Errorf("roster after bad calls: %s", got)
+	}
+}
+
+func TestUnreachableFleetdIsAToolError(t *testing.T) {
+	cs := connect(t, mcpserver.Config{Fleet: leadshim.NewClient("http://127.0.0.1:1", ""), Agent: "main-a"})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "roster", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(text(res), "not reachable") {
+		t.Errorf("roster with no fleetd = %q (error %v), want a tool error saying fleetd is not reachable", text(res), res.IsError)
+	}
+}
+
+func TestConfigNeedsAValidAgentID(t *testing.T) {
+	for _, agent := range []string{"", "Bad Id"} {
+		if _, err := mcpserver.New(mcpserver.Config{Fleet: leadshim.NewClient("http://x", ""), Agent: agent}); err == nil {
+			t.Errorf("New with agent %q: no error", agent)
+		}
+	}
+}
