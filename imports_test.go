@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"router":                            {"events", "lifecycle", "projections", "roles", "turns"},
 	"retention":                         {"events", "lifecycle", "projections"},
 	"jobs":                              {"events"},
-	"inbox":                             {"events"},
+	"inbox":                             {"events", "lifecycle"},
 	"leadshim":                          {"events", "lifecycle", "projections", "roles", "jobs", "turns", "inbox"},
 	"orchestrator":                      {"events", "lifecycle", "projections", "jobs", "turns"},
 	"internal/checkfor":                 {},

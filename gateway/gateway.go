@@ -20,6 +20,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/inbox"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/orchestrator"
@@ -58,8 +59,11 @@ type Gateway struct {
 	// Compactor applies the retention policy.
 	Watcher   *events.Watcher
 	Compactor *retention.Compactor
-	policy    retention.Policy
-	turnTTL   time.Duration
+	// Inboxes are the agents' durable inboxes: the shim serves them, the
+	// notifier and the nudger post to and watch them.
+	Inboxes *inbox.Inboxes
+	policy  retention.Policy
+	turnTTL time.Duration
 
 	shim         *leadshim.Server
 	httpAddr     string
@@ -211,8 +215,15 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	}
 	g.httpAddr = ln.Addr().String()
 	g.herdrMetrics = herdrbridge.NewMetrics()
+	g.Inboxes, err = inbox.New(inbox.Config{Log: g.Log, JS: g.js, Source: "fleetd/" + host + "/inbox"})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	g.goRun("inbox notifier", (&inbox.Notifier{Inboxes: g.Inboxes, JS: g.js, Turns: g.Views, Logger: g.log}).Run, runCtx)
 	g.shim, err = leadshim.New(leadshim.Config{
-		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
+		Inbox: g.Inboxes,
+		Addr:  g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
 		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
 		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns, Health: g.Health,
 	})

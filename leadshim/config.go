@@ -36,6 +36,8 @@ type Config struct {
 	Log   events.Log
 	Views projections.Views
 	Roles roles.Config
+	// Inbox serves the agents' durable inboxes (/inbox/{agent}); nil: none.
+	Inbox Inbox
 	// NC serves the micro service and answers /healthz; nil runs HTTP only.
 	NC *nats.Conn
 	// Health says whether the log can take new work now: nil, or why not

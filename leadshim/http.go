@@ -25,11 +25,14 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /roster", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.cfg.Views.Roster()) })
 	mux.HandleFunc("GET /sessions", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.cfg.Views.Sessions()) })
 	mux.HandleFunc("GET /roles", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.roleStates()) })
+	mux.HandleFunc("GET /inbox/{agent}", s.getInbox)
+	mux.HandleFunc("POST /inbox/{agent}", s.postInbox)
+	mux.HandleFunc("POST /inbox/{agent}/ack", s.ackInbox)
 	mux.HandleFunc("GET /events", s.streamEvents)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	// Known paths with the wrong method answer 405 in JSON; the rest 404.
-	for _, p := range []string{"/message", "/message/{id}", "/roster", "/sessions", "/roles", "/events", "/healthz", "/metrics"} {
+	for _, p := range []string{"/message", "/message/{id}", "/roster", "/sessions", "/roles", "/inbox/{agent}", "/inbox/{agent}/ack", "/events", "/healthz", "/metrics"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fail(http.StatusMethodNotAllowed, "method_not_allowed", "%s not allowed on %s", r.Method, r.URL.Path))
 		})

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/inbox"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/projections"
 )
@@ -28,6 +30,12 @@ type Fleet interface {
 	Roster(ctx context.Context) ([]projections.Agent, error)
 	Sessions(ctx context.Context) ([]projections.Session, error)
 	Roles(ctx context.Context) ([]leadshim.RoleState, error)
+	// Inbox pulls up to max of agent's messages, long-polling up to wait.
+	Inbox(ctx context.Context, agent string, max int, wait string) (leadshim.InboxBatch, error)
+	// Ack acknowledges agent's messages.
+	Ack(ctx context.Context, agent string, ids []string) (leadshim.InboxAcked, error)
+	// Post posts a message to agent's inbox.
+	Post(ctx context.Context, agent string, p leadshim.InboxPost) (inbox.Message, error)
 }
 
 var _ Fleet = (*leadshim.Client)(nil)
@@ -83,6 +91,11 @@ func (c Config) Validate() error {
 type Server struct {
 	cfg Config
 	mcp *mcp.Server
+
+	mu sync.Mutex
+	// senders remembers who sent the messages inbox handed out, so reply
+	// needs only the message id.
+	senders map[string]string
 }
 
 // New returns a server with every tool registered. It does no I/O.
@@ -91,12 +104,13 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, senders: map[string]string{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "fleetd", Title: "fleetd", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions(cfg.Agent),
 		Logger:       cfg.Logger,
 	})
 	s.addTools()
+	s.addInboxTools()
 	return s, nil
 }
 
@@ -110,7 +124,9 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 func instructions(agent string) string {
 	return "You are agent " + agent + " in a fleetd fleet. Delegate with `send` (to an agent id, role:<role> " +
-		"or session:<name>); it blocks until the reply unless you ask for async (then `wait` for the turn id). " +
+		"or session:<name>); it blocks until the reply unless you ask for async (then `wait` for the turn id) or notify " +
+		"(the reply comes to your inbox). Messages for you wait in your inbox: when fleetd tells you so, call `inbox`, " +
+		"handle each message, answer with `reply` (which also acknowledges it) or acknowledge it on your next `inbox` call. " +
 		"Look before you route: `roster`, `roles`, `sessions`."
 }
 

@@ -10,14 +10,17 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetd/fleetd/inbox"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/mcpserver"
 	"github.com/fleetd/fleetd/roles"
 )
 
-// fixture is a fabric with one played worker (w-1), a shim over it, and
-// an MCP client session connected in memory to a server for agent "main-a".
+// fixture is a fabric with one played worker (w-1) and two mains that
+// read by pull (main-a, main-b), a shim over it with inboxes and the
+// notifier, and an MCP client session connected in memory to a server for
+// agent "main-a".
 type fixture struct {
 	f      *fleettest.Fleet
 	client *leadshim.Client
@@ -26,11 +29,18 @@ type fixture struct {
 
 func start(t *testing.T, mod func(*mcpserver.Config)) *fixture {
 	t.Helper()
-	f := fleettest.New(t)
+	f := fleettest.NewKind(t, fleettest.Projected)
 	f.Register("w-1", "w")
+	f.Register("main-a", "main")
+	f.Register("main-b", "main")
 	f.RunAgents(0, "w-1")
-	shim, err := leadshim.New(leadshim.Config{Log: f.Log, Views: f.Views, NC: f.NATS.NC, Host: "h1",
-		Roles: roles.Config{Roles: map[string]roles.Role{"w": {Description: "workers"}}}})
+	boxes, err := inbox.New(inbox.Config{Log: f.Log, JS: f.NATS.JS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleettest.Run(t, "notifier", (&inbox.Notifier{Inboxes: boxes, JS: f.NATS.JS, Turns: f.Views}).Run)
+	shim, err := leadshim.New(leadshim.Config{Log: f.Log, Views: f.Views, NC: f.NATS.NC, Host: "h1", Inbox: boxes,
+		Roles: roles.Config{Roles: map[string]roles.Role{"w": {Description: "workers"}, "main": {Description: "mains", Inbox: true}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +118,7 @@ func TestListToolsNamesEveryToolWithDescriptionAndObjectSchema(t *testing.T) {
 			t.Errorf("tool %s: input schema %s is not an object schema", tool.Name, b)
 		}
 	}
-	for _, want := range []string{"send", "wait", "roster", "sessions", "roles"} {
+	for _, want := range []string{"send", "wait", "roster", "sessions", "roles", "inbox", "reply"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools %v lack %s", names, want)
 		}
@@ -184,6 +194,14 @@ func TestBadInputIsAToolErrorThatSaysWhatToChange(t *testing.T) {
 		{"unknown turn", "wait", map[string]any{"id": "01JF6Z00000000000000000000"}, "404"},
 		{"empty turn id", "wait", map[string]any{"id": ""}, "id is empty"},
 		{"unknown argument", "roster", map[string]any{"bogus": 1}, "bogus"},
+		{"max out of range", "inbox", map[string]any{"max": 500}, "max"},
+		{"max of the wrong type", "inbox", map[string]any{"max": "ten"}, "max"},
+		{"bad wait", "inbox", map[string]any{"wait": "soon"}, "bad_wait"},
+		{"ack of the wrong type", "inbox", map[string]any{"ack": "01JF6Z00000000000000000000"}, "ack"},
+		{"reply to a message never pulled", "reply", map[string]any{"id": "01JF6Z00000000000000000000", "text": "hi"}, "pass to"},
+		{"reply to an unknown agent", "reply", map[string]any{"id": "01JF6Z00000000000000000000", "text": "hi", "to": "nobody"}, "404"},
+		{"empty reply", "reply", map[string]any{"id": "01JF6Z00000000000000000000", "text": "", "to": "main-b"}, "empty"},
+		{"oversize reply", "reply", map[string]any{"id": "01JF6Z00000000000000000000", "text": strings.Repeat("x", 5000), "to": "main-b"}, "over the limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := x.cs.CallTool(fleettest.Ctx(t), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
@@ -228,5 +246,74 @@ func TestConfigNeedsAValidAgentID(t *testing.T) {
 		if _, err := mcpserver.New(mcpserver.Config{Fleet: leadshim.NewClient("http://x", ""), Agent: agent}); err == nil {
 			t.Errorf("New with agent %q: no error", agent)
 		}
+	}
+}
+
+// ok calls a tool that must succeed and returns its text.
+func (x *fixture) ok(t *testing.T, name string, args any) string {
+	t.Helper()
+	got, isErr := x.call(t, name, args)
+	if isErr {
+		t.Fatalf("%s: tool error %s", name, got)
+	}
+	return got
+}
+
+// decode reads a tool's JSON result.
+func decode[T any](t *testing.T, got string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(got), &v); err != nil {
+		t.Fatalf("result %q: %v", got, err)
+	}
+	return v
+}
+
+func TestMainsTalkThroughTheirInboxesAsEquals(t *testing.T) {
+	x := start(t, nil)
+	b := &fixture{f: x.f, client: x.client, cs: connect(t, mcpserver.Config{Fleet: x.client, Agent: "main-b"})}
+
+	// A sends to B, which reads by pull: the text goes to B's inbox.
+	sent := decode[mcpserver.Delivered](t, x.ok(t, "send", map[string]any{"to": "main-b", "text": "what does the API return?"}))
+	if !sent.Inbox || sent.To != "main-b" || sent.Message == "" {
+		t.Fatalf("send to a main = %+v, want it delivered to main-b's inbox", sent)
+	}
+	// B pulls it, and answers.
+	in := decode[mcpserver.InboxResult](t, b.ok(t, "inbox", map[string]any{}))
+	if len(in.Messages) != 1 || in.Messages[0].ID != sent.Message || in.Messages[0].From != "main-a" || in.Messages[0].Text != "what does the API return?" {
+		t.Fatalf("main-b's inbox = %+v, want main-a's message", in.Messages)
+	}
+	reply := decode[map[string]any](t, b.ok(t, "reply", map[string]any{"id": sent.Message, "text": "a JSON list"}))
+	if reply["acknowledged"] != true || reply["to"] != "main-a" {
+		t.Fatalf("reply = %v, want it sent to main-a and the message acknowledged", reply)
+	}
+	// The answer lands in A's inbox, marked as the answer; B's is empty.
+	in = decode[mcpserver.InboxResult](t, x.ok(t, "inbox", map[string]any{"wait": "20s"}))
+	if len(in.Messages) != 1 || in.Messages[0].ReplyTo != sent.Message || in.Messages[0].From != "main-b" || in.Messages[0].Text != "a JSON list" {
+		t.Fatalf("main-a's inbox = %+v, want main-b's answer", in.Messages)
+	}
+	// A acknowledges it on its next call: then nothing is left.
+	in = decode[mcpserver.InboxResult](t, x.ok(t, "inbox", map[string]any{"ack": []string{in.Messages[0].ID}}))
+	if len(in.Acked) != 1 || len(in.Messages) != 0 {
+		t.Errorf("inbox with ack = %+v, want the answer acknowledged and nothing left", in)
+	}
+	if in := decode[mcpserver.InboxResult](t, b.ok(t, "inbox", map[string]any{})); len(in.Messages) != 0 {
+		t.Errorf("main-b's inbox after its reply = %+v, want nothing (the reply acknowledged it)", in.Messages)
+	}
+}
+
+func TestNotifyPutsTheReplyInTheSendersInbox(t *testing.T) {
+	x := start(t, nil)
+	acc := decode[leadshim.Accepted](t, x.ok(t, "send", map[string]any{"to": "w-1", "text": "long job", "notify": true}))
+	if acc.ID == "" {
+		t.Fatal("notify send returned no turn id")
+	}
+	in := decode[mcpserver.InboxResult](t, x.ok(t, "inbox", map[string]any{"wait": "30s"}))
+	if len(in.Messages) != 1 {
+		t.Fatalf("inbox = %+v, want the turn's notification", in)
+	}
+	m := in.Messages[0]
+	if m.Turn != acc.ID || m.Status != "replied" || m.Text != fleettest.Reply("long job") || m.From != "w-1" {
+		t.Errorf("notification = %+v, want turn %s replied by w-1 with %q", m, acc.ID, fleettest.Reply("long job"))
 	}
 }

@@ -16,6 +16,7 @@ type SendInput struct {
 	Text    string   `json:"text" jsonschema:"the task, complete and self-contained: the agent sees only this text (name the files, constraints and the answer format you need)"`
 	Timeout string   `json:"timeout,omitempty" jsonschema:"how long the turn may take, a Go duration such as 90s or 10m (default 10m); a blocking send that times out tells you the turn id to wait on"`
 	Async   bool     `json:"async,omitempty" jsonschema:"true: return the turn id at once instead of waiting for the reply; collect it later with wait. Send several async tasks in a row to run them in parallel"`
+	Notify  bool     `json:"notify,omitempty" jsonschema:"true: return the turn id at once; when the turn ends its reply is put in your inbox (call inbox to collect it). The way to hand out long jobs without holding a tool call open"`
 	Context []string `json:"context,omitempty" jsonschema:"context selectors recorded with the turn: item keys and tag:<tag>; with job they are resolved against that job's context store and appended to the text"`
 	Job     string   `json:"job,omitempty" jsonschema:"the job whose context store the context selectors are resolved against"`
 }
@@ -34,7 +35,8 @@ func (s *Server) addTools() {
 		Name: "send",
 		Description: "Send a task to another agent of the fleet and get its reply. By default it blocks until the agent replies " +
 			"and returns the reply envelope (agent, status, reply, tokens, duration); with async it returns the turn id at once. " +
-			"Address roles (role:<role>) rather than agent ids unless a specific agent holds the context you need.",
+			"Address roles (role:<role>) rather than agent ids unless a specific agent holds the context you need. " +
+			"To a main or lead (an agent that reads by pull) the text goes to its inbox and its answer comes to yours.",
 	}, s.send)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name: "wait",
@@ -107,8 +109,17 @@ func (s *Server) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInput)
 	if err != nil {
 		return nil, nil, err
 	}
-	m := leadshim.Message{To: to, Text: in.Text, From: s.cfg.Agent, Timeout: in.Timeout, Context: in.Context, Job: in.Job}
-	if in.Async {
+	if !strings.HasPrefix(to, "role:") {
+		pull, err := s.pullReader(ctx, to)
+		if err != nil {
+			return nil, nil, toolError("send", err)
+		}
+		if pull {
+			return s.deliver(ctx, to, in.Text)
+		}
+	}
+	m := leadshim.Message{To: to, Text: in.Text, From: s.cfg.Agent, Timeout: in.Timeout, Context: in.Context, Job: in.Job, Notify: in.Notify}
+	if in.Async || in.Notify {
 		acc, err := s.cfg.Fleet.SendAsync(ctx, m)
 		if err != nil {
 			return nil, nil, toolError("send", err)

@@ -79,6 +79,11 @@ type Role struct {
 	// FreshContext: every prompt turn is preceded by /clear, so the text
 	// (an orchestrator's slice, say) is the only context the agent has.
 	FreshContext bool `json:"fresh_context,omitempty"`
+	// Inbox: the role's agents read by pull (mains, leads: MCP clients
+	// that cannot be called into). A send from `fleetd mcp` to one of them
+	// goes to its durable inbox instead of being typed as a turn, and
+	// fleetd nudges it, when idle, to read its inbox.
+	Inbox bool `json:"inbox,omitempty"`
 }
 
 // DefaultCommands are the commands a role allows when it names none: the
