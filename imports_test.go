@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"retention":                         {"events", "lifecycle", "projections"},
 	"jobs":                              {"events"},
 	"inbox":                             {"events", "lifecycle"},
+	"nudge":                             {"events", "lifecycle", "projections", "roles", "turns"},
 	"leadshim":                          {"events", "lifecycle", "projections", "roles", "jobs", "turns", "inbox"},
 	"orchestrator":                      {"events", "lifecycle", "projections", "jobs", "turns"},
 	"internal/checkfor":                 {},
@@ -41,13 +42,13 @@ var allowed = map[string][]string{
 	"natsauth":                          {"events", "lifecycle", "projections", "inbox"},
 	"fakeapi":                           {},
 	"bench": {"jobs", "turns", "demo", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",
-		"herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "natsauth", "inbox", "retention", "fakeapi"},
+		"herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "natsauth", "inbox", "nudge", "retention", "fakeapi"},
 	"gateway": {"jobs", "turns", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
-		"claudehook", "natsauth", "inbox", "retention"},
+		"claudehook", "natsauth", "inbox", "nudge", "retention"},
 	"mcpserver": {"jobs", "turns", "events", "lifecycle", "projections", "roles", "leadshim", "inbox"},
 	"leadkit":   {"jobs", "turns", "events", "lifecycle", "projections", "roles", "orchestrator", "leadshim", "inbox"},
 	"demo": {"jobs", "turns", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "herdrbridge/herdrapi",
-		"claudehook", "natsauth", "inbox", "retention", "herdrbridge/herdrtest", "fakeapi"},
+		"claudehook", "natsauth", "inbox", "nudge", "retention", "herdrbridge/herdrtest", "fakeapi"},
 	"cmd/fleetd": nil, // cmd wires everything
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/fleetd/fleetd/inbox"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/natsauth"
+	"github.com/fleetd/fleetd/nudge"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/retention"
@@ -221,6 +222,12 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 		return err
 	}
 	g.goRun("inbox notifier", (&inbox.Notifier{Inboxes: g.Inboxes, JS: g.js, Turns: g.Views, Logger: g.log}).Run, runCtx)
+	nudger, err := nudge.New(nudge.Config{Log: g.Log, Views: g.Views, Inboxes: g.Inboxes, Roles: g.Roles, Host: host, Logger: g.log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	g.goRun("nudger", nudger.Run, runCtx)
 	g.shim, err = leadshim.New(leadshim.Config{
 		Inbox: g.Inboxes,
 		Addr:  g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
