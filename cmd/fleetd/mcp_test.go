@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/mcpserver"
 )
@@ -159,5 +160,47 @@ func TestMainsTalkThroughInboxesAcrossAKilledFleetd(t *testing.T) {
 		if got := callJSON[mcpserver.InboxResult](t, cs, "inbox", map[string]any{}); len(got.Messages) != 0 {
 			t.Errorf("%s's inbox after its messages were acknowledged and fleetd restarted = %+v, want empty", agent, got.Messages)
 		}
+	}
+}
+
+// The stock nats CLI reads an inbox as its agent would: the consumer
+// shows the message pending, `nats consumer next` hands it out and
+// acknowledges it, and then fleetd has nothing left to hand out.
+func TestNatsCLIReadsAnInbox(t *testing.T) {
+	natsBin := requireTool(t, "nats", "go install github.com/nats-io/natscli/nats@v0.5.0")
+	up := startUp(t, t.TempDir())
+	log, _ := connectLog(t, up.url)
+	registerMain(t, log, "main-b")
+	client := leadshim.NewClient(up.http, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Pulling opens the inbox (the consumer), empty yet.
+	if b, err := client.Inbox(ctx, "main-b", 0, ""); err != nil || len(b.Messages) != 0 {
+		t.Fatalf("first pull = %+v, %v", b, err)
+	}
+	m, err := client.Post(ctx, "main-b", leadshim.InboxPost{From: "lead", Text: "tap me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, natsBin, append([]string{"--server", up.url}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("nats %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	var info struct {
+		NumPending uint64 `json:"num_pending"`
+	}
+	if out := run("consumer", "info", events.Stream, "inbox-main-b", "--json"); json.Unmarshal([]byte(out), &info) != nil || info.NumPending != 1 {
+		t.Errorf("nats consumer info: %s; want one message pending", out)
+	}
+	if out := run("consumer", "next", events.Stream, "inbox-main-b", "--count", "1", "--raw"); !strings.Contains(out, m.ID) || !strings.Contains(out, "tap me") {
+		t.Errorf("nats consumer next = %s; want the message %s", out, m.ID)
+	}
+	if b, err := client.Inbox(ctx, "main-b", 0, ""); err != nil || len(b.Messages) != 0 {
+		t.Errorf("pull after nats took and acknowledged it = %+v, %v; want nothing", b.Messages, err)
 	}
 }
