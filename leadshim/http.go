@@ -28,11 +28,13 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /inbox/{agent}", s.getInbox)
 	mux.HandleFunc("POST /inbox/{agent}", s.postInbox)
 	mux.HandleFunc("POST /inbox/{agent}/ack", s.ackInbox)
+	mux.HandleFunc("GET /jobs/{job}/context", s.getContext)
+	mux.HandleFunc("POST /jobs/{job}/context", s.putContext)
 	mux.HandleFunc("GET /events", s.streamEvents)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	// Known paths with the wrong method answer 405 in JSON; the rest 404.
-	for _, p := range []string{"/message", "/message/{id}", "/roster", "/sessions", "/roles", "/inbox/{agent}", "/inbox/{agent}/ack", "/events", "/healthz", "/metrics"} {
+	for _, p := range []string{"/message", "/message/{id}", "/roster", "/sessions", "/roles", "/inbox/{agent}", "/inbox/{agent}/ack", "/jobs/{job}/context", "/events", "/healthz", "/metrics"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fail(http.StatusMethodNotAllowed, "method_not_allowed", "%s not allowed on %s", r.Method, r.URL.Path))
 		})

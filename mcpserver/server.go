@@ -36,6 +36,10 @@ type Fleet interface {
 	Ack(ctx context.Context, agent string, ids []string) (leadshim.InboxAcked, error)
 	// Post posts a message to agent's inbox.
 	Post(ctx context.Context, agent string, p leadshim.InboxPost) (inbox.Message, error)
+	// Context lists a job's context items, all or those selectors name.
+	Context(ctx context.Context, job string, selectors []string) ([]leadshim.ContextItem, error)
+	// PutContext adds an item to a job's context store.
+	PutContext(ctx context.Context, job string, p leadshim.ContextPut) (leadshim.ContextItem, error)
 }
 
 var _ Fleet = (*leadshim.Client)(nil)
@@ -111,6 +115,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.addTools()
 	s.addInboxTools()
+	s.addContextTool()
 	return s, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/inbox"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
@@ -118,7 +119,7 @@ func TestListToolsNamesEveryToolWithDescriptionAndObjectSchema(t *testing.T) {
 			t.Errorf("tool %s: input schema %s is not an object schema", tool.Name, b)
 		}
 	}
-	for _, want := range []string{"send", "wait", "roster", "sessions", "roles", "inbox", "reply"} {
+	for _, want := range []string{"send", "wait", "roster", "sessions", "roles", "inbox", "reply", "context"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools %v lack %s", names, want)
 		}
@@ -315,5 +316,42 @@ func TestNotifyPutsTheReplyInTheSendersInbox(t *testing.T) {
 	m := in.Messages[0]
 	if m.Turn != acc.ID || m.Status != "replied" || m.Text != fleettest.Reply("long job") || m.From != "w-1" {
 		t.Errorf("notification = %+v, want turn %s replied by w-1 with %q", m, acc.ID, fleettest.Reply("long job"))
+	}
+}
+
+func TestContextPutsAndGetsAJobsItems(t *testing.T) {
+	x := start(t, nil)
+	x.f.MustAppend(events.Event{Subject: "J1", CorrelationID: "J1", Data: events.JobCreated{Goal: "ship it"}})
+	x.f.MustAppend(events.Event{Subject: "J1", CorrelationID: "J1", Data: events.JobContext{Key: "spec", Tags: []string{"api"}, Text: "the spec", Size: 8}})
+
+	put := decode[leadshim.ContextItem](t, x.ok(t, "context", map[string]any{"job": "J1", "action": "put", "key": "finding", "tags": []string{"api"}, "text": "port 8443"}))
+	if put.Key != "finding" || put.Provenance != "agent:main-a" || put.Seq == 0 {
+		t.Errorf("put = %+v, want the item stored, from main-a", put)
+	}
+	all := decode[[]leadshim.ContextItem](t, x.ok(t, "context", map[string]any{"job": "J1", "action": "get"}))
+	if len(all) != 2 || all[0].Key != "finding" || all[1].Key != "spec" {
+		t.Errorf("get all = %+v, want finding and spec", all)
+	}
+	byKey := decode[[]leadshim.ContextItem](t, x.ok(t, "context", map[string]any{"job": "J1", "action": "get", "select": []string{"spec"}}))
+	if len(byKey) != 1 || byKey[0].Text != "the spec" {
+		t.Errorf("get spec = %+v", byKey)
+	}
+	byTag := decode[[]leadshim.ContextItem](t, x.ok(t, "context", map[string]any{"job": "J1", "action": "get", "select": []string{"tag:api"}}))
+	if len(byTag) != 2 {
+		t.Errorf("get tag:api = %+v, want both", byTag)
+	}
+	for _, tc := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"job": "NOPE", "action": "get"}, "unknown_job"},
+		{map[string]any{"job": "J1", "action": "delete"}, "want get or put"},
+		{map[string]any{"job": "J1", "action": "put", "text": "x"}, "key is empty"},
+		{map[string]any{"job": "J1", "action": "put", "key": "k", "text": strings.Repeat("x", 5000)}, "over the limit"},
+		{map[string]any{"job": "bad job", "action": "get"}, "bad_job"},
+	} {
+		if got, isErr := x.call(t, "context", tc.args); !isErr || !strings.Contains(got, tc.want) {
+			t.Errorf("context(%v) = %q (error %v), want an error mentioning %q", tc.args, got, isErr, tc.want)
+		}
 	}
 }
