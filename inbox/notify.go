@@ -50,19 +50,29 @@ func NotificationID(turn string) string {
 	return ulid.MustNew(ms, bytes.NewReader(h[:])).String()
 }
 
-// Run reports turn ends until ctx ends, starting again after errors.
+// Run reports turn ends until ctx ends, starting again after errors (a
+// lost stream, NATS away): it never fails the process.
 func (n *Notifier) Run(ctx context.Context) error {
 	logger := n.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	backoff := time.Second
+	backoff, last := time.Second, ""
 	for ctx.Err() == nil {
+		began := time.Now()
 		err := n.consume(ctx)
 		if ctx.Err() != nil {
 			break
 		}
-		logger.Warn("inbox notifier restarts", "err", err, "backoff", backoff)
+		if time.Since(began) > time.Minute {
+			backoff, last = time.Second, "" // it worked for a while: a new trouble
+		}
+		// Once per trouble, not every retry: a lost stream fails every
+		// attempt the same way until it is back.
+		if msg := fmt.Sprint(err); msg != last {
+			logger.Warn("inbox notifier restarts", "err", err, "backoff", backoff)
+			last = msg
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff):

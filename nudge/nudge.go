@@ -102,11 +102,35 @@ func Text(unread int) string {
 
 // Run nudges until ctx ends: once over the roster, then on every event of
 // an agent that reads by pull (a message, a status change, a turn's end
-// may each make a nudge due).
+// may each make a nudge due). A log that goes away (the stream lost, NATS
+// gone) only pauses it: it follows again once it can, looking over the
+// roster first for what it missed meanwhile.
 func (n *Nudger) Run(ctx context.Context) error {
+	backoff, last := time.Second, ""
+	for ctx.Err() == nil {
+		err := n.follow(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if msg := fmt.Sprint(err); msg != last {
+			n.cfg.Logger.Warn("nudge: following the log again", "err", err, "backoff", backoff)
+			last = msg
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+	return nil
+}
+
+// follow considers every agent, then each one an event is about, until
+// the follow ends.
+func (n *Nudger) follow(ctx context.Context) error {
 	fol, err := n.cfg.Log.Follow(ctx, events.Query{Subjects: []string{"fleet.agent.>"}, New: true})
 	if err != nil {
-		return fmt.Errorf("nudge: follow: %w", err)
+		return fmt.Errorf("follow: %w", err)
 	}
 	defer fol.Stop()
 	for _, a := range n.cfg.Views.Roster() {
@@ -117,10 +141,7 @@ func (n *Nudger) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-fol.Done():
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("nudge: follow ended: %w", fol.Err())
+			return fmt.Errorf("follow ended: %w", fol.Err())
 		case ev := <-fol.Events():
 			if ev.Skipped() {
 				continue
