@@ -72,6 +72,14 @@ func Describe(ev Event) string {
 		}
 	case RoleQueued:
 		fmt.Fprintf(&b, "%s from=%s %q", turn, d.From, clip(d.Text, 60))
+	case AgentInbox:
+		fmt.Fprintf(&b, " %s from=%s %q", ev.ID, d.From, clip(d.Text, 60))
+		if d.ReplyTo != "" {
+			fmt.Fprintf(&b, " reply_to=%s", d.ReplyTo)
+		}
+		if d.Turn != "" {
+			fmt.Fprintf(&b, " turn=%s %s", d.Turn, d.Status)
+		}
 	case HostUp:
 		if d.Heartbeat {
 			b.WriteString(" heartbeat")

@@ -40,6 +40,7 @@ const (
 	TypeAgentExited     Type = "fleet.agent.exited"
 	TypeAgentDeferred   Type = "fleet.agent.deferred"
 	TypeAgentAttention  Type = "fleet.agent.attention"
+	TypeAgentInbox      Type = "fleet.agent.inbox"
 	TypeRoleQueued      Type = "fleet.role.queued"
 	TypeHostUp          Type = "fleet.host.up"
 	TypeHostDown        Type = "fleet.host.down"
@@ -188,6 +189,34 @@ type AgentQueued struct {
 	AssignedFrom string `json:"assigned_from,omitempty"`
 	Job          string `json:"job,omitempty"`
 	Task         string `json:"task,omitempty"`
+	// Notify: when the turn ends, its reply (or failure) goes to the
+	// sender's inbox as an AgentInbox message, instead of to a caller
+	// blocked on it.
+	Notify bool `json:"notify,omitempty"`
+	// Kind is "" for a turn someone sent, or TurnKindNudge for the short
+	// notification fleetd types into an idle main whose inbox holds
+	// messages.
+	Kind string `json:"kind,omitempty"`
+}
+
+// TurnKindNudge is the kind of turn fleetd itself queues to tell an idle
+// main that its inbox holds messages.
+const TurnKindNudge = "nudge"
+
+// AgentInbox: a message for an agent that reads by pull (a main, a lead),
+// stored on fleet.agent.<agent>.inbox and consumed through the agent's
+// durable consumer, so it waits, unacknowledged, until the agent has
+// handled it. The event id is the message id.
+type AgentInbox struct {
+	From string `json:"from"`
+	Text string `json:"text" limit:"text"`
+	// ReplyTo is the id of the message this one answers.
+	ReplyTo string `json:"reply_to,omitempty"`
+	// Turn and Status are set on the notification of a turn sent with
+	// notify: the turn and how it ended (replied or failed; Text is the
+	// reply or why it failed).
+	Turn   string `json:"turn,omitempty"`
+	Status string `json:"status,omitempty"`
 }
 
 // AgentTyped: the owning gateway wrote the turn's prompt into the pane.
@@ -319,6 +348,7 @@ type RoleQueued struct {
 	Deadline   time.Time     `json:"deadline,omitzero"`
 	Job        string        `json:"job,omitempty"`
 	Task       string        `json:"task,omitempty"`
+	Notify     bool          `json:"notify,omitempty"`
 }
 
 // HostUp: a gateway started on the host.
@@ -425,6 +455,7 @@ func (AgentSession) EventType() Type       { return TypeAgentSession }
 func (AgentExited) EventType() Type        { return TypeAgentExited }
 func (AgentDeferred) EventType() Type      { return TypeAgentDeferred }
 func (AgentAttention) EventType() Type     { return TypeAgentAttention }
+func (AgentInbox) EventType() Type         { return TypeAgentInbox }
 func (RoleQueued) EventType() Type         { return TypeRoleQueued }
 func (HostUp) EventType() Type             { return TypeHostUp }
 func (HostDown) EventType() Type           { return TypeHostDown }

@@ -21,8 +21,10 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/inbox"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/natsauth"
+	"github.com/fleetd/fleetd/nudge"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/retention"
@@ -59,8 +61,11 @@ type Gateway struct {
 	// Compactor applies the retention policy.
 	Watcher   *events.Watcher
 	Compactor *retention.Compactor
-	policy    retention.Policy
-	turnTTL   time.Duration
+	// Inboxes are the agents' durable inboxes: the shim serves them, the
+	// notifier and the nudger post to and watch them.
+	Inboxes *inbox.Inboxes
+	policy  retention.Policy
+	turnTTL time.Duration
 
 	// Dashboard is the web dashboard the shim serves at / (set once
 	// Start returned).
@@ -221,8 +226,21 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	g.Inboxes, err = inbox.New(inbox.Config{Log: g.Log, JS: g.js, Source: "fleetd/" + host + "/inbox"})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	g.goRun("inbox notifier", (&inbox.Notifier{Inboxes: g.Inboxes, JS: g.js, Turns: g.Views, Logger: g.log}).Run, runCtx)
+	nudger, err := nudge.New(nudge.Config{Log: g.Log, Views: g.Views, Inboxes: g.Inboxes, Roles: g.Roles, Host: host, Logger: g.log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	g.goRun("nudger", nudger.Run, runCtx)
 	g.shim, err = leadshim.New(leadshim.Config{
-		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles, Dashboard: g.Dashboard,
+		Inbox: g.Inboxes, Dashboard: g.Dashboard,
+		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
 		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
 		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns, Health: g.Health,
 	})

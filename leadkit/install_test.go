@@ -1,6 +1,7 @@
 package leadkit_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ func TestInstallKeepsTheLeadsOwnNotesAndReplacesOnlyItsCharter(t *testing.T) {
 		t.Fatalf("workers = %v, want w-claude only", roles)
 	}
 	for i, want := range []bool{false, true} {
-		in, err := leadkit.Install(dir, "fleetd", roles)
+		in, err := leadkit.Install(dir, leadkit.Kit{Exe: "fleetd"}, roles)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,5 +38,39 @@ func TestInstallKeepsTheLeadsOwnNotesAndReplacesOnlyItsCharter(t *testing.T) {
 	cmd, err := os.ReadFile(filepath.Join(dir, ".claude", "commands", "delegate.md"))
 	if err != nil || !strings.Contains(string(cmd), "fleetd send --to role:") {
 		t.Errorf("delegate.md: %v\n%s", err, cmd)
+	}
+}
+
+func TestInstallSetsTheFleetdMCPServerAndKeepsTheOthers(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".mcp.json")
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {"other": {"command": "other-mcp"}}, "keep": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kit := leadkit.Kit{Exe: "/opt/fleetd", Flags: []string{"--url", "http://h1:8765"}, Agent: "lead-1", Token: true}
+	for range 2 {
+		if _, err := leadkit.Install(dir, kit, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, _ := os.ReadFile(path)
+	var doc struct {
+		MCPServers map[string]leadkit.MCPServer `json:"mcpServers"`
+		Keep       bool                         `json:"keep"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf(".mcp.json %s: %v", raw, err)
+	}
+	got := doc.MCPServers["fleetd"]
+	if got.Command != "/opt/fleetd" || strings.Join(got.Args, " ") != "--url http://h1:8765 mcp" ||
+		got.Env["FLEET_AGENT_ID"] != "lead-1" || got.Env["FLEET_TOKEN"] != "${FLEET_TOKEN}" {
+		t.Errorf("fleetd server = %+v", got)
+	}
+	if doc.MCPServers["other"].Command != "other-mcp" || !doc.Keep {
+		t.Errorf(".mcp.json lost what was there: %s", raw)
+	}
+	cmd, _ := os.ReadFile(filepath.Join(dir, ".claude", "commands", "delegate.md"))
+	if !strings.Contains(string(cmd), "mcp__fleetd__send") {
+		t.Errorf("/delegate does not use the MCP tool send:\n%s", cmd)
 	}
 }

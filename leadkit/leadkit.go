@@ -71,40 +71,54 @@ Roles to route to:
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, `
-How to delegate: `+"`/delegate <role> \"<task>\"`"+`, or directly
-`+"`%[1]s send --to role:<role> \"<task>\"`"+` — it blocks until a worker of that role replies and
-prints the reply (`+"`--json`"+` gives the envelope: agent, model, tokens, duration). A worker sees
-only the task you send: include the files, constraints and the output format you need.
+How to delegate: `+"`/delegate <role> \"<task>\"`"+`, or directly with the fleetd MCP tools
+(server `+"`fleetd`"+` in .mcp.json): `+"`send`"+` with to `+"`role:<role>`"+` and the task as text blocks until a
+worker of that role replies and returns the envelope (agent, status, reply, tokens, duration);
+`+"`roster`"+` and `+"`roles`"+` show who is there. From a shell: `+"`%[1]s send --to role:<role> \"<task>\"`"+`.
+A worker sees only the task you send: include the files, constraints and the output format you need.
+
+Long jobs: send with `+"`notify: true`"+` (or `+"`async: true`"+` and `+"`wait`"+` later). With notify the reply
+lands in your fleetd inbox: call `+"`inbox`"+` when fleetd tells you something arrived or when you need
+the result — do not poll it turn after turn. Messages from other mains come there too; answer them
+with `+"`reply`"+`.
 
 Route each subtask by the rubric above. For independent subtasks DISPATCH ALL of them at once
 (several sends in one message, each its own tool call), THEN gather — never serialize
 independent work. fleetd queues what exceeds a role's cap; that is fine.
 
-If a send times out (exit status 4) it prints the turn id: re-attach with
-`+"`%[1]s send --wait <id>`"+` instead of sending the task again. Exit status 1 means the worker's turn
-failed; 3 means fleetd refused the send (unknown role or agent, blocked agent).
+If a send times out it names the turn id: call `+"`wait`"+` with it (shell: `+"`%[1]s send --wait <id>`"+`,
+after exit status 4) instead of sending the task again. A failed turn says why; a refusal (unknown
+role or agent, blocked agent) comes back as the tool's error.
 `, bin)
 	return b.String()
 }
 
 // DelegateCommand is the lead's /delegate slash command
-// (.claude/commands/delegate.md): one blocking send to a role.
+// (.claude/commands/delegate.md): one blocking send to a role, through
+// the fleetd MCP tools, with the shell command as the fallback.
 func DelegateCommand(bin string) string {
 	return fmt.Sprintf(`---
 description: Delegate a task to a fleetd worker role and wait for its reply
 argument-hint: <role> "<task>"
-allowed-tools: Bash(%[1]s send:*), Bash(%[1]s roster:*), Bash(%[1]s turn:*)
+allowed-tools: mcp__fleetd__send, mcp__fleetd__wait, mcp__fleetd__roster, mcp__fleetd__roles, Bash(%[1]s send:*), Bash(%[1]s roster:*)
 ---
 Delegate this through fleetd: $ARGUMENTS
 
 The first word is the worker role (for example w-claude or w-local); the rest is the task.
-Run exactly one Bash command, quoting the task as one argument:
+Call the fleetd MCP tool send (mcp__fleetd__send) exactly once, with
+
+    to:   "role:<role>"
+    text: "<task>"
+
+It blocks until a worker of that role replies and returns the reply envelope. Use its reply as
+the result of this subtask. If it timed out it names a turn id: call wait with that id rather
+than sending the task again. If the role is unknown, call roles to see which roles have agents.
+
+Only if the fleetd MCP tools are not available, run one Bash command instead, quoting the task
+as one argument:
 
     %[1]s send --to role:<role> "<task>"
 
-It blocks until a worker of that role replies and prints the reply. Use the reply as the
-result of this subtask. If the command exits with status 4 it timed out and printed a turn id:
-run `+"`%[1]s send --wait <id>`"+` rather than sending the task again. If the role is unknown
-(exit status 3), run `+"`%[1]s roster`"+` to see which roles have agents.
+(exit status 4: timed out, re-attach with `+"`%[1]s send --wait <id>`"+`; 3: refused, see `+"`%[1]s roster`"+`).
 `, bin)
 }

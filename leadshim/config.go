@@ -46,6 +46,8 @@ type Config struct {
 	Dashboard http.Handler
 	// LoginTTL is how long a dashboard sign-in lasts. Default 12h.
 	LoginTTL time.Duration
+	// Inbox serves the agents' durable inboxes (/inbox/{agent}); nil: none.
+	Inbox Inbox
 	// NC serves the micro service and answers /healthz; nil runs HTTP only.
 	NC *nats.Conn
 	// Health says whether the log can take new work now: nil, or why not

@@ -58,6 +58,10 @@ type Message struct {
 	// the turn can start now (agent busy → 409, role at its cap or with no
 	// ready agent → 429).
 	Queue *bool `json:"queue,omitempty"`
+	// Notify: do not wait; when the turn ends, its reply (or why it
+	// failed) is posted to From's inbox — the async path for long jobs.
+	// The answer is 202 with the turn id; From must be an agent id.
+	Notify bool `json:"notify,omitempty"`
 }
 
 // Tokens is a turn's model usage in the reply envelope.
@@ -260,6 +264,13 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 	if aerr := checkFields(m); aerr != nil {
 		return answer{}, aerr
 	}
+	if m.Notify {
+		if err := events.ValidAgentID(m.From); err != nil {
+			return answer{}, fail(http.StatusBadRequest, "bad_from", `"notify" posts the reply to the inbox of "from", which must be an agent id: %v`, err)
+		}
+		wait := false
+		m.Wait = &wait
+	}
 	if aerr := s.admit(to, m.Queue); aerr != nil {
 		return answer{}, aerr
 	}
@@ -284,7 +295,7 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 	id := s.cfg.NewID()
 	q, err := turns.Queuer{Log: s.cfg.Log, Source: s.source, Limits: s.limits()}.Queue(ctx, turns.Turn{
 		ID: id, To: m.To, From: m.From, Text: text, Command: m.Command, Normalized: norm,
-		Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: s.cfg.Now().Add(timeout)})
+		Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: s.cfg.Now().Add(timeout), Notify: m.Notify})
 	if err != nil {
 		return answer{}, queueError(err)
 	}
@@ -487,13 +498,16 @@ type RoleState struct {
 	Ready       int    `json:"ready"`
 	// Open counts the turns on the role's agents that are not final.
 	Open int `json:"open"`
+	// Inbox: the role's agents read by pull; messages for them go to their
+	// inbox (POST /inbox/{agent}).
+	Inbox bool `json:"inbox,omitempty"`
 
 	known bool
 }
 
 func (s *Server) roleState(role string) RoleState {
 	r, inConfig := s.cfg.Roles.Roles[role]
-	st := RoleState{Name: role, Description: r.Description, Model: r.Model, EnvClass: r.EnvClass, Tier: r.Tier, Cap: r.Cap, known: inConfig}
+	st := RoleState{Name: role, Description: r.Description, Model: r.Model, EnvClass: r.EnvClass, Tier: r.Tier, Cap: r.Cap, Inbox: r.Inbox, known: inConfig}
 	agents := projections.OfRole(s.cfg.Views.Roster(), role)
 	st.known = st.known || len(agents) > 0
 	st.Agents = len(agents)

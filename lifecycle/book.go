@@ -126,7 +126,7 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 			return Turn{}, false
 		}
 		t := &Turn{ID: id, Role: ev.Subject, From: d.From, Text: d.Text, Command: d.Command, Normalized: d.Normalized,
-			Context: d.Context, SliceRef: d.SliceRef, Deadline: d.Deadline, Job: d.Job, Task: d.Task, State: StateQueued, QueuedAt: ev.Time}
+			Context: d.Context, SliceRef: d.SliceRef, Deadline: d.Deadline, Job: d.Job, Task: d.Task, Notify: d.Notify, State: StateQueued, QueuedAt: ev.Time}
 		b.turns[id] = t
 		b.roles[ev.Subject] = append(b.roles[ev.Subject], id)
 		return b.touch(t, ev), true
@@ -136,7 +136,8 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 		switch {
 		case !ok:
 			t = &Turn{ID: id, Role: d.AssignedFrom, From: d.From, Text: d.Text, Command: d.Command, Normalized: d.Normalized,
-				Context: d.Context, SliceRef: d.SliceRef, Deadline: d.Deadline, Job: d.Job, Task: d.Task, State: StateQueued, QueuedAt: ev.Time}
+				Context: d.Context, SliceRef: d.SliceRef, Deadline: d.Deadline, Job: d.Job, Task: d.Task, Notify: d.Notify, Nudge: d.Kind == events.TurnKindNudge,
+				State: StateQueued, QueuedAt: ev.Time}
 			if d.AssignedFrom != "" {
 				t.AssignedAt = ev.Time
 			}

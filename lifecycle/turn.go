@@ -45,6 +45,11 @@ type Turn struct {
 	Deadline   time.Time            `json:"deadline,omitzero"`
 	Job        string               `json:"job,omitempty"`
 	Task       string               `json:"task,omitempty"`
+	// Notify: the turn's end goes to the sender's inbox.
+	Notify bool `json:"notify,omitempty"`
+	// Nudge marks fleetd's own notification that the agent's inbox holds
+	// messages (an AgentQueued of kind events.TurnKindNudge).
+	Nudge bool `json:"nudge,omitempty"`
 
 	State State `json:"state"`
 
@@ -108,12 +113,19 @@ type Turn struct {
 const (
 	KindPrompt  = "prompt"
 	KindCommand = "command"
+	// KindNudge is typed like a prompt but is fleetd's own: never preceded
+	// by a role's /clear, at most one open per agent.
+	KindNudge = events.TurnKindNudge
 )
 
-// Kind is KindCommand for a slash-command turn, else KindPrompt.
+// Kind is KindCommand for a slash-command turn, KindNudge for a nudge,
+// else KindPrompt.
 func (t *Turn) Kind() string {
-	if t.Command != "" {
+	switch {
+	case t.Command != "":
 		return KindCommand
+	case t.Nudge:
+		return KindNudge
 	}
 	return KindPrompt
 }

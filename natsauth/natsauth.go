@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/inbox"
 	"github.com/fleetd/fleetd/projections"
 )
 
@@ -144,13 +145,21 @@ func AdminPermissions() (pub, sub []string) {
 }
 
 // AgentPermissions: its own hook events, the one roster row its hook reads
-// (by direct get of that key, nothing else of the bucket), and replies on
-// its own inbox prefix.
+// (by direct get of that key, nothing else of the bucket), its own fleet
+// inbox (info, next and ack on its durable consumer inbox-<agent>, which
+// the gateway creates: so `nats consumer next FLEET inbox-<agent>` works
+// with its key, and no other agent's inbox does), and replies on its own
+// inbox prefix.
 func AgentPermissions(agent string) (pub, sub []string) {
 	for _, k := range HookKinds {
 		pub = append(pub, "fleet.agent."+agent+"."+k)
 	}
 	pub = append(pub, projections.RosterGetSubject(agent))
+	cons := inbox.ConsumerName(agent)
+	pub = append(pub,
+		"$JS.API.CONSUMER.INFO."+events.Stream+"."+cons,
+		"$JS.API.CONSUMER.MSG.NEXT."+events.Stream+"."+cons,
+		"$JS.ACK."+events.Stream+"."+cons+".>")
 	return pub, []string{InboxPrefix(AgentName(agent)) + ".>"}
 }
 
@@ -168,6 +177,9 @@ func GatewayPermissions(host string, agents []string) (pub, sub []string) {
 		"fleet.host." + host + ".>",
 		"fleet.agent.*.queued",
 		"fleet.agent.*.failed",
+		// Inbox messages, for agents of any host and for leads outside
+		// the fleet (its shim posts them, its notifier reports turns).
+		"fleet.agent.*." + inbox.Kind,
 		"fleet.role.>",
 		"fleet.job.>",
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetd/fleetd/claudehook"
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/inbox"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/projections"
@@ -590,4 +591,50 @@ func TestParseFleetPlacesEachAgentOnItsHostAndRefusesStrangers(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+}
+
+// An agent's key reads its own fleet inbox through its durable consumer —
+// the consumer the gateway opened, pulled and acknowledged with the
+// agent's own key — and cannot read another agent's; the gateway posts to
+// any agent's inbox.
+func TestAnAgentReadsOnlyItsOwnFleetInbox(t *testing.T) {
+	f := startAuthFleet(t)
+	gw := f.connect(t, "gateway-h1")
+	boxes, err := inbox.New(inbox.Config{Log: gw.log, JS: gw.js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := fleettest.Ctx(t)
+	for _, to := range []string{"a1", "a2", "b1"} {
+		if _, err := boxes.Post(ctx, inbox.Message{To: to, From: "lead", Text: "for " + to}); err != nil {
+			t.Fatalf("gateway posting to %s: %v", to, err)
+		}
+		if _, err := boxes.Open(ctx, to); err != nil {
+			t.Fatalf("gateway opening %s's inbox: %v", to, err)
+		}
+	}
+	a1 := f.connect(t, "agent-a1")
+	a1.allow("pulling and acknowledging its own inbox", func(ctx context.Context) error {
+		cons, err := a1.js.Consumer(ctx, events.Stream, inbox.ConsumerName("a1"))
+		if err != nil {
+			return err
+		}
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return err
+		}
+		for msg := range batch.Messages() {
+			if !strings.Contains(string(msg.Data()), "for a1") {
+				return errors.New("not its message: " + string(msg.Data()))
+			}
+			return msg.DoubleAck(ctx)
+		}
+		return errors.New("no message")
+	})
+	next := "$JS.API.CONSUMER.MSG.NEXT.FLEET." + inbox.ConsumerName("a2")
+	a1.deny("pulling a2's inbox", next, func(ctx context.Context) error {
+		_, err := a1.nc.RequestWithContext(ctx, next, []byte(`{"batch":1}`))
+		return err
+	})
+	a1.deny("posting to a2's inbox itself", "fleet.agent.a2.inbox", appendEvent(a1, "a2", events.AgentInbox{From: "a1", Text: "forged"}))
 }

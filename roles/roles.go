@@ -89,6 +89,11 @@ type Role struct {
 	// Sandbox names the sandbox (Config.Sandboxes, or the built-in
 	// "bwrap") the role's command is launched in.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Inbox: the role's agents read by pull (mains, leads: MCP clients
+	// that cannot be called into). A send from `fleetd mcp` to one of them
+	// goes to its durable inbox instead of being typed as a turn, and
+	// fleetd nudges it, when idle, to read its inbox.
+	Inbox bool `json:"inbox,omitempty"`
 }
 
 // WorktreeSpec is where a role's agents get their worktrees from.

@@ -29,6 +29,7 @@ func Assignment(queued events.Event, agent string) (events.Event, error) {
 		Data: events.AgentQueued{
 			From: rq.From, Text: rq.Text, Command: rq.Command, Normalized: rq.Normalized, Context: rq.Context,
 			SliceRef: rq.SliceRef, Deadline: rq.Deadline, AssignedFrom: queued.Subject, Job: rq.Job, Task: rq.Task,
+			Notify: rq.Notify,
 		},
 	}, nil
 }

@@ -38,6 +38,10 @@ type Turn struct {
 	Job, Task string
 	// Deadline bounds the whole turn; zero: none.
 	Deadline time.Time
+	// Notify sends the turn's end to From's inbox (events.AgentInbox).
+	Notify bool
+	// Kind is events.TurnKindNudge for fleetd's own nudges.
+	Kind string
 }
 
 // Queued is a turn in the log.
@@ -110,10 +114,10 @@ func (q Queuer) event(t Turn) (events.Event, Target, error) {
 	ev := events.Event{ID: t.ID, Source: q.Source, Subject: to.Name, CorrelationID: t.ID}
 	if to.Kind == KindAgent {
 		ev.Data = events.AgentQueued{From: t.From, Text: text, Command: t.Command, Normalized: norm, Context: t.Context,
-			SliceRef: t.SliceRef, Deadline: t.Deadline, Job: t.Job, Task: t.Task}
+			SliceRef: t.SliceRef, Deadline: t.Deadline, Job: t.Job, Task: t.Task, Notify: t.Notify, Kind: t.Kind}
 	} else {
 		ev.Data = events.RoleQueued{From: t.From, Text: text, Command: t.Command, Normalized: norm, Context: t.Context,
-			SliceRef: t.SliceRef, Deadline: t.Deadline, Job: t.Job, Task: t.Task}
+			SliceRef: t.SliceRef, Deadline: t.Deadline, Job: t.Job, Task: t.Task, Notify: t.Notify}
 	}
 	return ev, to, nil
 }

@@ -30,6 +30,7 @@ type CLI struct {
 	Roster    RosterCmd    `cmd:"" help:"List the fleet's agents: host, role, status, turn, queue, model, tokens, branch, last seen (--at: as it was then)."`
 	Sessions  SessionsCmd  `cmd:"" help:"List the named, resumable agent sessions."`
 	Cost      CostCmd      `cmd:"" help:"Tokens and USD the agents' hooks recorded, by agent, role, session or job, over a window."`
+	Mcp       McpCmd       `cmd:"" help:"Serve the fleet as MCP tools over stdio (send, wait, roster, sessions, roles, inbox, reply) for Claude Code; .mcp.json starts it."`
 	Init      InitCmd      `cmd:"" help:"Set a directory up for the fleet: 'fleetd init lead' writes the lead's team charter and /delegate."`
 	Hook      HookCmd      `cmd:"" help:"Claude Code hook entry (run by fleetd panes' settings): append the hook's events, or spool them."`
 	Hooks     HooksCmd     `cmd:"" help:"Claude Code hook setup: 'fleetd hooks settings' prints the --settings JSON."`

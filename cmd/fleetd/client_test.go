@@ -204,6 +204,10 @@ func TestInitLeadWritesTheCharterOnce(t *testing.T) {
 	if err != nil || !strings.Contains(string(cmd), "fleetd --url "+g.URL+" send --to role:<role>") || !strings.Contains(string(cmd), "$ARGUMENTS") {
 		t.Fatalf("delegate command: %s %v", cmd, err)
 	}
+	mcpJSON, err := os.ReadFile(filepath.Join(dir, ".mcp.json"))
+	if err != nil || !strings.Contains(string(mcpJSON), `"FLEET_AGENT_ID": "lead"`) || !strings.Contains(string(mcpJSON), `"`+g.URL+`",`+"\n"+`        "mcp"`) {
+		t.Errorf(".mcp.json does not start 'fleetd --url %s mcp' as agent lead: %v\n%s", g.URL, err, mcpJSON)
+	}
 	if !strings.Contains(out.String(), "replaced the team charter") {
 		t.Errorf("second run said %q", out.String())
 	}

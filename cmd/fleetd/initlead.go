@@ -20,10 +20,12 @@ type InitCmd struct {
 }
 
 // InitLeadCmd writes the team charter (between markers, so re-running
-// replaces it) into CLAUDE.md and the /delegate slash command into
-// .claude/commands, so the lead delegates with one tool call.
+// replaces it) into CLAUDE.md, the /delegate slash command into
+// .claude/commands and the fleetd server into .mcp.json, so the lead
+// delegates with one tool call.
 type InitLeadCmd struct {
-	Dir string `help:"The lead's project directory." default:"." type:"path"`
+	Dir   string `help:"The lead's project directory." default:"." type:"path"`
+	Agent string `help:"The lead's agent id in the fleet: the sender of its sends, the owner of its inbox (written to .mcp.json as FLEET_AGENT_ID)." default:"lead"`
 
 	out io.Writer
 	bin string // how the lead calls fleetd; default fleetdCommand()
@@ -35,14 +37,15 @@ func (c *InitLeadCmd) Run(ctx context.Context, g *Globals) error {
 		c.out = os.Stdout
 	}
 	roles, source := c.roles(ctx, g)
-	bin := c.bin
-	if bin == "" {
-		bin = fleetdCommand()
+	kit := leadkit.Kit{Exe: c.bin, Agent: c.Agent, Token: g.Token != ""}
+	if kit.Exe == "" {
+		kit.Exe = fleetdCommand()
 	}
 	if u := strings.TrimRight(g.URL, "/"); u != "" && u != "http://"+leadshim.DefaultAddr {
-		bin += " --url " + u // the lead's shell may not have FLEET_URL
+		kit.Flags = []string{"--url", u} // the lead's shell may not have FLEET_URL
 	}
-	in, err := leadkit.Install(c.Dir, bin, roles)
+	bin := kit.Bin()
+	in, err := leadkit.Install(c.Dir, kit, roles)
 	if err != nil {
 		return err
 	}
@@ -50,8 +53,8 @@ func (c *InitLeadCmd) Run(ctx context.Context, g *Globals) error {
 	if in.Replaced {
 		verb = "replaced the team charter in"
 	}
-	fmt.Fprintf(c.out, "fleetd init lead:\n  %s %s (roles %s)\n  wrote %s: /delegate <role> \"<task>\" runs '%s send --to role:<role> …'\n",
-		verb, in.ClaudeMD, source, in.Command, bin)
+	fmt.Fprintf(c.out, "fleetd init lead:\n  %s %s (roles %s)\n  wrote %s: /delegate <role> \"<task>\" calls the fleetd MCP tool send\n  set the fleetd server in %s: '%s mcp' as agent %s\n",
+		verb, in.ClaudeMD, source, in.Command, in.MCP, bin, kit.Agent)
 	fmt.Fprintf(c.out, "Start the lead's Claude Code in %s; it learns the live roster with '%s roster'.\n", c.Dir, bin)
 	if g.Token != "" {
 		fmt.Fprintln(c.out, "The shim needs a token: export FLEET_TOKEN in the lead's environment (it is not written to any file).")

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetd/fleetd/mcpserver"
+)
+
+// McpCmd serves the fleet's tools to one MCP client (Claude Code) over
+// stdio. Claude Code starts it from .mcp.json; it talks to the local
+// fleetd through the lead shim (--url, --token).
+type McpCmd struct {
+	Agent string `help:"The agent this server serves: the sender of its sends, the owner of its inbox. A fleetd pane sets FLEET_AGENT_ID; a lead outside fleetd configures its own id (e.g. lead)." env:"FLEET_AGENT_ID" required:"" placeholder:"ID"`
+}
+
+// Run serves until the client disconnects (stdin closes) or a signal.
+func (c *McpCmd) Run(ctx context.Context, g *Globals) error {
+	// stdout is the protocol: logs go to stderr, which Claude Code keeps
+	// as the server's log.
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := mcpserver.New(mcpserver.Config{Fleet: newShimClient(g), Agent: c.Agent, Version: version, Logger: logger})
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx, &mcp.StdioTransport{})
+}

@@ -1,0 +1,16 @@
+// Package inbox owns the durable per-agent inboxes of agents that read by
+// pull — Claude Code mains and leads, which are MCP clients and cannot be
+// called into. A message is an events.AgentInbox event on
+// fleet.agent.<agent>.inbox (the log is the inbox: `nats sub
+// 'fleet.agent.*.inbox'` taps them all), and each agent reads its own
+// through one durable JetStream consumer, inbox-<agent>, with explicit
+// acknowledgement: a message pulled and not acknowledged comes back after
+// the ack wait, and nothing is lost when fleetd (or its NATS server)
+// restarts, because the consumer's position lives in the server.
+//
+// DESIGN.md asks for durables only for work that must be acknowledged: an
+// inbox is exactly that, one consumer per reading agent, not per
+// aggregate.
+//
+// inbox imports events only.
+package inbox

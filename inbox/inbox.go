@@ -1,0 +1,318 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetd/fleetd/events"
+)
+
+// Kind is the subject token of inbox messages: fleet.agent.<agent>.inbox.
+var Kind = events.TypeAgentInbox.Kind()
+
+// Subject is the subject agent's messages are stored on.
+func Subject(agent string) (string, error) { return events.AgentSubject(agent, Kind) }
+
+// ConsumerName is the durable consumer agent reads its inbox through.
+func ConsumerName(agent string) string { return "inbox-" + agent }
+
+// Message is one inbox message as its reader sees it.
+type Message struct {
+	ID   string `json:"id"`
+	To   string `json:"to"`
+	From string `json:"from"`
+	Text string `json:"text"`
+	// ReplyTo is the id of the message this one answers.
+	ReplyTo string `json:"reply_to,omitempty"`
+	// Turn and Status: the turn sent with notify whose end this reports.
+	Turn   string    `json:"turn,omitempty"`
+	Status string    `json:"status,omitempty"`
+	Time   time.Time `json:"time"`
+	// Seq is the message's stream sequence.
+	Seq uint64 `json:"seq,omitempty"`
+	// Deliveries counts how often it was handed out: above 1, it was
+	// pulled before and not acknowledged.
+	Deliveries uint64 `json:"deliveries,omitempty"`
+}
+
+// Config is what the inboxes run with.
+type Config struct {
+	Log events.Log
+	JS  jetstream.JetStream
+	// Source is the CloudEvents source of posted messages.
+	Source string
+	// AckWait is how long a pulled message stays with its reader before
+	// it is handed out again. Default 10m: long enough for a model to
+	// handle it and reply.
+	AckWait time.Duration
+	// MaxAckPending bounds the messages one reader holds unacknowledged
+	// (and what this process remembers to acknowledge them). Default 256.
+	MaxAckPending int
+	// Registry decodes messages; default events.NewRegistry().
+	Registry *events.Registry
+	Now      func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.AckWait == 0 {
+		c.AckWait = 10 * time.Minute
+	}
+	if c.MaxAckPending == 0 {
+		c.MaxAckPending = 256
+	}
+	if c.Registry == nil {
+		c.Registry = events.NewRegistry()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Source == "" {
+		c.Source = "fleetd/inbox"
+	}
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Log == nil {
+		errs = append(errs, fmt.Errorf("%w: no Log", ErrConfig))
+	}
+	if c.JS == nil {
+		errs = append(errs, fmt.Errorf("%w: no JetStream", ErrConfig))
+	}
+	if c.AckWait < 0 || c.MaxAckPending < 0 {
+		errs = append(errs, fmt.Errorf("%w: negative AckWait or MaxAckPending", ErrConfig))
+	}
+	return errors.Join(errs...)
+}
+
+// Inboxes posts to, pulls from and acknowledges the messages of every
+// agent's inbox. It is safe for concurrent use.
+type Inboxes struct {
+	cfg Config
+
+	mu sync.Mutex
+	// held are the messages handed out and not yet acknowledged, by agent
+	// and message id: what Ack acknowledges. A restart forgets them; the
+	// server hands them out again after AckWait.
+	held map[string]map[string]jetstream.Msg
+}
+
+// New returns the inboxes over cfg. It does no I/O.
+func New(cfg Config) (*Inboxes, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Inboxes{cfg: cfg, held: map[string]map[string]jetstream.Msg{}}, nil
+}
+
+// Post appends m to m.To's inbox and returns it with its id, time and
+// sequence. A set ID is kept (and, as the Nats-Msg-Id, makes a retried
+// post a no-op).
+func (b *Inboxes) Post(ctx context.Context, m Message) (Message, error) {
+	var errs []error
+	if err := events.ValidAgentID(m.To); err != nil {
+		errs = append(errs, fmt.Errorf("%w: to: %w", ErrBadMessage, err))
+	}
+	if err := events.ValidAgentID(m.From); err != nil {
+		errs = append(errs, fmt.Errorf("%w: from: %w", ErrBadMessage, err))
+	}
+	if strings.TrimSpace(m.Text) == "" {
+		errs = append(errs, fmt.Errorf("%w: empty text", ErrBadMessage))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Message{}, err
+	}
+	ev := events.Event{ID: m.ID, Subject: m.To, Source: b.cfg.Source, CorrelationID: m.Turn, Time: b.cfg.Now(),
+		Data: events.AgentInbox{From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Turn: m.Turn, Status: m.Status}}
+	if m.ReplyTo != "" {
+		ev.CausationID = m.ReplyTo
+	}
+	if err := b.cfg.Registry.Check(ev); err != nil {
+		return Message{}, fmt.Errorf("%w: %w", ErrBadMessage, err)
+	}
+	ack, err := b.cfg.Log.Append(ctx, ev)
+	if err != nil {
+		return Message{}, fmt.Errorf("post to %s: %w", m.To, err)
+	}
+	m.ID, m.Time, m.Seq = ack.ID, ev.Time, ack.Seq
+	return m, nil
+}
+
+// ConsumerConfig is agent's inbox consumer: every message on its subject
+// from the first, acknowledged one by one.
+func (b *Inboxes) ConsumerConfig(agent string) (jetstream.ConsumerConfig, error) {
+	subject, err := Subject(agent)
+	if err != nil {
+		return jetstream.ConsumerConfig{}, err
+	}
+	return jetstream.ConsumerConfig{
+		Durable:       ConsumerName(agent),
+		Description:   "fleetd inbox of " + agent,
+		FilterSubject: subject,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       b.cfg.AckWait,
+		MaxAckPending: b.cfg.MaxAckPending,
+	}, nil
+}
+
+// Open makes sure agent's inbox consumer exists: an agent that has opened
+// its inbox is one messages may be posted to even when no pane of the
+// fleet runs it (a lead outside fleetd).
+func (b *Inboxes) Open(ctx context.Context, agent string) (jetstream.Consumer, error) {
+	cfg, err := b.ConsumerConfig(agent)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadMessage, err)
+	}
+	cons, err := b.cfg.JS.CreateOrUpdateConsumer(ctx, events.Stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("inbox consumer %s: %w", cfg.Durable, err)
+	}
+	return cons, nil
+}
+
+// Known reports whether agent has opened its inbox.
+func (b *Inboxes) Known(ctx context.Context, agent string) (bool, error) {
+	_, err := b.cfg.JS.Consumer(ctx, events.Stream, ConsumerName(agent))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("inbox consumer of %s: %w", agent, err)
+}
+
+// Unread is how many of agent's messages were never handed out (pulled
+// but unacknowledged ones do not count: the agent has seen them). It
+// opens the inbox.
+func (b *Inboxes) Unread(ctx context.Context, agent string) (int, error) {
+	cons, err := b.Open(ctx, agent)
+	if err != nil {
+		return 0, err
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("inbox of %s: %w", agent, err)
+	}
+	return int(info.NumPending), nil
+}
+
+// Pull hands out up to max of agent's messages (default 10): at once
+// those waiting, or, when none waits, the first to arrive within wait
+// (0: none). Each stays agent's until acknowledged (Ack) or AckWait
+// passes; then it is handed out again with Deliveries one higher.
+func (b *Inboxes) Pull(ctx context.Context, agent string, max int, wait time.Duration) ([]Message, error) {
+	if max <= 0 {
+		max = 10
+	}
+	max = min(max, b.cfg.MaxAckPending)
+	cons, err := b.Open(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.fetch(ctx, agent, cons, max, 0)
+	if err != nil || len(out) > 0 || wait <= 0 {
+		return out, err
+	}
+	// Nothing waits: block for the first to arrive, then take what came
+	// with it.
+	out, err = b.fetch(ctx, agent, cons, 1, wait)
+	if err != nil || len(out) == 0 || max == 1 {
+		return out, err
+	}
+	more, err := b.fetch(ctx, agent, cons, max-1, 0)
+	return append(out, more...), err
+}
+
+// fetch takes up to n messages, waiting up to wait for them (0: only
+// those there now).
+func (b *Inboxes) fetch(ctx context.Context, agent string, cons jetstream.Consumer, n int, wait time.Duration) ([]Message, error) {
+	var batch jetstream.MessageBatch
+	var err error
+	if wait <= 0 {
+		batch, err = cons.FetchNoWait(n)
+	} else {
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		batch, err = cons.Fetch(n, jetstream.FetchMaxWait(max(wait, time.Second)))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pull inbox of %s: %w", agent, err)
+	}
+	var out []Message
+	for msg := range batch.Messages() {
+		m, ok := b.decode(agent, msg)
+		if !ok {
+			// Not an inbox message (junk published on the subject): no
+			// reader can use it, so it is not handed out again.
+			_ = msg.Term()
+			continue
+		}
+		b.hold(agent, m.ID, msg)
+		out = append(out, m)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
+		return out, fmt.Errorf("pull inbox of %s: %w", agent, err)
+	}
+	return out, nil
+}
+
+func (b *Inboxes) decode(agent string, msg jetstream.Msg) (Message, bool) {
+	ev, err := b.cfg.Registry.Decode(msg.Subject(), msg.Data())
+	if err != nil {
+		return Message{}, false
+	}
+	d, ok := ev.Data.(events.AgentInbox)
+	if !ok {
+		return Message{}, false
+	}
+	m := Message{ID: ev.ID, To: agent, From: d.From, Text: d.Text, ReplyTo: d.ReplyTo, Turn: d.Turn, Status: d.Status, Time: ev.Time}
+	if meta, err := msg.Metadata(); err == nil {
+		m.Seq, m.Deliveries = meta.Sequence.Stream, meta.NumDelivered
+	}
+	return m, true
+}
+
+func (b *Inboxes) hold(agent, id string, msg jetstream.Msg) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held[agent] == nil {
+		b.held[agent] = map[string]jetstream.Msg{}
+	}
+	b.held[agent][id] = msg
+}
+
+// Ack acknowledges agent's messages ids: they are never handed out again.
+// It returns the ids it acknowledged; the others were not held here —
+// acknowledged already, never pulled, or pulled before fleetd restarted
+// (those come back after AckWait, to be acknowledged then).
+func (b *Inboxes) Ack(ctx context.Context, agent string, ids []string) (acked []string, err error) {
+	for _, id := range ids {
+		b.mu.Lock()
+		msg, ok := b.held[agent][id]
+		b.mu.Unlock()
+		if !ok {
+			continue
+		}
+		// DoubleAck: the server confirms, so "acknowledged" is stored
+		// before the caller hears it.
+		if err := msg.DoubleAck(ctx); err != nil {
+			return acked, fmt.Errorf("ack %s of %s: %w", id, agent, err)
+		}
+		b.mu.Lock()
+		delete(b.held[agent], id)
+		b.mu.Unlock()
+		acked = append(acked, id)
+	}
+	return acked, nil
+}

@@ -1,0 +1,139 @@
+package inbox_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/embeddednats/natstest"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/inbox"
+	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
+)
+
+func newInboxes(t *testing.T, srv *natstest.Server, ackWait time.Duration) *inbox.Inboxes {
+	t.Helper()
+	log := fleettest.LogOn(t, srv, events.Options{Source: "fleetd/test/inbox"})
+	b, err := inbox.New(inbox.Config{Log: log, JS: srv.JS, AckWait: ackWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustPost(t *testing.T, b *inbox.Inboxes, m inbox.Message) inbox.Message {
+	t.Helper()
+	got, err := b.Post(fleettest.Ctx(t), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func mustPull(t *testing.T, b *inbox.Inboxes, agent string, max int, wait time.Duration) []inbox.Message {
+	t.Helper()
+	got, err := b.Pull(fleettest.Ctx(t), agent, max, wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestPulledMessagesComeInOrderAndAckedOnesNeverAgain(t *testing.T) {
+	b := newInboxes(t, natstest.Start(t), 0)
+	one := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "one"})
+	two := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "two", ReplyTo: "01JF6Z00000000000000000000"})
+	mustPost(t, b, inbox.Message{To: "main-c", From: "main-a", Text: "for c"})
+
+	got := mustPull(t, b, "main-b", 10, 0)
+	if len(got) != 2 || got[0].ID != one.ID || got[1].ID != two.ID || got[1].ReplyTo != two.ReplyTo || got[0].From != "main-a" || got[0].Deliveries != 1 {
+		t.Fatalf("pull = %+v, want one then two, each delivered once", got)
+	}
+	acked, err := b.Ack(fleettest.Ctx(t), "main-b", []string{one.ID, two.ID, "unknown"})
+	if err != nil || len(acked) != 2 {
+		t.Fatalf("ack = %v, %v; want both acknowledged and the unknown id left out", acked, err)
+	}
+	if got := mustPull(t, b, "main-b", 10, 0); len(got) != 0 {
+		t.Errorf("pull after ack = %+v, want nothing", got)
+	}
+	if n, err := b.Unread(fleettest.Ctx(t), "main-c"); err != nil || n != 1 {
+		t.Errorf("main-c unread = %d, %v; want 1 (inboxes are per agent)", n, err)
+	}
+}
+
+func TestAPullWaitsForTheNextMessage(t *testing.T) {
+	b := newInboxes(t, natstest.Start(t), 0)
+	done := make(chan []inbox.Message)
+	go func() {
+		got, _ := b.Pull(fleettest.Ctx(t), "main-b", 5, 20*time.Second)
+		done <- got
+	}()
+	// The pull opens the consumer; a post after that is what it gets.
+	checkfor.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
+		if ok, err := b.Known(fleettest.Ctx(t), "main-b"); !ok {
+			return fmt.Errorf("inbox not open yet (%v)", err)
+		}
+		return nil
+	})
+	posted := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "late"})
+	if got := <-done; len(got) != 1 || got[0].ID != posted.ID {
+		t.Errorf("waiting pull = %+v, want the message posted while it waited", got)
+	}
+}
+
+func TestAMessageNotAcknowledgedIsHandedOutAgain(t *testing.T) {
+	b := newInboxes(t, natstest.Start(t), time.Second)
+	m := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "handle me"})
+	if got := mustPull(t, b, "main-b", 1, 0); len(got) != 1 || got[0].ID != m.ID {
+		t.Fatalf("first pull = %+v", got)
+	}
+	// Not acknowledged: after the ack wait it comes back, marked.
+	got := mustPull(t, b, "main-b", 1, 20*time.Second)
+	if len(got) != 1 || got[0].ID != m.ID || got[0].Deliveries != 2 {
+		t.Fatalf("second pull = %+v, want the same message, delivered twice", got)
+	}
+	if acked, err := b.Ack(fleettest.Ctx(t), "main-b", []string{m.ID}); err != nil || len(acked) != 1 {
+		t.Fatalf("ack = %v, %v", acked, err)
+	}
+}
+
+func TestMessagesSurviveARestartAndAreDeliveredOnce(t *testing.T) {
+	dir := t.TempDir()
+	srv := natstest.Start(t, natstest.WithDataDir(dir), natstest.WithSyncAlways())
+	b := newInboxes(t, srv, 0)
+	m := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "before the restart"})
+	srv.Close()
+
+	srv = natstest.Start(t, natstest.WithDataDir(dir), natstest.WithSyncAlways())
+	b = newInboxes(t, srv, 0)
+	got := mustPull(t, b, "main-b", 10, 0)
+	if len(got) != 1 || got[0].ID != m.ID || got[0].Text != m.Text {
+		t.Fatalf("pull after restart = %+v, want the message posted before it", got)
+	}
+	if _, err := b.Ack(fleettest.Ctx(t), "main-b", []string{m.ID}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+
+	srv = natstest.Start(t, natstest.WithDataDir(dir), natstest.WithSyncAlways())
+	b = newInboxes(t, srv, 0)
+	if got := mustPull(t, b, "main-b", 10, 0); len(got) != 0 {
+		t.Errorf("pull after ack and another restart = %+v, want nothing", got)
+	}
+}
+
+func TestBadPostsAreRefused(t *testing.T) {
+	b := newInboxes(t, natstest.Start(t), 0)
+	for _, m := range []inbox.Message{
+		{To: "", From: "a", Text: "x"},
+		{To: "Bad Id", From: "a", Text: "x"},
+		{To: "b", From: "", Text: "x"},
+		{To: "b", From: "a", Text: "  "},
+	} {
+		if _, err := b.Post(fleettest.Ctx(t), m); !errors.Is(err, inbox.ErrBadMessage) {
+			t.Errorf("post %+v: err = %v, want ErrBadMessage", m, err)
+		}
+	}
+}

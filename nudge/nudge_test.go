@@ -1,0 +1,142 @@
+package nudge_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/inbox"
+	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
+	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/nudge"
+	"github.com/fleetd/fleetd/roles"
+)
+
+func startNudger(t *testing.T, f *fleettest.Fleet) *inbox.Inboxes {
+	t.Helper()
+	boxes, err := inbox.New(inbox.Config{Log: f.Log, JS: f.NATS.JS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := nudge.New(nudge.Config{Log: f.Log, Views: f.Views, Inboxes: boxes, Host: "h1",
+		Roles: roles.Config{Roles: map[string]roles.Role{"main": {Inbox: true}, "w": {}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleettest.Run(t, "nudger", n.Run)
+	return boxes
+}
+
+// nudges folds the log and returns the nudge turns of agent, in order,
+// and the most that were open (not final) at once.
+func nudges(t *testing.T, f *fleettest.Fleet, agent string) (all []lifecycle.Turn, mostOpen int, seqs map[string]uint64) {
+	t.Helper()
+	book := lifecycle.NewBook()
+	open := map[string]bool{}
+	seqs = map[string]uint64{}
+	var order []string
+	latest := map[string]lifecycle.Turn{}
+	for ev, err := range f.Log.Read(fleettest.Ctx(t), events.Query{Subjects: []string{"fleet.agent." + agent + ".>"}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, ok := book.Apply(ev)
+		if !ok || !tr.Nudge {
+			continue
+		}
+		if _, seen := seqs[tr.ID]; !seen {
+			seqs[tr.ID] = ev.Seq
+			order = append(order, tr.ID)
+		}
+		latest[tr.ID] = tr
+		open[tr.ID] = !tr.State.Final()
+		n := 0
+		for _, o := range open {
+			if o {
+				n++
+			}
+		}
+		mostOpen = max(mostOpen, n)
+	}
+	for _, id := range order {
+		all = append(all, latest[id])
+	}
+	return all, mostOpen, seqs
+}
+
+func post(t *testing.T, boxes *inbox.Inboxes, to, text string) inbox.Message {
+	t.Helper()
+	m, err := boxes.Post(fleettest.Ctx(t), inbox.Message{To: to, From: "main-z", Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestAMessageForAnIdleMainNudgesItOnceThroughTheTurnPath(t *testing.T) {
+	f := fleettest.New(t)
+	f.Register("main-a", "main")
+	f.RunAgents(0, "main-a") // plays the gateway and the main's hooks
+	boxes := startNudger(t, f)
+
+	post(t, boxes, "main-a", "first")
+	checkfor.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if all, _, _ := nudges(t, f, "main-a"); len(all) != 1 || all[0].State != lifecycle.StateReplied {
+			return fmt.Errorf("nudges = %+v, want one, replied", all)
+		}
+		return nil
+	})
+	all, _, _ := nudges(t, f, "main-a")
+	if !strings.Contains(all[0].Text, "1 new message") || !strings.Contains(all[0].Text, "inbox") || all[0].From != "fleetd" {
+		t.Errorf("nudge text %q from %q, want fleetd telling it to call inbox", all[0].Text, all[0].From)
+	}
+	// The main did not pull: only a new message nudges it again, and never
+	// while a nudge is still open.
+	post(t, boxes, "main-a", "second")
+	post(t, boxes, "main-a", "third")
+	checkfor.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+		all, _, _ := nudges(t, f, "main-a")
+		for _, tr := range all {
+			if !tr.State.Final() {
+				return fmt.Errorf("nudge %s still %s", tr.ID, tr.State)
+			}
+		}
+		if len(all) < 2 {
+			return fmt.Errorf("%d nudges, want a second one for the new messages", len(all))
+		}
+		return nil
+	})
+	if all, most, _ := nudges(t, f, "main-a"); most != 1 || len(all) > 3 {
+		t.Errorf("nudges %d, at most %d open at once; want at most one open, one per arrival at most", len(all), most)
+	}
+}
+
+func TestAWorkingMainIsNudgedOnlyOnceIdle(t *testing.T) {
+	f := fleettest.New(t)
+	f.Register("main-a", "main")
+	f.Register("w-1", "w")
+	boxes := startNudger(t, f)
+	working := f.MustAppend(events.Event{Subject: "main-a", Data: events.AgentStatusChanged{Status: events.StatusWorking, Source: "hook"}})
+	if err := f.Views.WaitSeq(fleettest.Ctx(t), working.Seq); err != nil {
+		t.Fatal(err)
+	}
+	post(t, boxes, "main-a", "while you work")
+	post(t, boxes, "w-1", "a worker's role does not read by pull")
+	idle := f.MustAppend(events.Event{Subject: "main-a", Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}})
+	checkfor.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if all, _, _ := nudges(t, f, "main-a"); len(all) != 1 {
+			return fmt.Errorf("nudges = %d, want 1", len(all))
+		}
+		return nil
+	})
+	all, _, seqs := nudges(t, f, "main-a")
+	if seqs[all[0].ID] < idle.Seq {
+		t.Errorf("nudge queued at #%d, before the main was idle again at #%d", seqs[all[0].ID], idle.Seq)
+	}
+	if ws, _, _ := nudges(t, f, "w-1"); len(ws) != 0 {
+		t.Errorf("worker nudged: %+v", ws)
+	}
+}
