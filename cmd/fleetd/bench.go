@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
@@ -23,6 +24,11 @@ type BenchCmd struct {
 	Stages []string      `help:"Only these stages: micro, rebuild, scale, turns, fabric (default all)." placeholder:"STAGE"`
 	Claude string        `help:"Rows with the real Claude Code against the built-in fake API: auto (when claude is on PATH), on, off." default:"auto" enum:"auto,on,off"`
 	Think  time.Duration `name:"fan-out-think" help:"How long each fan-out agent works (T; default 2s, 1s with --quick)."`
+
+	Compare string  `help:"Compare with an earlier --json report: each row's change, regressions beyond --noise flagged." type:"existingfile" placeholder:"OLD.json"`
+	Against string  `help:"With --compare: compare with this --json report instead of running the bench." type:"existingfile" placeholder:"NEW.json"`
+	Noise   float64 `help:"With --compare: how much worse (a fraction) a row may get before it counts as a regression." default:"0.2"`
+	Strict  bool    `help:"With --compare: exit 3 when a row regressed."`
 
 	// Size "tiny" is for the command's own test; Stage and StageSync make
 	// a child run one stage.
@@ -55,6 +61,55 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Stage != "" {
 		return c.runStage(ctx, g)
 	}
+	if c.Against != "" || c.Compare != "" {
+		return c.compare(ctx)
+	}
+	_, err := c.run(ctx, os.Stdout)
+	return err
+}
+
+// compare runs the bench (or reads --against) and sets it beside
+// --compare's report.
+func (c *BenchCmd) compare(ctx context.Context) error {
+	if c.Compare == "" {
+		return fmt.Errorf("--against needs --compare OLD.json")
+	}
+	if c.Noise <= 0 {
+		return fmt.Errorf("--noise %v: want a fraction above 0 (0.2 is 20%%)", c.Noise)
+	}
+	before, err := bench.ReadReport(c.Compare)
+	if err != nil {
+		return err
+	}
+	now, runErr := bench.Report{}, error(nil)
+	if c.Against != "" {
+		if now, err = bench.ReadReport(c.Against); err != nil {
+			return err
+		}
+	} else {
+		// The run's own table (or JSON) first, as without --compare; the
+		// comparison after it, also when a stage failed (its rows say so).
+		if now, runErr = c.run(ctx, os.Stdout); now.Rows == nil {
+			return runErr
+		}
+		fmt.Println()
+	}
+	cs := bench.Compare(before, now, c.Noise)
+	out := os.Stdout
+	if c.JSON {
+		out = os.Stderr
+	}
+	if err := bench.PrintComparison(out, before, now, cs, c.Noise); err != nil {
+		return err
+	}
+	if n := bench.Regressions(cs); n > 0 && c.Strict {
+		return exitError{code: 3, err: fmt.Errorf("bench: %d rows regressed against %s", n, c.Compare)}
+	}
+	return runErr
+}
+
+// run runs the stages, prints the report to w and returns it.
+func (c *BenchCmd) run(ctx context.Context, w io.Writer) (bench.Report, error) {
 	plan := bench.Plan{Stages: c.Stages, Size: c.size()}
 	switch c.Sync {
 	case "on":
@@ -63,25 +118,25 @@ func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 		plan.Syncs = []bool{false}
 	}
 	if err := plan.Validate(); err != nil {
-		return err
+		return bench.Report{}, err
 	}
 	child, err := c.child(plan.Size)
 	if err != nil {
-		return err
+		return bench.Report{}, err
 	}
 	rep, failed := bench.RunAll(ctx, plan, child)
 	if c.JSON {
-		err = rep.JSON(os.Stdout)
+		err = rep.JSON(w)
 	} else {
-		err = rep.Print(os.Stdout)
+		err = rep.Print(w)
 	}
 	if err != nil {
-		return err
+		return rep, err
 	}
 	if failed != nil {
-		return exitError{code: 1, err: fmt.Errorf("bench: %w", failed)}
+		return rep, exitError{code: 1, err: fmt.Errorf("bench: %w", failed)}
 	}
-	return nil
+	return rep, nil
 }
 
 // child runs each stage in a fresh fleetd process (`fleetd bench

@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,5 +61,58 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	}
 	if rep.Machine.Cores == 0 || rep.Mode != "tiny" {
 		t.Errorf("report header: %+v, mode %q", rep.Machine, rep.Mode)
+	}
+	checkCompare(t, out, rep)
+}
+
+// checkCompare shows --compare on a real report: against itself nothing
+// regresses; against a copy whose RSS row tripled, that row does, and
+// --strict exits 3.
+func checkCompare(t *testing.T, raw []byte, rep bench.Report) {
+	t.Helper()
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(old, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	compare := func(against string) (string, int) {
+		cmd := exec.Command(fleetdBin, "bench", "--compare", old, "--against", against, "--strict")
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	if out, code := compare(old); code != 0 || !strings.Contains(out, "0 of ") {
+		t.Errorf("a report against itself: exit %d\n%s", code, out)
+	}
+	worse := rep
+	worse.Rows = slices.Clone(rep.Rows)
+	var name string
+	for i, r := range worse.Rows {
+		if strings.HasPrefix(r.Name, "memory: gateway RSS") && r.Sync && r.Status != bench.StatusSkip {
+			worse.Rows[i].P50 *= 3
+			name = r.Name
+		}
+	}
+	b, err := json.Marshal(worse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	against := filepath.Join(dir, "new.json")
+	if err := os.WriteFile(against, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := compare(against)
+	if code != 3 || !strings.Contains(out, "1 of ") {
+		t.Errorf("RSS tripled: exit %d, want 3 and one regression\n%s", code, out)
+	}
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(line, name) && strings.Contains(line, " on ") && !strings.Contains(line, bench.VerdictRegressed) {
+			t.Errorf("the tripled row is not flagged: %q", line)
+		}
 	}
 }
