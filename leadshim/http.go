@@ -22,7 +22,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /message", s.postMessage)
 	mux.HandleFunc("GET /message/{id}", s.getMessage)
-	mux.HandleFunc("GET /roster", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.cfg.Views.Roster()) })
+	mux.HandleFunc("GET /roster", s.getRoster)
 	mux.HandleFunc("GET /sessions", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.cfg.Views.Sessions()) })
 	mux.HandleFunc("GET /roles", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.roleStates()) })
 	mux.HandleFunc("GET /inbox/{agent}", s.getInbox)

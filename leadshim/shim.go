@@ -39,6 +39,8 @@ type Server struct {
 	readersDropped atomic.Uint64
 	fmu            sync.Mutex
 	followers      map[*events.Follower]struct{}
+
+	roster rosterCache
 }
 
 // Stats is the shim's own accounting of what it holds for its clients:
