@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -76,12 +77,96 @@ func (l Limits) check(ev Event) error {
 	if ev.Data == nil {
 		return nil
 	}
-	return l.walk(reflect.ValueOf(ev.Data), "data")
+	if e := l.walk(reflect.ValueOf(ev.Data)); e != nil {
+		return e.under("data")
+	}
+	return nil
 }
 
 var timeType = reflect.TypeFor[time.Time]()
 
-func (l Limits) walk(v reflect.Value, path string) error {
+// tooLarge is a field over its limit, its path built as the walk unwinds:
+// the path is only spelled out for the rare event that is refused, not
+// concatenated for every field of every event a reader decodes.
+type tooLarge struct {
+	path     string
+	n, limit int
+}
+
+func (e *tooLarge) Error() string {
+	return fmt.Sprintf("%s: %s is %d bytes, the limit is %d", ErrTooLarge, e.path, e.n, e.limit)
+}
+
+func (e *tooLarge) Unwrap() error { return ErrTooLarge }
+
+func (e *tooLarge) under(name string) *tooLarge {
+	if e.path == "" || strings.HasPrefix(e.path, "[") {
+		e.path = name + e.path
+	} else {
+		e.path = name + "." + e.path
+	}
+	return e
+}
+
+// field is one exported field of a struct that may hold strings, with its
+// JSON name and `limit` class.
+type field struct {
+	index int
+	name  string
+	class string
+}
+
+// plans caches each struct type's fields that may hold strings: a reader
+// checks every event it decodes, and looking struct tags up by reflection
+// per event was a third of decoding.
+var plans sync.Map // reflect.Type → []field
+
+func planOf(t reflect.Type) []field {
+	if p, ok := plans.Load(t); ok {
+		return p.([]field)
+	}
+	var fs []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() || !mayHoldString(f.Type, 0) {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		fs = append(fs, field{index: i, name: name, class: f.Tag.Get("limit")})
+	}
+	plans.Store(t, fs)
+	return fs
+}
+
+// mayHoldString reports whether the walk can find a string in a value of
+// t. Maps and interfaces are not walked (their values are bounded by the
+// message size only).
+func mayHoldString(t reflect.Type, depth int) bool {
+	if depth > 8 {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return mayHoldString(t.Elem(), depth+1)
+	case reflect.Struct:
+		if t == timeType {
+			return false
+		}
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && mayHoldString(f.Type, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (l Limits) walk(v reflect.Value) *tooLarge {
 	if v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			return nil
@@ -91,37 +176,28 @@ func (l Limits) walk(v reflect.Value, path string) error {
 	if v.Kind() != reflect.Struct || v.Type() == timeType {
 		return nil
 	}
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" {
-			name = f.Name
-		}
-		if err := l.value(v.Field(i), path+"."+name, l.limitOf(f.Tag.Get("limit"))); err != nil {
-			return err
+	for _, f := range planOf(v.Type()) {
+		if e := l.value(v.Field(f.index), l.limitOf(f.class)); e != nil {
+			return e.under(f.name)
 		}
 	}
 	return nil
 }
 
-func (l Limits) value(v reflect.Value, path string, limit int) error {
+func (l Limits) value(v reflect.Value, limit int) *tooLarge {
 	switch v.Kind() {
 	case reflect.String:
 		if n := v.Len(); n > limit {
-			return fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrTooLarge, path, n, limit)
+			return &tooLarge{n: n, limit: limit}
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			if err := l.value(v.Index(i), fmt.Sprintf("%s[%d]", path, i), limit); err != nil {
-				return err
+			if e := l.value(v.Index(i), limit); e != nil {
+				return e.under(fmt.Sprintf("[%d]", i))
 			}
 		}
 	case reflect.Struct, reflect.Pointer:
-		return l.walk(v, path)
+		return l.walk(v)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,6 +54,11 @@ func TestEventStringFieldsAreBoundedAtDecode(t *testing.T) {
 		{"an oversized correlation id", events.Event{Subject: "w1", CorrelationID: strings.Repeat("c", 257), Data: events.AgentExited{}}, false},
 		{"an oversized source", events.Event{Subject: "w1", Source: strings.Repeat("s", 257), Data: events.AgentExited{}}, false},
 	} {
+		wheres := map[string]string{
+			"a context selector over the line limit": "data.context[1] is 4097 bytes, the limit is 4096",
+			"a plan task id in a nested slice":       "data.tasks[0].id is 257 bytes, the limit is 256",
+			"a model name one byte over":             "data.model is 257 bytes",
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			raw := rawEvent(t, tc.ev)
 			subj, err := tc.ev.StreamSubject()
@@ -65,6 +71,9 @@ func TestEventStringFieldsAreBoundedAtDecode(t *testing.T) {
 			}
 			if !tc.ok && (!errors.Is(err, events.ErrTooLarge) || !errors.Is(err, events.ErrMalformed)) {
 				t.Fatalf("decode: %v, want ErrTooLarge and ErrMalformed", err)
+			}
+			if where := wheres[tc.name]; where != "" && !strings.Contains(fmt.Sprint(err), where) {
+				t.Errorf("decode: %v, want it to say %q", err, where)
 			}
 		})
 	}
