@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/fleetd/fleetd/bench"
 	"github.com/fleetd/fleetd/embeddednats/natstest"
@@ -54,4 +55,48 @@ func BenchmarkAppend(b *testing.B) {
 			b.Run("raw-atomic-batch", perEvent(bench.RawAtomicBatch(srv.JS), bench.BatchSize))
 		})
 	}
+}
+
+// BenchmarkDecode is the registry's decode of the events a turn writes
+// (queued, typed, submitted, replied, a status): what every reader,
+// and a projection rebuild most of all, pays per event.
+func BenchmarkDecode(b *testing.B) {
+	turn := []events.Event{
+		{Subject: "w1", Data: events.AgentQueued{From: "lead", Text: "write the tests for the router's cap"}},
+		{Subject: "w1", Data: events.AgentTyped{Pane: "w1:p2", Method: "agent.prompt", Bytes: 36, Delivery: "paste"}},
+		{Subject: "w1", Data: events.AgentSubmitted{PromptID: "958abe16-b493-490f-9656-a28c2986dd3e", Via: "hook"}},
+		{Subject: "w1", Data: events.AgentReplied{Reply: "done: 14 tests, all pass", Model: "claude-sonnet", Tokens: events.Tokens{In: 1800, Out: 420}, CostUSD: 0.0117}},
+		{Subject: "w1", Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}},
+	}
+	reg := events.NewRegistry()
+	type raw struct {
+		subject string
+		data    []byte
+	}
+	var msgs []raw
+	for i := range turn {
+		ev := turn[i]
+		ev.ID = events.NewULIDSource(time.Now)()
+		ev.Time = time.Now()
+		ev.Source = "fleetd/h1/herdr"
+		ev.CorrelationID = ev.ID
+		subj, err := ev.StreamSubject()
+		if err != nil {
+			b.Fatal(err)
+		}
+		data, err := ev.MarshalJSON()
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs = append(msgs, raw{subj, data})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, m := range msgs {
+			if _, err := reg.Decode(m.subject, m.data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(len(msgs)*b.N)/b.Elapsed().Seconds(), "events/s")
 }

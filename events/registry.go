@@ -1,7 +1,6 @@
 package events
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -35,8 +34,7 @@ func Register[T Data](r *Registry) {
 	var zero T
 	r.decoders[zero.EventType()] = func(raw json.RawMessage) (Data, error) {
 		var v T
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		if err := dec.Decode(&v); err != nil {
+		if err := json.Unmarshal(raw, &v); err != nil {
 			return nil, err
 		}
 		if val, ok := any(v).(validator); ok {
