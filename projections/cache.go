@@ -21,20 +21,23 @@ func newTurnCache(size int) *turnCache {
 	return &turnCache{size: size, order: list.New(), index: map[string]*list.Element{}}
 }
 
-func (c *turnCache) add(t lifecycle.Turn) {
+// add caches t and returns the id of the turn it pushed out, if any.
+func (c *turnCache) add(t lifecycle.Turn) (evicted string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.index[t.ID]; ok {
 		e.Value = t
 		c.order.MoveToFront(e)
-		return
+		return ""
 	}
 	c.index[t.ID] = c.order.PushFront(t)
 	for c.order.Len() > c.size {
 		last := c.order.Back()
 		c.order.Remove(last)
-		delete(c.index, last.Value.(lifecycle.Turn).ID)
+		evicted = last.Value.(lifecycle.Turn).ID
+		delete(c.index, evicted)
 	}
+	return evicted
 }
 
 func (c *turnCache) get(id string) (lifecycle.Turn, bool) {

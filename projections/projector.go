@@ -118,6 +118,11 @@ type materializer struct {
 	stream  time.Time
 	trimmed uint64 // the first sequence of a gap already reported
 	wfail   writeTrouble
+	// evicted, while a rebuild folds into emptied buckets, holds the turns
+	// pushed out of the cache: the only ones the turns bucket can hold
+	// that memory does not. nil otherwise (then every turn memory lacks
+	// is looked up).
+	evicted map[string]struct{}
 
 	// Read by Horizon outside the fold loop.
 	streamAt atomic.Int64 // stream, in Unix nanoseconds
@@ -549,7 +554,10 @@ func (m *materializer) Rebuild(ctx context.Context) error {
 	if err := m.open(ctx); err != nil {
 		return err
 	}
-	if err := m.catchUp(ctx); err != nil {
+	m.evicted = map[string]struct{}{}
+	err = m.catchUp(ctx)
+	m.evicted = nil
+	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	}
 	m.markReady()

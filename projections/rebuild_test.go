@@ -214,3 +214,38 @@ func TestRestartResumesFromCheckpoint(t *testing.T) {
 func kvEqual(a, b projections.Agent) bool {
 	return fmt.Sprint(normalize(a)) == fmt.Sprint(normalize(b))
 }
+
+// A rebuild into emptied buckets reads the turns bucket only for turns it
+// pushed out of its cache. A queued event re-appended after its turn
+// ended, was pushed out and written (later batches, a flush between),
+// must still not open the turn again.
+func TestRebuildKeepsAnEvictedTurnEndedWhenItsQueuedIsReappended(t *testing.T) {
+	e := newEnv(t)
+	ids := events.NewULIDSource(time.Now)
+	e.append(t, reg("w1", "h1", ""))
+	var first string
+	for i := range 600 { // 1,200 events: three read batches
+		id := ids()
+		if i == 0 {
+			first = id
+		}
+		e.append(t, queued("w1", id, fmt.Sprint("t", i)))
+		e.append(t, events.Event{Subject: "w1", CorrelationID: id, Time: at(3), Data: events.AgentFailed{Reason: events.ReasonCancelled}})
+	}
+	last := republish(t, e, queued("w1", first, "t0"))
+
+	p := projections.New(e.log, e.js, projections.Options{BucketPrefix: "rb2_", TurnCacheSize: 2, CheckpointEvery: 100})
+	t.Cleanup(func() { p.Close() })
+	if err := p.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p.Applied() < last {
+		t.Fatalf("rebuilt to #%d, want #%d", p.Applied(), last)
+	}
+	if tu, ok, err := p.Turn(context.Background(), first); err != nil || !ok || tu.State != lifecycle.StateFailed {
+		t.Fatalf("turn %s after the rebuild: %+v %v %v; want failed", first, tu, ok, err)
+	}
+	if a, _ := p.Agent("w1"); a.QueueDepth != 0 {
+		t.Errorf("queue depth %d after the rebuild, want 0", a.QueueDepth)
+	}
+}
