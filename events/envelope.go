@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -105,7 +107,7 @@ func marshal(v any) ([]byte, error) {
 // (ErrMalformed and ErrTooLarge): it is never folded into a read model.
 func (r *Registry) Decode(subject string, raw []byte) (Event, error) {
 	var env envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
+	if err := jsonv2.Unmarshal(raw, &env, jsonv1.DefaultOptionsV1()); err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if env.SpecVersion != SpecVersion {

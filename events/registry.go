@@ -3,6 +3,8 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // Registry knows how to decode each event type's data. It is a value built
@@ -34,7 +36,7 @@ func Register[T Data](r *Registry) {
 	var zero T
 	r.decoders[zero.EventType()] = func(raw json.RawMessage) (Data, error) {
 		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
+		if err := jsonv2.Unmarshal(raw, &v, jsonv1.DefaultOptionsV1()); err != nil {
 			return nil, err
 		}
 		if val, ok := any(v).(validator); ok {
