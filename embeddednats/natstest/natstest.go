@@ -136,7 +136,33 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 	for i, srv := range servers {
 		out[i] = connect(tb, srv, clientOpts)
 	}
+	waitPlacement(tb, out[0].JS, n)
 	return out
+}
+
+// waitPlacement waits until the cluster can place a stream on all n
+// servers: a meta leader is elected before every peer is known online,
+// and on a loaded machine the first R3 stream a test creates then failed
+// with "no suitable peers for placement".
+func waitPlacement(tb testing.TB, js jetstream.JetStream, n int) {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "NATSTEST_PLACEMENT", Subjects: []string{"natstest.placement"},
+			Replicas: n, Storage: jetstream.MemoryStorage})
+		if err == nil {
+			err = js.DeleteStream(ctx, "NATSTEST_PLACEMENT")
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("natstest cluster: no stream placed on all %d servers within 60s: %v", n, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // FreePorts returns n distinct free TCP ports on loopback.
