@@ -123,6 +123,8 @@ type materializer struct {
 	// that memory does not. nil otherwise (then every turn memory lacks
 	// is looked up).
 	evicted map[string]struct{}
+	// bulk: the fold is catching up (see bulkSpread).
+	bulk bool
 
 	// Read by Horizon outside the fold loop.
 	streamAt atomic.Int64 // stream, in Unix nanoseconds
@@ -400,6 +402,8 @@ func (m *materializer) setStream(t time.Time) {
 // catchUp folds what the log holds now, past the applied position, and
 // writes it all.
 func (m *materializer) catchUp(ctx context.Context) error {
+	m.bulk = true
+	defer func() { m.bulk = false }()
 	batch := make([]events.Event, 0, batchSize)
 	for ev, err := range m.log.Read(ctx, events.Query{FromSeq: m.Applied() + 1, ToSeq: m.o.UpTo, Skips: true}) {
 		if err != nil {
@@ -477,10 +481,25 @@ func (m *materializer) follow(ctx context.Context) error {
 
 // maybeFlush writes once enough has changed; the ticker covers the rest.
 func (m *materializer) maybeFlush(ctx context.Context) error {
-	if m.dirty.len() < batchSize && m.sinceCkpt < m.o.CheckpointEvery {
+	if m.dirty.len() < batchSize*m.spread() && m.sinceCkpt < m.o.CheckpointEvery*m.spread() {
 		return nil
 	}
 	return m.flush(ctx, false)
+}
+
+// bulkSpread is how much further apart writes and checkpoints are while
+// the fold catches up (a rebuild, a start behind the log): the dirty set
+// coalesces more (an agent's row changes with every event, a turn with
+// each step) and each write batch and checkpoint is amortised over more
+// events, while nobody waits for the views to be current yet.
+const bulkSpread = 8
+
+// spread is the factor on write and checkpoint thresholds now.
+func (m *materializer) spread() int {
+	if m.bulk {
+		return bulkSpread
+	}
+	return 1
 }
 
 // writeTrouble spaces out view writes while they fail (a full store

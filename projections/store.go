@@ -228,7 +228,7 @@ func (m *materializer) flush(ctx context.Context, force bool) error {
 	if err := m.write(ctx, puts); err != nil {
 		return err
 	}
-	due := m.sinceCkpt >= m.o.CheckpointEvery || time.Since(m.ckptAt) >= m.o.CheckpointInterval
+	due := m.sinceCkpt >= m.o.CheckpointEvery*m.spread() || time.Since(m.ckptAt) >= m.o.CheckpointInterval
 	if (m.Applied() == m.ckptSeq && !m.ckptStale) || (!force && !due) {
 		return nil
 	}
