@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -151,11 +152,7 @@ func (m *materializer) prefetch(ctx context.Context, evs []events.Event, b *batc
 		if _, ok := m.cache.get(id); ok {
 			continue
 		}
-		if _, out := m.evicted[id]; m.evicted != nil && !out {
-			// A rebuild into emptied buckets: a turn the fold never
-			// pushed out of its cache was never written, so there is
-			// nothing to read. (A KV read per new turn was a sixth of a
-			// rebuild.)
+		if !m.mayBeOnlyInKV(id) {
 			continue
 		}
 		want[id] = true
@@ -193,6 +190,44 @@ func (m *materializer) prefetch(ctx context.Context, evs []events.Event, b *batc
 		}
 	}
 	return nil
+}
+
+// unknownAfter is how far past the projector's birth a turn id's time must
+// be for the turns bucket not to hold it from before: a margin for the
+// clocks of the hosts that mint ids.
+const unknownAfter = time.Minute
+
+// pushedOut notes a turn the cache let go of: from now on the turns
+// bucket is the only place that knows it.
+func (m *materializer) pushedOut(id string) {
+	if m.evicted != nil {
+		m.evicted[id] = struct{}{}
+	}
+	if u, err := ulid.ParseStrict(id); err == nil {
+		m.evictedNewest = max(m.evictedNewest, u.Time())
+	}
+}
+
+// mayBeOnlyInKV reports whether turn id, which memory does not hold, may
+// still be in the turns bucket — the KV read a queued event costs to
+// learn whether its turn ended long ago. It cannot be when
+//   - a rebuild folds into emptied buckets and never pushed id out of
+//     its cache (a KV read per new turn was a sixth of a rebuild), or
+//   - id is a ULID minted after the projector was born (with a margin
+//     for clocks) and after every turn it pushed out: no earlier run
+//     wrote it, and this one would remember it. That keeps the read off
+//     a live turn's path from the lead to the pane.
+func (m *materializer) mayBeOnlyInKV(id string) bool {
+	if m.evicted != nil {
+		_, out := m.evicted[id]
+		return out
+	}
+	u, err := ulid.ParseStrict(id)
+	if err != nil {
+		return true
+	}
+	after := uint64(m.born.Add(unknownAfter).UnixMilli())
+	return u.Time() <= max(after, m.evictedNewest)
 }
 
 // prefetchers bounds concurrent KV reads of one fold step.
@@ -459,8 +494,8 @@ func (m *materializer) turnEvent(ev events.Event, b *batch) (lifecycle.Turn, boo
 	m.dirty.turns[t.ID] = t
 	b.changes = append(b.changes, Change{Kind: KindTurn, Key: t.ID, Seq: b.seq})
 	if t.State.Final() {
-		if out := m.cache.add(t); out != "" && m.evicted != nil {
-			m.evicted[out] = struct{}{}
+		if out := m.cache.add(t); out != "" {
+			m.pushedOut(out)
 		}
 		book.Forget(t.ID)
 	}

@@ -125,6 +125,13 @@ type materializer struct {
 	evicted map[string]struct{}
 	// bulk: the fold is catching up (see bulkSpread).
 	bulk bool
+	// born is when the projector was made, and evictedNewest the newest
+	// id time (Unix ms) of a turn pushed out of the cache: a turn whose
+	// ULID is younger than both (by unknownAfter) cannot be in the turns
+	// bucket unless memory holds it, so a new turn is folded without a
+	// KV read (see knownOnlyInKV).
+	born          time.Time
+	evictedNewest uint64
 
 	// Read by Horizon outside the fold loop.
 	streamAt atomic.Int64 // stream, in Unix nanoseconds
@@ -172,6 +179,7 @@ func New(log events.Log, js jetstream.JetStream, o Options) Projector {
 		subs:        map[chan Change]struct{}{},
 		ready:       make(chan struct{}),
 		stopCtx:     stopCtx, stopCancel: stopCancel,
+		born:        o.Now(),
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -393,5 +395,43 @@ func TestTheRosterShowsEachAgentsWorktree(t *testing.T) {
 	waitSeq(t, p, ack.Seq)
 	if a, _ := p.Agent("w1"); a.Worktree != wt || a.Exited {
 		t.Errorf("registered again: %+v, want %+v", a.Worktree, wt)
+	}
+}
+
+// A live fold reads the turns bucket for a queued event only when its
+// turn may be there without memory knowing it; ids minted well after the
+// projector was born are not read — unless a turn at least as young was
+// pushed out of the cache, which is what a re-appended queued event of
+// such a turn needs.
+func TestYoungTurnsPushedOutOfMemoryStillStayEnded(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{TurnCacheSize: 2, FlushInterval: 10 * time.Millisecond}))
+	// Ids minted ten minutes ahead: younger than the projector by far.
+	future := time.Now().Add(10 * time.Minute)
+	e.append(t, reg("w1", "h1", ""))
+	var turns []string
+	var last uint64
+	for i := range 6 {
+		id := ulid.MustNew(ulid.Timestamp(future.Add(time.Duration(i)*time.Millisecond)), ulid.DefaultEntropy()).String()
+		turns = append(turns, id)
+		e.append(t, queued("w1", id, fmt.Sprint("t", i)))
+		last = e.append(t, events.Event{Subject: "w1", CorrelationID: id, Time: at(3), Data: events.AgentFailed{Reason: events.ReasonCancelled}}).Seq
+	}
+	waitSeq(t, p, last)
+	checkfor.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
+		for _, id := range turns {
+			if tu, ok, err := p.Turn(context.Background(), id); err != nil || !ok || tu.State != lifecycle.StateFailed {
+				return fmt.Errorf("turn %s: %+v %v %v", id, tu, ok, err)
+			}
+		}
+		return nil
+	})
+	last = republish(t, e, queued("w1", turns[0], "t0"))
+	waitSeq(t, p, last)
+	if tu, _, _ := p.Turn(context.Background(), turns[0]); tu.State != lifecycle.StateFailed {
+		t.Fatalf("a re-appended queued reopened a young turn pushed out of memory: %s", tu.State)
+	}
+	if a, _ := p.Agent("w1"); a.QueueDepth != 0 {
+		t.Fatalf("queue depth %d, want 0", a.QueueDepth)
 	}
 }
