@@ -179,7 +179,7 @@ func New(log events.Log, js jetstream.JetStream, o Options) Projector {
 		subs:        map[chan Change]struct{}{},
 		ready:       make(chan struct{}),
 		stopCtx:     stopCtx, stopCancel: stopCancel,
-		born:        o.Now(),
+		born: o.Now(),
 	}
 }
 
