@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/samber/lo"
@@ -93,7 +94,8 @@ func (s stage) rebuild(ctx context.Context) ([]Row, error) {
 	if n, err = StartNATS(ctx, dir, s.Sync); err != nil {
 		return nil, err
 	}
-	defer n.Close()
+	closeNATS := sync.OnceFunc(n.Close)
+	defer closeNATS()
 	if _, _, err := RawRead(ctx, n.JS); err != nil { // warm the server's block cache for both readers alike
 		return nil, err
 	}
@@ -128,7 +130,49 @@ func (s stage) rebuild(ctx context.Context) ([]Row, error) {
 	dec := Row{Name: "rebuild: events.Log.Read (decode, no fold)", N: count, Unit: UnitPerSec, P50: perSec(decD),
 		Base: perSec(rawD), BaseName: "raw ordered read", Status: StatusNone}
 	dec.Ratio()
-	return []Row{reb, dec}, nil
+	closeNATS() // the gateways below open the same store
+	starts, err := s.restarts(ctx, dir, count)
+	if err != nil {
+		return nil, err
+	}
+	return append([]Row{reb, dec}, starts...), nil
+}
+
+// restarts starts a gateway twice on the filled store and measures how
+// long each start takes until it serves with its views current: the
+// first folds the whole log (no checkpoint yet), the second — `fleetd up`
+// after a stop — restores the views from their checkpoint and folds only
+// what came after it.
+func (s stage) restarts(ctx context.Context, dir string, count int) ([]Row, error) {
+	start := func() (time.Duration, error) {
+		gw := gateway.New(gateway.Config{
+			Version: s.Version,
+			Host:    "bench", NATS: embeddednats.Config{DataDir: dir, ServerName: "bench", SyncAlways: s.Sync},
+			HTTP: "127.0.0.1:0", NoHerdr: true, Heartbeat: 5 * time.Second, Logger: s.Logger,
+		})
+		began := time.Now()
+		if err := gw.Start(ctx); err != nil {
+			return 0, fmt.Errorf("restart: %w", err)
+		}
+		took := time.Since(began)
+		return took, gw.Close()
+	}
+	cold, err := start()
+	if err != nil {
+		return nil, err
+	}
+	s.progress("first start on %d events in %s", count, cold.Round(time.Millisecond))
+	warm, err := start()
+	if err != nil {
+		return nil, err
+	}
+	s.progress("restart on %d events in %s", count, warm.Round(time.Millisecond))
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	restart := Row{Name: "restart: fleetd up ready on the log, from its checkpoint", N: count, Unit: UnitMs, P50: ms(warm),
+		Target: "≤ 2s", Note: fmt.Sprintf("a gateway (no herdr) stopped and started again on %d events: NATS, provisioning, the views restored and current", count)}
+	restart.Check(warm <= 2*time.Second)
+	first := Row{Name: "restart: first start on the log (views folded from scratch)", N: count, Unit: UnitMs, P50: ms(cold), Status: StatusNone}
+	return []Row{restart, first}, nil
 }
 
 // benchGateway starts a gateway with no herdr on a fresh store: the log,

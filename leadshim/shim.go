@@ -151,7 +151,8 @@ func (s *Server) Run(ctx context.Context) error {
 		for runCtx.Err() == nil {
 			began := time.Now()
 			err := s.countOutcomes(runCtx)
-			if err == nil {
+			if err == nil || runCtx.Err() != nil {
+				// Stopping is not a failure to report.
 				continue
 			}
 			if time.Since(began) > time.Minute {
