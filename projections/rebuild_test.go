@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/projections/projectionstest"
@@ -247,5 +249,43 @@ func TestRebuildKeepsAnEvictedTurnEndedWhenItsQueuedIsReappended(t *testing.T) {
 	}
 	if a, _ := p.Agent("w1"); a.QueueDepth != 0 {
 		t.Errorf("queue depth %d after the rebuild, want 0", a.QueueDepth)
+	}
+}
+
+// A catch-up's flush can hold more writes than nats.go lets a publisher
+// have in flight (4,000 async publishes by default); they go out in
+// windows, and a rebuild of 6,000 turns on a store that syncs every write
+// (so acks are slow and would pile up) writes every one.
+func TestARebuildWritesMoreViewsThanOnePublisherMayHaveInFlight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("appends 12,000 events")
+	}
+	srv, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/projections"}, natstest.WithSyncAlways())
+	ctx := context.Background()
+	ids := events.NewULIDSource(time.Now)
+	batch := []events.Event{reg("w1", "h1", "")}
+	var turns []string
+	for i := range 6000 {
+		id := ids()
+		turns = append(turns, id)
+		batch = append(batch, queued("w1", id, fmt.Sprint("t", i)),
+			events.Event{Subject: "w1", CorrelationID: id, Time: at(3), Data: events.AgentFailed{Reason: events.ReasonCancelled}})
+	}
+	for len(batch) > 0 {
+		n := min(len(batch), events.MaxBatch)
+		if _, err := log.AppendBatch(ctx, batch[:n]); err != nil {
+			t.Fatal(err)
+		}
+		batch = batch[n:]
+	}
+	p := projections.New(log, srv.JS, projections.Options{BucketPrefix: "big_", TurnCacheSize: 10})
+	t.Cleanup(func() { p.Close() })
+	if err := p.Rebuild(ctx); err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	for _, id := range []string{turns[0], turns[2999], turns[5999]} {
+		if tu, ok, err := p.Turn(ctx, id); err != nil || !ok || tu.State != lifecycle.StateFailed {
+			t.Errorf("turn %s after the rebuild: %+v %v %v; want failed, from KV", id, tu, ok, err)
+		}
 	}
 }

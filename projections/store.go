@@ -283,8 +283,31 @@ func (m *materializer) write(ctx context.Context, puts []put) error {
 	if len(puts) == 0 {
 		return nil
 	}
+	total := len(puts)
 	ctx, cancel := withTimeout(ctx, m.o.Timeout)
 	defer cancel()
+	var errs []error
+	// In windows: nats.go stalls an async publish beyond its pending
+	// limit (4,000 by default), and a catch-up's flush can be larger.
+	for len(puts) > 0 {
+		n := min(len(puts), maxWritesInFlight)
+		errs = append(errs, m.writeWindow(ctx, puts[:n])...)
+		puts = puts[n:]
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return fmt.Errorf("%d of %d view writes failed, the first: %w", len(errs), total, errs[0])
+}
+
+// maxWritesInFlight bounds the view writes in flight at once.
+const maxWritesInFlight = 1024
+
+// writeWindow publishes puts asynchronously and waits for every ack.
+func (m *materializer) writeWindow(ctx context.Context, puts []put) []error {
 	futures := make([]jetstream.PubAckFuture, len(puts))
 	var errs []error
 	for i, p := range puts {
@@ -315,13 +338,7 @@ func (m *materializer) write(ctx context.Context, puts []put) error {
 			puts[i].retry()
 		}
 	}
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
-		return errs[0]
-	}
-	return fmt.Errorf("%d of %d view writes failed, the first: %w", len(errs), len(puts), errs[0])
+	return errs
 }
 
 // snapshot is the whole fold state as of Seq: what a checkpoint stores so
