@@ -91,6 +91,19 @@ func LogAppendBatch(log events.Log) Op {
 	}
 }
 
+// LogAppendMany is events.Log.AppendMany: one op is BatchSize events
+// published asynchronously, not atomically, each waiting for its ack.
+func LogAppendMany(log events.Log) Op {
+	batch := make([]events.Event, BatchSize)
+	return func(ctx context.Context, i int) error {
+		for k := range batch {
+			batch[k] = status((i-1)*BatchSize + k + 1)
+		}
+		_, err := log.AppendMany(ctx, batch)
+		return err
+	}
+}
+
 // RawPublishAsync is BatchSize js.PublishMsgAsync calls and the wait for
 // all their acks per op: the floor under LogAppendBatch.
 func RawPublishAsync(js jetstream.JetStream) Op {

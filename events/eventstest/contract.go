@@ -31,6 +31,7 @@ func TestLog(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("reads filter by subject and start point", func(t *testing.T) { testFilters(t, newHarness(t)) })
 	t.Run("follow delivers history then live events", func(t *testing.T) { testFollow(t, newHarness(t)) })
 	t.Run("a batch is stored whole and in order", func(t *testing.T) { testBatch(t, newHarness(t)) })
+	t.Run("many are stored in order, once, or none when one is invalid", func(t *testing.T) { testMany(t, newHarness(t)) })
 	t.Run("invalid tokens are refused before anything is stored", func(t *testing.T) { testInvalid(t, newHarness(t)) })
 }
 
@@ -332,6 +333,46 @@ func testBatch(t *testing.T, h Harness) {
 	}
 	if got := ReadAll(t, h.Log, events.Query{Subjects: []string{"fleet.agent.bat.>"}}); len(got) != 5 {
 		t.Errorf("after retry: %d events, want 5", len(got))
+	}
+}
+
+func testMany(t *testing.T, h Harness) {
+	// More than one window of async publishes.
+	var many []events.Event
+	for i := range 2500 {
+		many = append(many, events.Event{Subject: "many", Data: events.AgentQueued{Text: fmt.Sprint(i)}})
+	}
+	acks, err := h.Log.AppendMany(ctx(t), many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ReadAll(t, h.Log, events.Query{Subjects: []string{"fleet.agent.many.>"}})
+	if len(got) != len(many) || len(acks) != len(many) {
+		t.Fatalf("stored %d, acked %d; want %d", len(got), len(acks), len(many))
+	}
+	for i, ev := range got {
+		if ev.Data.(events.AgentQueued).Text != fmt.Sprint(i) || ev.Seq != acks[i].Seq || ev.ID != acks[i].ID {
+			t.Fatalf("event %d: %+v, ack %+v", i, ev, acks[i])
+		}
+	}
+	// Called again with the same ids, it stores nothing more.
+	for i := range many {
+		many[i].ID = acks[i].ID
+	}
+	again, err := h.Log.AppendMany(ctx(t), many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again[0].Duplicate || !again[len(again)-1].Duplicate {
+		t.Errorf("a repeated call's acks are not duplicates: %+v … %+v", again[0], again[len(again)-1])
+	}
+	// One invalid event: nothing of the call is stored.
+	bad := []events.Event{{Subject: "many2", Data: events.AgentQueued{Text: "ok"}}, {Subject: "Bad Agent", Data: events.AgentQueued{Text: "x"}}}
+	if _, err := h.Log.AppendMany(ctx(t), bad); err == nil {
+		t.Error("a call with an invalid event succeeded")
+	}
+	if got := ReadAll(t, h.Log, events.Query{Subjects: []string{"fleet.agent.>"}}); len(got) != len(many) {
+		t.Errorf("after the refused call: %d events, want %d", len(got), len(many))
 	}
 }
 
