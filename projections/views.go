@@ -137,4 +137,7 @@ type Views interface {
 	WaitSeq(ctx context.Context, seq uint64) error
 	// Applied is the last stream sequence folded.
 	Applied() uint64
+	// Usage is an agent's (kind KindAgent) or a role's (KindRole) model
+	// usage in rolling windows, for budgets; empty when it has none.
+	Usage(kind, id string) Usage
 }
