@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"simagent":                          {"events", "claudehook", "herdrbridge/herdrapi", "lifecycle", "natsauth", "inbox", "projections", "worktree"},
 	"turns":                             {"events", "lifecycle"},
 	"router":                            {"events", "lifecycle", "projections", "roles", "turns"},
+	"budget":                            {"events", "lifecycle", "projections", "roles"},
 	"retention":                         {"events", "lifecycle", "projections"},
 	"jobs":                              {"events"},
 	"inbox":                             {"events", "lifecycle"},
