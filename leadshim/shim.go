@@ -94,7 +94,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, source: "fleetd/" + cfg.Host + "/shim", stopping: context.Background(), followers: map[*events.Follower]struct{}{}}
-	s.metrics = newMetrics(cfg.Views, s.Stats)
+	s.metrics = newMetrics(cfg.Views, s.Stats, s.degraded)
 	if err := registerAll(s.metrics.reg, cfg.Collectors); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", ErrConfig, err)
 	}
