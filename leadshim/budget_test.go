@@ -16,6 +16,7 @@ import (
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/router"
 )
 
 // clock is a settable clock.
@@ -211,5 +212,40 @@ func TestHealthIsDegradedWhileAgentsAreDeadOrOutOfBudget(t *testing.T) {
 	clk.set(time.Now().Add(2 * time.Hour))
 	if h := health(); h.Status != "degraded" || len(h.Reasons) != 1 || !strings.Contains(h.Reasons[0], "w2 needs attention") {
 		t.Errorf("two hours later: %+v", h)
+	}
+}
+
+// A role with budget_queue: a turn sent while the role is out of budget
+// is taken (202) and waits at the head of the role's queue — the router
+// assigns it to no agent — until the budget frees; then it is answered.
+func TestARoleTurnWaitsInTheQueueUntilTheBudgetFrees(t *testing.T) {
+	f := fleettest.New(t)
+	f.Register("q1", "q")
+	f.RunAgents(0)
+	clk := &clock{t: time.Now()}
+	rolesJSON := `{"roles": {"q": {"budget": {"tokens_per_hour": 10}, "budget_queue": true}}}`
+	rc := mustRoles(t, rolesJSON)
+	rt, err := router.New(router.Config{Log: f.Log, JS: f.NATS.JS, Views: f.Views, Roles: rc, Host: "h1", Poll: 100 * time.Millisecond,
+		Budgets: &budget.Checker{Roles: rc, Views: f.Views, Now: clk.now}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleettest.Run(t, "router run", rt.Run)
+	base := budgetShim(t, f, rolesJSON, clk)
+
+	if status, _, body := postFull(t, base, `{"to":"role:q","text":"hello"}`); status != http.StatusOK { // 12 of 10 tokens
+		t.Fatalf("first turn: %d %s", status, body)
+	}
+	id := postAsync(t, base, `{"to":"role:q","text":"held","wait":false}`).ID
+	// The long-poll ends with the turn still queued and on no agent: the
+	// agent is idle, but the role is out of budget.
+	status, body := fleettest.Do(t, http.MethodGet, base+"/message/"+id+"?wait=1s", "")
+	if env := mustJSON[leadshim.Envelope](t, body); status != http.StatusOK || env.Status != "queued" || env.Agent != "" {
+		t.Fatalf("while out of budget: %d %s, want queued on no agent", status, body)
+	}
+	clk.set(clk.now().Add(time.Hour + 5*time.Minute))
+	status, body = fleettest.Do(t, http.MethodGet, base+"/message/"+id+"?wait=20s", "")
+	if env := mustJSON[leadshim.Envelope](t, body); status != http.StatusOK || env.Status != "replied" || env.Agent != "q1" {
+		t.Fatalf("once the budget freed: %d %s, want replied by q1", status, body)
 	}
 }
