@@ -44,13 +44,13 @@ var allowed = map[string][]string{
 	"natsauth":                          {"events", "lifecycle", "projections", "inbox"},
 	"fakeapi":                           {},
 	"worktree":                          {},
-	"bench": {"jobs", "turns", "demo", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",
+	"bench": {"budget", "jobs", "turns", "demo", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",
 		"dashboard", "herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "natsauth", "inbox", "nudge", "retention", "fakeapi", "worktree"},
-	"gateway": {"jobs", "turns", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
+	"gateway": {"budget", "jobs", "turns", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
 		"claudehook", "natsauth", "inbox", "nudge", "retention", "worktree"},
 	"mcpserver": {"jobs", "turns", "events", "lifecycle", "projections", "roles", "leadshim", "inbox"},
 	"leadkit":   {"jobs", "turns", "events", "lifecycle", "projections", "roles", "orchestrator", "leadshim", "inbox"},
-	"demo": {"jobs", "turns", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
+	"demo": {"budget", "jobs", "turns", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
 		"claudehook", "natsauth", "inbox", "nudge", "retention", "herdrbridge/herdrtest", "fakeapi", "worktree"},
 	"cmd/fleetd":   nil, // cmd wires everything
 	"cmd/dashshot": {},  // runs the fleetd binary; imports no fleetd package
