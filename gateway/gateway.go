@@ -227,7 +227,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	}
 	g.httpAddr = ln.Addr().String()
 	g.herdrMetrics = herdrbridge.NewMetrics()
-	g.Dashboard, err = dashboard.New(dashboard.Config{Log: g.Log, Fleet: g.Views, Host: host, Version: g.cfg.Version, Logger: g.log})
+	g.Dashboard, err = dashboard.New(dashboard.Config{Log: g.Log, Fleet: g.Views, Budgets: budgets, Host: host, Version: g.cfg.Version, Logger: g.log})
 	if err != nil {
 		ln.Close()
 		return err
