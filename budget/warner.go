@@ -123,19 +123,18 @@ func (w *Warner) warn(ctx context.Context, ss []Standing, cat events.Category, i
 	now := w.Checker.now()
 	var errs []error
 	for _, s := range ss {
-		p := due(s, now)
-		if p == 0 {
+		if due(s, now) == 0 {
 			continue
 		}
-		errs = append(errs, w.append(ctx, s, p, cat, id, now))
+		errs = append(errs, w.append(ctx, s, cat, id, now))
 	}
 	return errors.Join(errs...)
 }
 
-// append writes one warning unless another host did first: it reads the
-// subject's last sequence, lets the views fold up to it and looks again,
-// then appends expecting that sequence.
-func (w *Warner) append(ctx context.Context, s Standing, percent int, cat events.Category, id string, now time.Time) error {
+// append writes the warning due for s unless another host did first: it
+// reads the subject's last sequence, lets the views fold up to it and
+// looks again, then appends expecting that sequence.
+func (w *Warner) append(ctx context.Context, s Standing, cat events.Category, id string, now time.Time) error {
 	subject, err := events.Subject(cat, id, "budget_warning")
 	if err != nil {
 		return err
@@ -153,7 +152,8 @@ func (w *Warner) append(ctx context.Context, s Standing, percent int, cat events
 	}
 	s.Usage = w.Checker.Views.Usage(kind, id)
 	s.Used = s.Usage.In(s.Limit.Window, now).Of(s.Limit.USD)
-	if percent = due(s, now); percent == 0 {
+	percent := due(s, now)
+	if percent == 0 {
 		return nil
 	}
 	below := WarnAt * s.Limit.Max
