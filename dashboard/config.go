@@ -19,6 +19,13 @@ type Fleet interface {
 	Subscribe() (changes <-chan projections.Change, cancel func())
 }
 
+// Budgets is what the dashboard asks of package budget.
+type Budgets interface {
+	// Agent is how the agent stands against its budgets; nil when under
+	// 80% of every limit.
+	Agent(a projections.Agent) *projections.BudgetState
+}
+
 // Config is what a dashboard runs with. The zero value of every field but
 // Log and Fleet has a default (setDefaults).
 type Config struct {
@@ -30,6 +37,10 @@ type Config struct {
 	Logger  *slog.Logger
 	// Now is the clock of live views' ages; default time.Now.
 	Now func() time.Time
+	// Budgets, when set, says which agents are at 80% or more of a
+	// budget (package budget's Checker), shown in the live fleet view.
+	// The past is shown without: budgets are judged against the clock.
+	Budgets Budgets
 
 	// MaxStreams bounds the live streams open at once (one per open
 	// page); one more is 429. Default 32.

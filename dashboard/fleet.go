@@ -106,6 +106,9 @@ func (s *Server) fleetModel(ctx context.Context, src source) fleetModel {
 	}
 	roles := map[[2]string]*roleGroup{}
 	for _, a := range src.views.Roster() {
+		if src.seq == 0 && s.cfg.Budgets != nil {
+			a.Budget = s.cfg.Budgets.Agent(a)
+		}
 		row := agentRow{Agent: a, State: AgentState(a), ModelShown: a.Model}
 		if row.ModelShown == "" {
 			row.ModelShown = models[a.Session]

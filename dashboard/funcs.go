@@ -32,6 +32,7 @@ func (s *Server) funcs() template.FuncMap {
 		},
 		"short": short,
 		"label": stateLabel,
+		"pct":   func(used, limit float64) float64 { return 100 * used / limit },
 		"state": AgentState,
 		"join":  strings.Join,
 		"bytes": byteSize,

@@ -80,6 +80,10 @@ func Describe(ev Event) string {
 		if d.Turn != "" {
 			fmt.Fprintf(&b, " turn=%s %s", d.Turn, d.Status)
 		}
+	case AgentBudgetWarning:
+		describeBudget(&b, d.BudgetWarning)
+	case RoleBudgetWarning:
+		describeBudget(&b, d.BudgetWarning)
 	case HostUp:
 		if d.Heartbeat {
 			b.WriteString(" heartbeat")
@@ -102,6 +106,13 @@ func Describe(ev Event) string {
 		fmt.Fprintf(&b, " %s %s", d.Status, d.Error)
 	}
 	return b.String()
+}
+
+func describeBudget(b *strings.Builder, d BudgetWarning) {
+	fmt.Fprintf(b, " %s %s at %d%%: %g of %g", d.Scope, d.Limit, d.Percent, d.Used, d.Max)
+	if !d.FreesAt.IsZero() {
+		fmt.Fprintf(b, ", frees at %s", d.FreesAt.Local().Format("15:04:05"))
+	}
 }
 
 func clip(s string, n int) string {

@@ -68,6 +68,8 @@ func NewRegistry(opts ...RegistryOption) *Registry {
 	Register[AgentAttention](r)
 	Register[AgentInbox](r)
 	Register[RoleQueued](r)
+	Register[AgentBudgetWarning](r)
+	Register[RoleBudgetWarning](r)
 	Register[HostUp](r)
 	Register[HostDown](r)
 	Register[HostHerdr](r)

@@ -42,14 +42,18 @@ const (
 	TypeAgentAttention  Type = "fleet.agent.attention"
 	TypeAgentInbox      Type = "fleet.agent.inbox"
 	TypeRoleQueued      Type = "fleet.role.queued"
-	TypeHostUp          Type = "fleet.host.up"
-	TypeHostDown        Type = "fleet.host.down"
-	TypeHostHerdr       Type = "fleet.host.herdr"
-	TypeJobCreated      Type = "fleet.job.created"
-	TypeJobContext      Type = "fleet.job.context"
-	TypeJobSliced       Type = "fleet.job.sliced"
-	TypeJobTask         Type = "fleet.job.task"
-	TypeJobDone         Type = "fleet.job.done"
+	// TypeAgentBudget and TypeRoleBudget are budget warnings: fleet.agent.<id>.budget_warning
+	// and fleet.role.<role>.budget_warning.
+	TypeAgentBudget Type = "fleet.agent.budget_warning"
+	TypeRoleBudget  Type = "fleet.role.budget_warning"
+	TypeHostUp      Type = "fleet.host.up"
+	TypeHostDown    Type = "fleet.host.down"
+	TypeHostHerdr   Type = "fleet.host.herdr"
+	TypeJobCreated  Type = "fleet.job.created"
+	TypeJobContext  Type = "fleet.job.context"
+	TypeJobSliced   Type = "fleet.job.sliced"
+	TypeJobTask     Type = "fleet.job.task"
+	TypeJobDone     Type = "fleet.job.done"
 )
 
 // Data is the typed payload of one event type.
@@ -351,6 +355,36 @@ type RoleQueued struct {
 	Notify     bool          `json:"notify,omitempty"`
 }
 
+// BudgetWarning: an agent's or a role's usage in one budget window
+// crossed Percent (80: a warning; 100: exhausted, new turns are refused
+// until FreesAt) of the roles file's limit. It is written once per
+// crossing fleet-wide (package budget), on the agent's subject
+// (AgentBudgetWarning) or the role's (RoleBudgetWarning): the numbers are
+// the projection's, so every host would write the same one.
+type BudgetWarning struct {
+	// Limit names the limit as the roles file does ("usd_per_day",
+	// "tokens_per_hour"); Scope says whose it is: "role" (the role's
+	// budget, shared by its agents) or "agent" (the role's agent_budget,
+	// each agent's own).
+	Limit string `json:"limit"`
+	Scope string `json:"scope"`
+	// Percent is the threshold crossed: 80 or 100.
+	Percent int `json:"percent"`
+	// Used and Max are the window's usage and the limit, in the limit's
+	// unit (tokens or USD).
+	Used float64 `json:"used"`
+	Max  float64 `json:"max"`
+	// FreesAt is when enough usage leaves the window to be under the
+	// threshold again, if nothing more is used.
+	FreesAt time.Time `json:"frees_at,omitzero"`
+}
+
+// AgentBudgetWarning is BudgetWarning stored on fleet.agent.<id>.budget_warning.
+type AgentBudgetWarning struct{ BudgetWarning }
+
+// RoleBudgetWarning is BudgetWarning stored on fleet.role.<role>.budget_warning.
+type RoleBudgetWarning struct{ BudgetWarning }
+
 // HostUp: a gateway started on the host.
 type HostUp struct {
 	Host      string `json:"host"`
@@ -457,6 +491,8 @@ func (AgentDeferred) EventType() Type      { return TypeAgentDeferred }
 func (AgentAttention) EventType() Type     { return TypeAgentAttention }
 func (AgentInbox) EventType() Type         { return TypeAgentInbox }
 func (RoleQueued) EventType() Type         { return TypeRoleQueued }
+func (AgentBudgetWarning) EventType() Type { return TypeAgentBudget }
+func (RoleBudgetWarning) EventType() Type  { return TypeRoleBudget }
 func (HostUp) EventType() Type             { return TypeHostUp }
 func (HostDown) EventType() Type           { return TypeHostDown }
 func (HostHerdr) EventType() Type          { return TypeHostHerdr }

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetd/fleetd/budget"
 	"github.com/fleetd/fleetd/claudehook"
 	"github.com/fleetd/fleetd/dashboard"
 	"github.com/fleetd/fleetd/embeddednats"
@@ -209,7 +210,12 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 		return ctx.Err()
 	}
 
-	rt, err := router.New(router.Config{Log: g.Log, JS: g.js, Views: g.Views, Roles: g.Roles, Host: host, Logger: g.log})
+	// Budgets: every host judges the same folded usage; each writes the
+	// warnings of its own agents, and of roles when it is first.
+	budgets := &budget.Checker{Roles: g.Roles, Views: g.Views}
+	g.goRun("budget warner", (&budget.Warner{Log: g.Log, Views: g.Views, Checker: budgets, Host: host, Logger: g.log}).Run, runCtx)
+
+	rt, err := router.New(router.Config{Log: g.Log, JS: g.js, Views: g.Views, Roles: g.Roles, Budgets: budgets, Host: host, Logger: g.log})
 	if err != nil {
 		return err
 	}
@@ -221,7 +227,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	}
 	g.httpAddr = ln.Addr().String()
 	g.herdrMetrics = herdrbridge.NewMetrics()
-	g.Dashboard, err = dashboard.New(dashboard.Config{Log: g.Log, Fleet: g.Views, Host: host, Version: g.cfg.Version, Logger: g.log})
+	g.Dashboard, err = dashboard.New(dashboard.Config{Log: g.Log, Fleet: g.Views, Budgets: budgets, Host: host, Version: g.cfg.Version, Logger: g.log})
 	if err != nil {
 		ln.Close()
 		return err
@@ -240,7 +246,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	g.goRun("nudger", nudger.Run, runCtx)
 	g.shim, err = leadshim.New(leadshim.Config{
 		Inbox: g.Inboxes, Dashboard: g.Dashboard,
-		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
+		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles, Budgets: budgets,
 		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
 		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns, Health: g.Health,
 	})

@@ -87,6 +87,14 @@ func (c *Client) Sessions(ctx context.Context) ([]projections.Session, error) {
 	return sessions, err
 }
 
+// Health reads /healthz: ok, degraded (with the reasons) or, as a
+// *ClientError with status 503, unavailable.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.Do(ctx, http.MethodGet, "/healthz", nil, &h)
+	return h, err
+}
+
 // Roles lists the roles with their agents and load.
 func (c *Client) Roles(ctx context.Context) ([]RoleState, error) {
 	var roles []RoleState

@@ -16,6 +16,19 @@ import (
 	"github.com/fleetd/fleetd/roles"
 )
 
+// Budgets is what the shim asks of package budget.
+type Budgets interface {
+	// Agent is how a new turn for the agent stands: nil under 80% of
+	// every limit that applies to it.
+	Agent(a projections.Agent) *projections.BudgetState
+	// Role is how a new turn for any agent of the role stands.
+	Role(role string) *projections.BudgetState
+	// Decorate fills the roster rows' Budget.
+	Decorate(roster []projections.Agent) []projections.Agent
+	// Exhausted lists every agent and role out of budget now.
+	Exhausted() []*projections.BudgetState
+}
+
 // DefaultMaxText is the largest text a turn may carry: 1 MiB. Texts
 // longer than Claude Code's composer takes well reach the agent as a file
 // (see herdrbridge.PlanText).
@@ -37,6 +50,17 @@ type Config struct {
 	Log   events.Log
 	Views projections.Views
 	Roles roles.Config
+	// Budgets judges new turns against the roles file's budgets (package
+	// budget's Checker, over the same Views): a turn for an agent or role
+	// out of budget is refused with 429 budget_exhausted (a role with
+	// budget_queue takes it into its queue instead), the roster shows
+	// who is at 80% or more, and /healthz says degraded while any is
+	// out. Nil: no budgets.
+	Budgets Budgets
+	// ExitedFor is how long an agent that exited counts as dead for
+	// /healthz (degraded) and /metrics: a pane closed on purpose, or an
+	// idle session reaped, is not a fault for ever. Default 1h.
+	ExitedFor time.Duration
 	// Dashboard, when set, is served at GET / and under /ui/ (a
 	// dashboard's page, assets, fragments and streams) behind the same
 	// auth as the API. With a Token, a browser signs in at /login with the
@@ -160,6 +184,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.EventBuffer, 32)
 	setDefault(&c.EventWriteTimeout, 30*time.Second)
 	setDefault(&c.LoginTTL, 12*time.Hour)
+	setDefault(&c.ExitedFor, time.Hour)
 }
 
 func setDefault[T comparable](v *T, def T) {

@@ -5,7 +5,9 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -190,7 +192,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
+	if e.retryAfter > 0 {
+		// Whole seconds, rounded up: a client retrying then is not early.
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(e.retryAfter.Seconds())), 10))
+	}
 	writeJSON(w, e.status, Error{Err: e.body})
+}
+
+// roster is the roster with each row's budget standing, when the shim
+// knows the budgets.
+func (s *Server) roster() []projections.Agent {
+	r := s.cfg.Views.Roster()
+	if s.cfg.Budgets != nil {
+		r = s.cfg.Budgets.Decorate(r)
+	}
+	return r
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
@@ -230,11 +246,69 @@ type Health struct {
 	// stream_lost, store_full, store_low, unavailable, behind.
 	Code  string `json:"code,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Reasons say why Status is "degraded" (still 200: fleetd works,
+	// part of the fleet does not): agents dead or needing a person,
+	// budgets exhausted. At most maxReasons, then how many more.
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// maxReasons bounds Health.Reasons: a fleet of a thousand dead agents
+// is said in a line more, not a thousand.
+const maxReasons = 20
+
+// degradation is what is wrong with the fleet while fleetd itself works:
+// the reasons, and how many agents (or budgets) each kind counts.
+type degradation struct {
+	reasons []string
+	// exited, ended and attention count agents; exhausted counts agents
+	// and roles out of budget.
+	exited, ended, attention, exhausted int
+}
+
+// degraded looks at the roster and the budgets: agents that exited
+// within ExitedFor (dead: nothing is typed into them, their turns fail),
+// agents whose Claude Code session ended (the pane shows a shell), agents
+// that need attention, and every agent or role out of budget.
+func (s *Server) degraded() degradation {
+	var d degradation
+	now := s.cfg.Now()
+	for _, a := range s.cfg.Views.Roster() {
+		switch {
+		case a.Exited:
+			if now.Sub(a.LastSeen) <= s.cfg.ExitedFor {
+				d.exited++
+				d.reasons = append(d.reasons, fmt.Sprintf("agent %s exited %s ago", a.Agent, now.Sub(a.LastSeen).Round(time.Second)))
+			}
+			continue
+		case a.Stale:
+			continue // its host is gone: the host's problem, said elsewhere
+		case a.SessionEnded:
+			d.ended++
+			d.reasons = append(d.reasons, fmt.Sprintf("agent %s: its Claude Code session ended", a.Agent))
+		}
+		if a.NeedsAttention != "" {
+			d.attention++
+			d.reasons = append(d.reasons, fmt.Sprintf("agent %s needs attention: %s", a.Agent, a.NeedsAttention))
+		}
+	}
+	if s.cfg.Budgets != nil {
+		for _, b := range s.cfg.Budgets.Exhausted() {
+			d.exhausted++
+			d.reasons = append(d.reasons, "out of budget: "+b.String())
+		}
+	}
+	if n := len(d.reasons); n > maxReasons {
+		d.reasons = append(d.reasons[:maxReasons], fmt.Sprintf("and %d more", n-maxReasons))
+	}
+	return d
 }
 
 // healthz is 200 when NATS is connected, the log takes new work (Config
 // Health) and the projection has caught up with the log as it stood at
-// the request (within 2 s), else 503 with the code and the reason.
+// the request (within 2 s), else 503 with the code and the reason. A 200
+// says "degraded" instead of "ok", with the reasons, while agents are
+// dead or need a person or budgets are exhausted: fleetd serves, but
+// part of the fleet does not.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	h := Health{Status: "ok", NATS: "connected"}
 	if s.cfg.NC != nil && !s.cfg.NC.IsConnected() {
@@ -264,6 +338,9 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusServiceUnavailable, h)
 		return
+	}
+	if d := s.degraded(); len(d.reasons) > 0 {
+		h.Status, h.Reasons = "degraded", d.reasons
 	}
 	writeJSON(w, http.StatusOK, h)
 }

@@ -110,12 +110,17 @@ type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	ID      string `json:"id,omitempty"`
+	// FreesAt is when a refused turn would be taken (budget_exhausted:
+	// when the budget frees up); HTTP also says it as Retry-After.
+	FreesAt *time.Time `json:"frees_at,omitempty"`
 }
 
 // apiError is an error answer with its HTTP status.
 type apiError struct {
 	status int
 	body   ErrorBody
+	// retryAfter, when set, is sent as Retry-After.
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string { return e.body.Code + ": " + e.body.Message }
@@ -474,16 +479,38 @@ func (s *Server) admit(to turns.Target, queue *bool) *apiError {
 		case queue != nil && !*queue && !a.Ready():
 			return fail(http.StatusConflict, "busy", "agent %s is busy (%s, %d queued)", agent, a.Status, a.QueueDepth)
 		}
+		if s.cfg.Budgets != nil {
+			if b := s.cfg.Budgets.Agent(a); b.Exhausted() {
+				return budgetExhausted("agent "+agent, b, s.cfg.Now())
+			}
+		}
 		return nil
 	}
 	st := s.roleState(to.Name)
 	if !st.known {
 		return fail(http.StatusNotFound, "unknown_role", "no role %q in the roles config or the roster", to.Name)
 	}
+	if s.cfg.Budgets != nil && !s.cfg.Roles.Roles[to.Name].BudgetQueue {
+		if b := s.cfg.Budgets.Role(to.Name); b.Exhausted() {
+			return budgetExhausted("role "+to.Name, b, s.cfg.Now())
+		}
+	}
 	if queue != nil && !*queue && (st.Ready == 0 || (st.Cap > 0 && st.Open >= st.Cap)) {
 		return fail(http.StatusTooManyRequests, "role_cap", "role %s cannot take a turn now (%d ready, %d open, cap %d)", to.Name, st.Ready, st.Open, st.Cap)
 	}
 	return nil
+}
+
+// budgetExhausted is the 429 for a turn whose target is out of budget:
+// which budget, and when it frees up (the body's frees_at, and
+// Retry-After).
+func budgetExhausted(target string, b *projections.BudgetState, now time.Time) *apiError {
+	e := fail(http.StatusTooManyRequests, "budget_exhausted", "%s is out of budget: %s; new turns are refused until then", target, b)
+	if !b.FreesAt.IsZero() {
+		e.body.FreesAt = timePtr(b.FreesAt)
+		e.retryAfter = max(b.FreesAt.Sub(now), time.Second)
+	}
+	return e
 }
 
 // RoleState is one row of GET /roles.

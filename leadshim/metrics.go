@@ -23,7 +23,7 @@ type metrics struct {
 	logins   *prometheus.CounterVec
 }
 
-func newMetrics(views projections.Views, stats func() Stats) *metrics {
+func newMetrics(views projections.Views, stats func() Stats, degraded func() degradation) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -67,6 +67,18 @@ func newMetrics(views projections.Views, stats func() Stats) *metrics {
 		counter("fleetd_event_readers_refused_total", "GET /events streams refused (429) over the reader cap.", func(s Stats) uint64 { return s.EventReadersRefused }),
 		counter("fleetd_event_readers_dropped_total", "GET /events streams dropped for not taking a write in time.", func(s Stats) uint64 { return s.EventReadersDropped }),
 		gauge("fleetd_events_buffered", "Events decoded and waiting for their GET /events readers.", func(s Stats) float64 { return float64(s.EventsBuffered) }),
+	)
+	health := func(name, help string, v func(degradation) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return float64(v(degraded())) })
+	}
+	m.reg.MustRegister(
+		health("fleetd_health_degraded", "1 while /healthz says degraded: agents dead or needing a person, budgets exhausted.", func(d degradation) int {
+			return min(len(d.reasons), 1)
+		}),
+		health("fleetd_agents_exited", "Agents that exited within the shim's ExitedFor (1h): dead.", func(d degradation) int { return d.exited }),
+		health("fleetd_agents_session_ended", "Live agents whose Claude Code session ended (the pane shows a shell).", func(d degradation) int { return d.ended }),
+		health("fleetd_agents_needing_attention", "Agents the gateway types nothing into until a person looks.", func(d degradation) int { return d.attention }),
+		health("fleetd_budgets_exhausted", "Agents and roles out of budget: their new turns are refused (429 budget_exhausted).", func(d degradation) int { return d.exhausted }),
 	)
 	m.reg.MustRegister(m.sent, m.turns, m.latency, m.requests, m.logins, queued, inFlight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -58,7 +58,7 @@ func (s *Server) addService(ctx context.Context, wg *sync.WaitGroup) (micro.Serv
 			respond(req, ans, aerr)
 		})},
 		{"roster", micro.HandlerFunc(func(req micro.Request) {
-			respond(req, answer{status: http.StatusOK, body: s.cfg.Views.Roster()}, nil)
+			respond(req, answer{status: http.StatusOK, body: s.roster()}, nil)
 		})},
 		{"sessions", micro.HandlerFunc(func(req micro.Request) {
 			respond(req, answer{status: http.StatusOK, body: s.cfg.Views.Sessions()}, nil)

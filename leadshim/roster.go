@@ -13,8 +13,16 @@ import (
 // request's time.
 type rosterCache struct {
 	mu   sync.Mutex
-	seq  uint64
+	key  rosterKey
 	body []byte
+}
+
+// rosterKey is what a roster body depends on: the projection's position
+// and, when budgets decorate it, the second — a budget frees as time
+// passes, with no event to say so.
+type rosterKey struct {
+	seq uint64
+	at  int64
 }
 
 // getRoster answers from the cache while the projection has applied
@@ -24,16 +32,23 @@ func (s *Server) getRoster(w http.ResponseWriter, r *http.Request) {
 	// The position is read before the roster: a body encoded from a
 	// roster newer than its label is only ever re-encoded early, never
 	// served for a later position than it shows.
-	seq := s.cfg.Views.Applied()
-	c := &s.roster
+	key := rosterKey{seq: s.cfg.Views.Applied()}
+	if s.cfg.Budgets != nil {
+		key.at = s.cfg.Now().Unix()
+	}
+	c := &s.rosterCache
 	c.mu.Lock()
-	if c.body == nil || c.seq != seq {
-		c.body, c.seq = jsonBody(s.cfg.Views.Roster()), seq
+	if c.body == nil || c.key != key {
+		c.body, c.key = jsonBody(s.roster()), key
 	}
 	body := c.body
 	c.mu.Unlock()
 
-	etag := `"r` + strconv.FormatUint(seq, 10) + `"`
+	etag := `"r` + strconv.FormatUint(key.seq, 10)
+	if key.at != 0 {
+		etag += "-" + strconv.FormatInt(key.at, 10)
+	}
+	etag += `"`
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
 	if r.Header.Get("If-None-Match") == etag {

@@ -40,7 +40,7 @@ type Server struct {
 	fmu            sync.Mutex
 	followers      map[*events.Follower]struct{}
 
-	roster rosterCache
+	rosterCache rosterCache
 }
 
 // Stats is the shim's own accounting of what it holds for its clients:
@@ -96,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, source: "fleetd/" + cfg.Host + "/shim", stopping: context.Background(), followers: map[*events.Follower]struct{}{}}
-	s.metrics = newMetrics(cfg.Views, s.Stats)
+	s.metrics = newMetrics(cfg.Views, s.Stats, s.degraded)
 	if err := registerAll(s.metrics.reg, cfg.Collectors); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", ErrConfig, err)
 	}

@@ -44,6 +44,12 @@
 //   - A stream created again (a new incarnation, its sequences restarted)
 //     is folded from its first event; the views keep what they held. The
 //     checkpoint records which incarnation its position belongs to.
+//   - Usage for budgets (Views.Usage) is folded from replied events into
+//     time buckets per agent and per role (5-minute steps for the last
+//     hour, hourly for the last day), pruned by the log's own times, so
+//     an agent costs at most 38 buckets and every host folds the same
+//     numbers. Roles' usage rides in the checkpoint beside the rows;
+//     a checkpoint from before budgets starts it empty.
 //   - Final turns expire from the turns bucket TurnTTL after their last
 //     write (a per-key TTL); open turns never do.
 //

@@ -35,6 +35,8 @@ type agentRow struct {
 	StatusAt   time.Time `json:"status_at,omitzero"`
 	Recent     []string  `json:"recent,omitempty"`
 	Next       int       `json:"next,omitempty"`
+	// Usage is the agent's usage in rolling windows (Views.Usage).
+	Usage *usage `json:"usage,omitempty"`
 }
 
 // seen reports whether the event id was already applied to the agent, and
@@ -71,11 +73,32 @@ type state struct {
 	agents   map[string]*agentRow
 	sessions map[string]*sessionRow
 	hosts    map[string]*hostRow
-	book     *lifecycle.Book
+	// roles is each role's usage: the sum of its agents' replies.
+	roles map[string]*usage
+	book  *lifecycle.Book
 }
 
 func newState() *state {
-	return &state{agents: map[string]*agentRow{}, sessions: map[string]*sessionRow{}, hosts: map[string]*hostRow{}, book: lifecycle.NewBook()}
+	return &state{agents: map[string]*agentRow{}, sessions: map[string]*sessionRow{}, hosts: map[string]*hostRow{},
+		roles: map[string]*usage{}, book: lifecycle.NewBook()}
+}
+
+// roleUsage is role's usage, created on first use.
+func (st *state) roleUsage(role string) *usage {
+	u, ok := st.roles[role]
+	if !ok {
+		u = &usage{}
+		st.roles[role] = u
+	}
+	return u
+}
+
+// usage is the agent's usage, created on first use.
+func (a *agentRow) usage() *usage {
+	if a.Usage == nil {
+		a.Usage = &usage{}
+	}
+	return a.Usage
 }
 
 // dirtySet is what changed since the last write to KV.
@@ -266,9 +289,11 @@ func (m *materializer) apply(ev events.Event, b *batch) {
 		m.hostEvent(ev.Subject, ev.Time, false, b)
 	case events.RoleQueued:
 		m.turnEvent(ev, b)
+	case events.RoleBudgetWarning:
+		m.st.roleUsage(ev.Subject).warned(d.Limit, d.Percent, ev.Time)
 	case events.AgentRegistered, events.AgentStatusChanged, events.AgentQueued, events.AgentTyped,
 		events.AgentSubmitted, events.AgentReplied, events.AgentFailed, events.AgentSession, events.AgentExited,
-		events.AgentDeferred, events.AgentAttention:
+		events.AgentDeferred, events.AgentAttention, events.AgentBudgetWarning:
 		m.agentEvent(ev, d, b)
 	}
 }
@@ -297,7 +322,7 @@ func (m *materializer) touchAgent(a *agentRow, b *batch) {
 func dedupes(d events.Data) bool {
 	switch d.(type) {
 	case events.AgentRegistered, events.AgentSubmitted, events.AgentReplied, events.AgentFailed,
-		events.AgentSession, events.AgentExited:
+		events.AgentSession, events.AgentExited, events.AgentBudgetWarning:
 		return true
 	}
 	return false
@@ -329,6 +354,12 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		}
 		a.Tokens = a.Tokens.Add(d.Tokens)
 		a.CostUSD += d.CostUSD
+		// The budget windows: the agent's own, and its role's.
+		spend := Spend{Tokens: BudgetTokens(d.Tokens), USD: d.CostUSD}
+		a.usage().add(ev.Time, spend)
+		if a.Role != "" {
+			m.st.roleUsage(a.Role).add(ev.Time, spend)
+		}
 		if d.SessionID != "" && a.SessionID == "" {
 			a.SessionID = d.SessionID
 		}
@@ -347,6 +378,8 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		m.activity(s, ev.Time)
 	case events.AgentSession:
 		m.session(a, ev, d, b)
+	case events.AgentBudgetWarning:
+		a.usage().warned(d.Limit, d.Percent, ev.Time)
 	case events.AgentAttention:
 		a.NeedsAttention, a.AttentionDetail = d.Reason, d.Detail
 		if d.Reason == "" {

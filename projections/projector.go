@@ -83,6 +83,8 @@ const (
 	KindAgent   = "agent"
 	KindSession = "session"
 	KindTurn    = "turn"
+	// KindRole names a role in Views.Usage; no Change has it.
+	KindRole = "role"
 )
 
 var _ Projector = (*materializer)(nil)

@@ -199,3 +199,17 @@ func (m *materializer) Subscribe() (<-chan Change, func()) {
 		}
 	}
 }
+
+func (m *materializer) Usage(kind, id string) Usage {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	switch kind {
+	case KindAgent:
+		if a, ok := m.st.agents[id]; ok {
+			return a.Usage.view()
+		}
+	case KindRole:
+		return m.st.roles[id].view()
+	}
+	return Usage{}
+}

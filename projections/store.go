@@ -349,6 +349,10 @@ type snapshot struct {
 	Agents   map[string]*agentRow   `json:"agents"`
 	Sessions map[string]*sessionRow `json:"sessions"`
 	Hosts    map[string]*hostRow    `json:"hosts"`
+	// Roles is each role's usage (budget windows); an older checkpoint
+	// has none and starts them empty. An agent's own usage rides in its
+	// row.
+	Roles map[string]*usage `json:"roles,omitempty"`
 	// Turns are the open turns (the Book); ended ones live in KV.
 	Turns []lifecycle.Turn `json:"turns"`
 	// Stream is the incarnation of the stream Seq is a position in (its
@@ -366,6 +370,9 @@ func (s *snapshot) state() *state {
 	}
 	if s.Hosts != nil {
 		st.hosts = s.Hosts
+	}
+	if s.Roles != nil {
+		st.roles = s.Roles
 	}
 	for _, t := range s.Turns {
 		st.book.Restore(t)
@@ -392,7 +399,7 @@ func chunkKey(slot, n int) string {
 }
 
 func (m *materializer) checkpoint(ctx context.Context) error {
-	snap := snapshot{Seq: m.Applied(), Agents: m.st.agents, Sessions: m.st.sessions, Hosts: m.st.hosts, Stream: m.stream}
+	snap := snapshot{Seq: m.Applied(), Agents: m.st.agents, Sessions: m.st.sessions, Hosts: m.st.hosts, Roles: m.st.roles, Stream: m.stream}
 	m.st.book.Turns(func(t lifecycle.Turn) bool {
 		snap.Turns = append(snap.Turns, t)
 		return true

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/samber/lo"
@@ -53,6 +54,54 @@ type Agent struct {
 	Worktree events.Worktree `json:"worktree,omitzero"`
 	// Sandbox names the sandbox the agent was launched in.
 	Sandbox string `json:"sandbox,omitempty"`
+
+	// Budget is set when the agent is at 80% or more of a budget, its
+	// own or its role's. The fold never sets it: budgets are the roles
+	// file's, judged against the clock, so readers that know them
+	// (package budget: the shim's roster, the dashboard) fill it in.
+	Budget *BudgetState `json:"budget,omitempty"`
+}
+
+// The states of a BudgetState.
+const (
+	BudgetWarning   = "warning"
+	BudgetExhausted = "exhausted"
+)
+
+// BudgetState is how an agent or a role stands against its budgets now:
+// the limit furthest along (exhausted before warning), whose it is and
+// when it frees up.
+type BudgetState struct {
+	// State is BudgetWarning (at 80% or more) or BudgetExhausted (100%).
+	State string `json:"state"`
+	// Scope is "role" (the role's budget, shared) or "agent" (the
+	// agent's own, its role's agent_budget); Of names the role or agent.
+	Scope string `json:"scope"`
+	Of    string `json:"of"`
+	// Limit is the roles file's name of the limit ("usd_per_day"); Used
+	// and Max are in its unit.
+	Limit string  `json:"limit"`
+	Used  float64 `json:"used"`
+	Max   float64 `json:"max"`
+	// FreesAt is when usage is back under the state's threshold if
+	// nothing more is used: under 100% for exhausted, 80% for warning.
+	FreesAt time.Time `json:"frees_at,omitzero"`
+}
+
+// Exhausted reports whether b is an exhausted budget (nil is not).
+func (b *BudgetState) Exhausted() bool { return b != nil && b.State == BudgetExhausted }
+
+// String says it in a line: "role w-claude usd_per_day at 102% (20.4 of
+// 20), frees at 2026-11-30T11:05:00Z".
+func (b *BudgetState) String() string {
+	if b == nil {
+		return ""
+	}
+	s := fmt.Sprintf("%s %s %s at %.0f%% (%.4g of %.4g)", b.Scope, b.Of, b.Limit, 100*b.Used/b.Max, b.Used, b.Max)
+	if !b.FreesAt.IsZero() {
+		s += ", frees at " + b.FreesAt.UTC().Format(time.RFC3339)
+	}
+	return s
 }
 
 // Ready reports whether a new turn may be given to the agent now: alive,
@@ -137,4 +186,7 @@ type Views interface {
 	WaitSeq(ctx context.Context, seq uint64) error
 	// Applied is the last stream sequence folded.
 	Applied() uint64
+	// Usage is an agent's (kind KindAgent) or a role's (KindRole) model
+	// usage in rolling windows, for budgets; empty when it has none.
+	Usage(kind, id string) Usage
 }

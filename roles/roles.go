@@ -94,6 +94,17 @@ type Role struct {
 	// goes to its durable inbox instead of being typed as a turn, and
 	// fleetd nudges it, when idle, to read its inbox.
 	Inbox bool `json:"inbox,omitempty"`
+	// Budget bounds the usage of all the role's agents together,
+	// fleet-wide; AgentBudget that of each agent of the role. At 80% of a
+	// limit fleetd warns (a budget_warning event, the roster); at 100%
+	// new turns are refused (429 budget_exhausted) until usage leaves
+	// the window.
+	Budget      *Budget `json:"budget,omitempty"`
+	AgentBudget *Budget `json:"agent_budget,omitempty"`
+	// BudgetQueue: turns sent to the role while its budget is exhausted
+	// wait in its queue (the router holds them until it frees) instead of
+	// being refused.
+	BudgetQueue bool `json:"budget_queue,omitempty"`
 }
 
 // WorktreeSpec is where a role's agents get their worktrees from.
@@ -256,6 +267,8 @@ func (c Config) Validate() error {
 		if w := r.Worktree; w != nil && (w.Repo == "" || !filepath.IsAbs(w.Repo)) {
 			errs = append(errs, fmt.Errorf("role %q: worktree repo %q must be an absolute path", name, w.Repo))
 		}
+		r.Name = name
+		errs = append(errs, r.validateBudgets()...)
 		if r.Sandbox != "" {
 			if _, err := c.Sandbox(r.Sandbox); err != nil {
 				errs = append(errs, fmt.Errorf("role %q: %w", name, err))

@@ -22,6 +22,10 @@
 //     (ExpectLastSeqFor on fleet.agent.<id>.>), so an agent that changed
 //     after the views were read is re-read instead of double-booked.
 //
+// A role out of budget (Config.Budgets) has its head of queue held the
+// same way until the budget frees: that is how a role with
+// "budget_queue" makes its turns wait instead of being refused.
+//
 // A role turn whose deadline passes while it waits stays queued: there is
 // no agent subject to record a failure on, and the role subject carries
 // only queued events. The lead's blocking call answers 504 with the turn

@@ -23,6 +23,14 @@ import (
 // derived from the turn's, so it is stored once and folded once.
 const DefaultAckWait = 5 * time.Second
 
+// Budgets is what the router asks of package budget.
+type Budgets interface {
+	// Agent is how a new turn for the agent stands.
+	Agent(a projections.Agent) *projections.BudgetState
+	// Role is how a new turn for the role stands.
+	Role(role string) *projections.BudgetState
+}
+
 // Config is what a router runs with.
 type Config struct {
 	// Log is the event log it appends assignments to.
@@ -33,6 +41,11 @@ type Config struct {
 	Views projections.Views
 	// Roles gives each role's cap; roles seen only in the log have none.
 	Roles roles.Config
+	// Budgets, when set, holds a role's turns while the role is out of
+	// budget and passes over agents out of their own: the turn waits at
+	// the head of the queue until a budget frees (package budget's
+	// Checker).
+	Budgets Budgets
 	// Host names this router in event sources (fleetd/<host>/router).
 	Host   string
 	Logger *slog.Logger

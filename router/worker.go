@@ -206,7 +206,8 @@ func (r *Router) keepAlive(msg jetstream.Msg) (stop func()) {
 }
 
 // choose picks the agent of role that has been idle longest among the
-// ready ones, or none when none is ready or the role is at its cap. The
+// ready ones within budget, or none when none is, the role is at its cap
+// or out of budget. The
 // cap counts every turn on the role's agents that is not final: queued
 // on an agent, typed or submitted.
 func (r *Router) choose(role string) (projections.Agent, bool) {
@@ -214,7 +215,13 @@ func (r *Router) choose(role string) (projections.Agent, bool) {
 	if limit := r.cfg.Roles.Roles[role].Cap; limit > 0 && lo.SumBy(agents, projections.Agent.Open) >= limit {
 		return projections.Agent{}, false
 	}
-	ready := lo.Filter(agents, func(a projections.Agent, _ int) bool { return a.Ready() })
+	budgets := r.cfg.Budgets
+	if budgets != nil && budgets.Role(role).Exhausted() {
+		return projections.Agent{}, false
+	}
+	ready := lo.Filter(agents, func(a projections.Agent, _ int) bool {
+		return a.Ready() && (budgets == nil || !budgets.Agent(a).Exhausted())
+	})
 	if len(ready) == 0 {
 		return projections.Agent{}, false
 	}

@@ -34,6 +34,13 @@ func (c *RosterCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return exitFor(err)
 	}
+	if c.At == "" && !c.JSON {
+		out := c.out
+		if out == nil {
+			out = os.Stdout
+		}
+		defer healthFooter(ctx, g, out)
+	}
 	return printRows(c.listing, agents, "AGENT\tHOST\tROLE\tSTATUS\tTURN\tQUEUE\tMODEL\tTOKENS\tBRANCH\tLAST SEEN",
 		"(no agents: spawn one with 'fleetd spawn' or adopt a pane with 'fleetd adopt')",
 		func(a projections.Agent, now time.Time) string {
@@ -83,7 +90,26 @@ func agentStatus(a projections.Agent) string {
 	if a.Violation != "" {
 		status += " BOUNDARY"
 	}
+	switch b := a.Budget; {
+	case b.Exhausted():
+		status += fmt.Sprintf(" OUT OF BUDGET (%s %s) until %s", b.Scope, b.Limit, b.FreesAt.Local().Format("15:04"))
+	case b != nil:
+		status += fmt.Sprintf(" BUDGET %.0f%% (%s %s)", 100*b.Used/b.Max, b.Scope, b.Limit)
+	}
 	return status
+}
+
+// healthFooter says, under the roster, why the fleet is degraded, when
+// /healthz says it is; nothing when it is ok or cannot be read.
+func healthFooter(ctx context.Context, g *Globals, out io.Writer) {
+	h, err := newShimClient(g).Health(ctx)
+	if err != nil || h.Status != "degraded" {
+		return
+	}
+	fmt.Fprintln(out, "\nhealth: degraded")
+	for _, r := range h.Reasons {
+		fmt.Fprintln(out, "  "+r)
+	}
 }
 
 // SessionsCmd prints the named, resumable agent sessions.
