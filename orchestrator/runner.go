@@ -47,14 +47,19 @@ type RunRequest struct {
 
 // Runner runs jobs in the background for callers that cannot wait on a
 // process of their own — the shim's POST /jobs, for `fleetd mcp`'s
-// orchestrate tool. Each job is an Orchestrator.Run (or Resume) owned by
-// Run's context: when it ends the jobs stop where they are, recorded in
-// the log, and a later request for the same job id resumes them.
+// orchestrate tool. Each job is an Orchestrator.Run (or Resume) that
+// Run stops when its context ends: the jobs stop where they are, recorded
+// in the log, and a later request for the same job id resumes them. Jobs
+// may start before Run does (a shim may serve first), never after it
+// returned.
 type Runner struct {
 	cfg RunnerConfig
+	// jobsCtx is the jobs' context, cancelled when Run ends.
+	jobsCtx context.Context
+	cancel  context.CancelFunc
 
 	mu      sync.Mutex
-	ctx     context.Context
+	closed  bool
 	running map[string]chan struct{}
 	wg      sync.WaitGroup
 }
@@ -77,23 +82,22 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = events.NewULIDSource(time.Now)
 	}
-	return &Runner{cfg: cfg, running: map[string]chan struct{}{}}, nil
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Runner{cfg: cfg, jobsCtx: ctx, cancel: cancel, running: map[string]chan struct{}{}}, nil
 }
 
-// ErrRunnerStopped means a job was asked of a Runner whose Run is not
-// running (not yet, or no more).
+// ErrRunnerStopped means a job was asked of a Runner whose Run has
+// returned.
 var ErrRunnerStopped = errors.New("job runner not running")
 
-// Run lets the runner take jobs until ctx ends, then waits for the jobs
-// it started to stop.
+// Run lets the runner take jobs until ctx ends, then stops the jobs it
+// started and waits for them.
 func (r *Runner) Run(ctx context.Context) error {
-	r.mu.Lock()
-	r.ctx = ctx
-	r.mu.Unlock()
 	<-ctx.Done()
 	r.mu.Lock()
-	r.ctx = nil
+	r.closed = true
 	r.mu.Unlock()
+	r.cancel()
 	r.wg.Wait()
 	return nil
 }
@@ -112,6 +116,12 @@ func (r *Runner) Running(job string) (<-chan struct{}, bool) {
 // a job the log lacks ErrJobUnknown; a job already running here is
 // re-attached (its id comes back, nothing starts twice).
 func (r *Runner) Start(ctx context.Context, req RunRequest) (string, error) {
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return "", ErrRunnerStopped
+	}
 	var plan Plan
 	if len(req.Plan) > 0 {
 		var err error
@@ -155,7 +165,7 @@ func (r *Runner) Start(ctx context.Context, req RunRequest) (string, error) {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ctx == nil {
+	if r.closed {
 		return "", ErrRunnerStopped
 	}
 	if _, ok := r.running[job]; ok {
@@ -163,7 +173,7 @@ func (r *Runner) Start(ctx context.Context, req RunRequest) (string, error) {
 	}
 	done := make(chan struct{})
 	r.running[job] = done
-	runCtx := r.ctx
+	runCtx := r.jobsCtx
 	r.wg.Go(func() {
 		var err error
 		if len(req.Plan) > 0 {
