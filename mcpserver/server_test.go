@@ -181,7 +181,7 @@ func TestAsyncSendThenWaitReturnsTheReplyAndTheSender(t *testing.T) {
 
 func TestListingToolsAnswerWithTheReadModels(t *testing.T) {
 	x := start(t, nil)
-	for tool, want := range map[string]string{"roster": `"agent": "w-1"`, "roles": `"name": "w"`, "sessions": "["} {
+	for tool, want := range map[string]string{"roster": `"agent": "w-1"`, "roles": `"may_spawn": [`, "sessions": "["} {
 		got, isErr := x.call(t, tool, map[string]any{})
 		if isErr || !strings.Contains(got, want) {
 			t.Errorf("%s = %q (error %v), want it to contain %q", tool, got, isErr, want)
