@@ -47,7 +47,7 @@ var _ leadshim.Jobs = ShimJobs{}
 
 // Start runs the job; plan and job errors become the shim's sentinels.
 func (j ShimJobs) Start(ctx context.Context, req leadshim.JobStart) (string, error) {
-	job, err := j.Runner.Start(ctx, orchestrator.RunRequest{Plan: req.Plan, Job: req.Job, From: req.From, MaySpawn: req.MaySpawn})
+	job, err := j.Runner.Start(ctx, orchestrator.RunRequest{Plan: req.Plan, Job: req.Job, From: req.From, ParentJob: req.ParentJob, MaySpawn: req.MaySpawn})
 	switch {
 	case errors.Is(err, orchestrator.ErrInvalidPlan):
 		err = fmt.Errorf("%w: %w", leadshim.ErrBadPlan, err)

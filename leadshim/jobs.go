@@ -31,6 +31,9 @@ type JobStart struct {
 	// resumes Job from the log.
 	Plan json.RawMessage `json:"plan,omitempty"`
 	Job  string          `json:"job,omitempty"`
+	// ParentJob is the job this one is a sub-job of (a main planning the
+	// task it was given), recorded in the job's created event.
+	ParentJob string `json:"parent_job,omitempty"`
 	// From is who the job's turns are from; FromRole its role when it is
 	// no agent of the roster. A plan's sessions are spawned only for roles
 	// that role may spawn (may_spawn).
@@ -80,9 +83,9 @@ func (s *Server) postJobs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fail(http.StatusServiceUnavailable, "no_jobs", "this fleetd runs no jobs"))
 		return
 	}
-	if req.Job != "" {
-		if err := events.ValidToken(req.Job); err != nil {
-			writeError(w, fail(http.StatusBadRequest, "bad_job", "job: %v", err))
+	for field, job := range map[string]string{"job": req.Job, "parent_job": req.ParentJob} {
+		if err := events.ValidToken(job); job != "" && err != nil {
+			writeError(w, fail(http.StatusBadRequest, "bad_job", "%s: %v", field, err))
 			return
 		}
 	}

@@ -235,6 +235,8 @@ func TestBadInputIsAToolErrorThatSaysWhatToChange(t *testing.T) {
 		{"report on an unknown job", "orchestrate", map[string]any{"job": "NOJOB"}, "unknown_job"},
 		{"resume an unknown job", "orchestrate", map[string]any{"job": "NOJOB", "resume": true}, "unknown_job"},
 		{"report on a bad job id", "orchestrate", map[string]any{"job": "bad job"}, "bad_job"},
+		{"a bad parent job id", "orchestrate", map[string]any{"parent_job": "bad job", "plan": map[string]any{"goal": "g", "tasks": []any{
+			map[string]any{"id": "a", "to": "w-1", "instructions": "x"}}}}, "bad_job"},
 		{"oversize reply", "reply", map[string]any{"id": "01JF6Z00000000000000000000", "text": strings.Repeat("x", 5000), "to": "main-b"}, "over the limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -460,7 +462,7 @@ func TestOrchestrateRunsAPlanToItsRollup(t *testing.T) {
 		map[string]any{"id": "design", "to": "w-1", "instructions": "design it"},
 		map[string]any{"id": "build", "to": "w-1", "instructions": "build it", "needs": []string{"design"}},
 	}}
-	got := decode[mcpserver.JobResult](t, x.ok(t, "orchestrate", map[string]any{"plan": plan, "timeout": "30s"}))
+	got := decode[mcpserver.JobResult](t, x.ok(t, "orchestrate", map[string]any{"plan": plan, "timeout": "30s", "parent_job": "J0"}))
 	if got.Status != "ok" || got.Job == "" || !strings.HasPrefix(got.Rollup, fleettest.Reply("build it")) {
 		t.Fatalf("orchestrate = %+v, want ok with build's rollup", got)
 	}
@@ -479,6 +481,10 @@ func TestOrchestrateRunsAPlanToItsRollup(t *testing.T) {
 	}
 	if queued != 2 {
 		t.Errorf("%d turns queued for the job, want 2", queued)
+	}
+	created := eventstest.ReadAll(t, x.f.Log, events.Query{Subjects: []string{"fleet.job." + got.Job + ".created"}})
+	if len(created) != 1 || created[0].Data.(events.JobCreated).Parent != "J0" {
+		t.Errorf("job %s created %+v, want once with parent J0", got.Job, created)
 	}
 	// Reported again, the job has not run twice.
 	again := decode[mcpserver.JobResult](t, x.ok(t, "orchestrate", map[string]any{"job": got.Job}))

@@ -65,11 +65,12 @@ type Plan struct {
 
 // OrchestrateInput is the orchestrate tool's arguments.
 type OrchestrateInput struct {
-	Plan    *Plan  `json:"plan,omitempty" jsonschema:"the plan to run as a new job; leave it out to look at (or wait for) the job named by job"`
-	Job     string `json:"job,omitempty" jsonschema:"with a plan: the job id to use (an existing one resumes it); without: the job to report on"`
-	Resume  bool   `json:"resume,omitempty" jsonschema:"without a plan: resume the stopped job named by job from the log (finished tasks are not sent again)"`
-	Async   bool   `json:"async,omitempty" jsonschema:"true: return the job id at once; look at it later with orchestrate job=<id>"`
-	Timeout string `json:"timeout,omitempty" jsonschema:"how long to wait for the job to end, a Go duration (default 10m); when it passes you get the job's progress and it runs on"`
+	Plan      *Plan  `json:"plan,omitempty" jsonschema:"the plan to run as a new job; leave it out to look at (or wait for) the job named by job"`
+	Job       string `json:"job,omitempty" jsonschema:"with a plan: the job id to use (an existing one resumes it); without: the job to report on"`
+	ParentJob string `json:"parent_job,omitempty" jsonschema:"with a plan: the job this one is a sub-job of (the job of the task you were given), so the job tree can be followed"`
+	Resume    bool   `json:"resume,omitempty" jsonschema:"without a plan: resume the stopped job named by job from the log (finished tasks are not sent again)"`
+	Async     bool   `json:"async,omitempty" jsonschema:"true: return the job id at once; look at it later with orchestrate job=<id>"`
+	Timeout   string `json:"timeout,omitempty" jsonschema:"how long to wait for the job to end, a Go duration (default 10m); when it passes you get the job's progress and it runs on"`
 }
 
 func (s *Server) addJobTools() {
@@ -122,7 +123,7 @@ func (s *Server) orchestrate(ctx context.Context, _ *mcp.CallToolRequest, in Orc
 		if len(raw) > s.cfg.MaxText {
 			return nil, nil, fmt.Errorf("orchestrate: the plan is %d bytes, over the limit of %d: seed large context with the context tool instead", len(raw), s.cfg.MaxText)
 		}
-		acc, err := s.cfg.Fleet.StartJob(ctx, leadshim.JobStart{Plan: raw, Job: job, From: s.cfg.Agent, FromRole: s.cfg.Role})
+		acc, err := s.cfg.Fleet.StartJob(ctx, leadshim.JobStart{Plan: raw, Job: job, ParentJob: in.ParentJob, From: s.cfg.Agent, FromRole: s.cfg.Role})
 		if err != nil {
 			return nil, nil, toolError("orchestrate", err)
 		}

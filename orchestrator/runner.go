@@ -40,6 +40,8 @@ type RunRequest struct {
 	// From is who the turns are from: the caller, whose tier puts the
 	// job's sessions one below it.
 	From string
+	// ParentJob is the job this one is a sub-job of.
+	ParentJob string
 	// MaySpawn are the roles the caller may spawn: the plan's sessions of
 	// other roles must be live already.
 	MaySpawn []string
@@ -158,7 +160,7 @@ func (r *Runner) Start(ctx context.Context, req RunRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	o, err := New(Config{Log: r.cfg.Log, Views: r.cfg.Views, Sessions: sessions, From: req.From, NewID: r.cfg.NewID})
+	o, err := New(Config{Log: r.cfg.Log, Views: r.cfg.Views, Sessions: sessions, From: req.From, ParentJob: req.ParentJob, NewID: r.cfg.NewID})
 	if err != nil {
 		return "", err
 	}
