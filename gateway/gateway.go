@@ -258,16 +258,19 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 
 	// The shim comes last: its spawns and jobs need the bridge. Until it
 	// serves, clients queue on the listener.
-	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{Log: g.Log, Views: g.Views, Spawner: g.spawner, Logger: g.log})
+	// Without herdr both spawners stay nil interfaces (not nil pointers):
+	// spawns are 503 and jobs bind live sessions only.
+	var spawner leadshim.Spawner
+	var sessions orchestrator.Spawner
+	if g.spawner != nil {
+		spawner, sessions = &ShimSpawner{Sessions: g.spawner}, g.spawner
+	}
+	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{Log: g.Log, Views: g.Views, Spawner: sessions, Logger: g.log})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	g.goRun("job runner", runner.Run, runCtx)
-	var spawner leadshim.Spawner
-	if g.spawner != nil {
-		spawner = &ShimSpawner{Sessions: g.spawner}
-	}
 	g.shim, err = leadshim.New(leadshim.Config{
 		Inbox: g.Inboxes, Dashboard: g.Dashboard, Spawner: spawner, Jobs: ShimJobs{Runner: runner},
 		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles,
