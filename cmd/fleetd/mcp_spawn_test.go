@@ -101,3 +101,38 @@ func toolError(t *testing.T, cs *mcp.ClientSession, tool string, args map[string
 	}
 	return b.String()
 }
+
+// A gateway that drives no herdr refuses spawns saying so, and a job that
+// needs a session pane fails saying it cannot start one, without taking
+// the gateway down.
+func TestAGatewayWithoutHerdrRefusesSpawnsAndSessionPanes(t *testing.T) {
+	dir := t.TempDir()
+	rc := roles.Config{Roles: map[string]roles.Role{
+		"lead": {EnvClass: roles.EnvClean, MaySpawn: []string{"main"}},
+		"main": {EnvClass: roles.EnvClean, Tier: 1, Inbox: true},
+	}}
+	gw := gateway.New(gateway.Config{
+		Host: "noherdr", HTTP: "127.0.0.1:0", NoHerdr: true, Roles: &rc,
+		NATS:   embeddednats.Config{DataDir: filepath.Join(dir, "data"), ServerName: "noherdr", Listen: "127.0.0.1:0"},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err := gw.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	lead := mcpSession(t, "lead", "http://"+gw.HTTPAddr(), "FLEET_ROLE=lead")
+
+	if got := toolError(t, lead, "spawn", map[string]any{"role": "main", "name": "main-1"}); !strings.Contains(got, "no_herdr") {
+		t.Errorf("spawn without herdr: %q, want no_herdr", got)
+	}
+	plan := map[string]any{"goal": "g", "tasks": []any{map[string]any{"id": "a", "to": "session:s1", "instructions": "x"}}}
+	job := callJSON[mcpserver.JobResult](t, lead, "orchestrate", map[string]any{"plan": plan, "timeout": "30s"})
+	if job.Status != "failed" || !strings.Contains(job.Error, "no spawner") {
+		t.Errorf("a job needing a session pane without herdr = %+v, want failed for want of a spawner", job)
+	}
+	select {
+	case <-gw.Done():
+		t.Fatalf("the gateway stopped: %v", gw.Err())
+	default:
+	}
+}
