@@ -58,6 +58,9 @@ type Gateway struct {
 	// Sessions reaps this host's idle session panes and orphaned
 	// incarnations (nil with NoHerdr).
 	Sessions *orchestrator.Sessions
+	// spawner starts this host's panes for sessions and the shim (nil
+	// with NoHerdr).
+	spawner *SessionSpawner
 	// Watcher says whether the log is there and its store has room;
 	// Compactor applies the retention policy.
 	Watcher   *events.Watcher
@@ -244,18 +247,6 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 		return err
 	}
 	g.goRun("nudger", nudger.Run, runCtx)
-	g.shim, err = leadshim.New(leadshim.Config{
-		Inbox: g.Inboxes, Dashboard: g.Dashboard,
-		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles, Budgets: budgets,
-		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
-		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns, Health: g.Health,
-	})
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	g.goRun("lead shim", g.shim.Run, runCtx)
-
 	spool := filepath.Join(g.DataDir(), "spool")
 	rp := &claudehook.Replayer{Dir: spool, Log: g.Log, Interval: 10 * time.Second, OnReplay: func(n int, err error) {
 		if n > 0 || err != nil {
@@ -266,9 +257,37 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 
 	if !g.cfg.NoHerdr {
 		if err := g.startBridge(runCtx, spool); err != nil {
+			ln.Close()
 			return err
 		}
 	}
+
+	// The shim comes last: its spawns and jobs need the bridge. Until it
+	// serves, clients queue on the listener.
+	// Without herdr both spawners stay nil interfaces (not nil pointers):
+	// spawns are 503 and jobs bind live sessions only.
+	var spawner leadshim.Spawner
+	var sessions orchestrator.Spawner
+	if g.spawner != nil {
+		spawner, sessions = &ShimSpawner{Sessions: g.spawner}, g.spawner
+	}
+	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{Log: g.Log, Views: g.Views, Spawner: sessions, Logger: g.log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	g.goRun("job runner", runner.Run, runCtx)
+	g.shim, err = leadshim.New(leadshim.Config{
+		Inbox: g.Inboxes, Dashboard: g.Dashboard, Spawner: spawner, Jobs: ShimJobs{Runner: runner},
+		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles, Budgets: budgets,
+		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
+		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns, Health: g.Health,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	g.goRun("lead shim", g.shim.Run, runCtx)
 
 	if admin := g.streamAdmin(); admin != nil {
 		g.Compactor, err = retention.New(retention.Config{
@@ -363,10 +382,12 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 	g.Bridge = br
 	g.goRun("herdr bridge", br.Run, runCtx)
 
-	// One fleet-wide reaper per host, for this host's panes only.
+	// One fleet-wide reaper per host, for this host's panes only; the
+	// shim's spawns and jobs start panes through the same spawner.
+	g.spawner = &SessionSpawner{Bridge: br, Herdr: herdrapi.New(socket, herdrapi.WithObserver(g.herdrMetrics.Observe)), Agents: g.Views, Host: g.cfg.Host}
 	g.Sessions, err = orchestrator.NewSessions(orchestrator.SessionConfig{
 		Log: g.Log, Views: g.Views, AllTiers: true, Host: g.cfg.Host, IdleTTL: g.cfg.IdleTTL,
-		Spawner: &SessionSpawner{Bridge: br, Herdr: herdrapi.New(socket, herdrapi.WithObserver(g.herdrMetrics.Observe)), Agents: g.Views, Host: g.cfg.Host},
+		Spawner: g.spawner,
 		OnError: func(err error) { g.log.Warn("session reaper", "err", err) },
 	})
 	if err != nil {

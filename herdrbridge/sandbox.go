@@ -33,7 +33,7 @@ var sandboxExitRE = regexp.MustCompile(`\[fleetd\] the sandbox exited with statu
 // sandboxArgv is what is typed into a sandboxed agent's pane: the role's
 // sandbox template filled in around the agent's command, run by sh so the
 // pane says when it ends.
-func (b *Bridge) sandboxArgv(sb roles.Sandbox, role roles.Role, agent string, command []string, env map[string]string, wt worktree.Worktree, cwd string) ([]string, error) {
+func (b *Bridge) sandboxArgv(sb roles.Sandbox, role roles.Role, agent string, command []string, env map[string]string, wt worktree.Worktree, cwd, mcpFile string) ([]string, error) {
 	home := env["HOME"]
 	if home == "" {
 		home, _ = os.UserHomeDir()
@@ -56,13 +56,19 @@ func (b *Bridge) sandboxArgv(sb roles.Sandbox, role roles.Role, agent string, co
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
 	}
+	if mcpFile == "" {
+		var err error
+		if mcpFile, err = b.noMCPFile(); err != nil {
+			return nil, err
+		}
+	}
 	dir, gitDir := cwd, cwd
 	if wt.Path != "" {
 		dir, gitDir = wt.Path, wt.GitDir
 	}
 	argv, err := sb.Expand(roles.LaunchVars{Command: command, Env: env, Unset: roles.Unsets(env), Values: map[string]string{
 		"worktree": dir, "gitdir": gitDir, "home": home, "state": b.cfg.Launch.StateDir, "spool": b.cfg.Launch.SpoolDir,
-		"settings": b.cfg.Launch.Settings, "fleetd": fleetd, "creds": creds, "herdr": b.client.Path(), "agent": agent, "role": role.Name,
+		"settings": b.cfg.Launch.Settings, "fleetd": fleetd, "creds": creds, "mcp": mcpFile, "herdr": b.client.Path(), "agent": agent, "role": role.Name,
 	}})
 	if err != nil {
 		return nil, err

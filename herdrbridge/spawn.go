@@ -149,8 +149,18 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if cwd == "" {
 		cwd = pane.CWD
 	}
+	// A main reaches the fleet through `fleetd mcp`: its claude gets the
+	// config (and a sandbox binds it as {mcp}).
+	mcpFile, err := b.mcpConfig(req.Name, role, argv)
+	if err != nil {
+		b.undoWorktree(ctx, wt)
+		return events.AgentRegistered{}, closePane(err)
+	}
+	if mcpFile != "" {
+		argv = append(argv, "--mcp-config", mcpFile)
+	}
 	if role.Sandbox != "" {
-		if argv, err = b.sandboxArgv(sandbox, role, req.Name, argv, env, wt, cwd); err != nil {
+		if argv, err = b.sandboxArgv(sandbox, role, req.Name, argv, env, wt, cwd, mcpFile); err != nil {
 			b.undoWorktree(ctx, wt)
 			return events.AgentRegistered{}, closePane(err)
 		}

@@ -30,6 +30,10 @@ type Kit struct {
 	// Agent is the lead's agent id: the sender of its sends, the owner
 	// of its inbox. Default "lead".
 	Agent string
+	// Role is the lead's role in the roles file, what its spawns are
+	// allowed by (may_spawn): a lead outside fleetd is no agent of the
+	// roster, so it names it. Default "lead".
+	Role string
 	// Token: fleetd needs a bearer token; .mcp.json then passes the
 	// lead's FLEET_TOKEN through (never the token itself).
 	Token bool
@@ -86,8 +90,11 @@ func MCPEntry(k Kit) MCPServer {
 	if k.Agent == "" {
 		k.Agent = "lead"
 	}
+	if k.Role == "" {
+		k.Role = "lead"
+	}
 	e := MCPServer{Type: "stdio", Command: k.Exe, Args: append(append([]string{}, k.Flags...), "mcp"),
-		Env: map[string]string{"FLEET_AGENT_ID": k.Agent}}
+		Env: map[string]string{"FLEET_AGENT_ID": k.Agent, "FLEET_ROLE": k.Role}}
 	if k.Token {
 		// Claude Code expands ${VAR} from its own environment.
 		e.Env["FLEET_TOKEN"] = "${FLEET_TOKEN}"

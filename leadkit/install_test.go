@@ -63,7 +63,7 @@ func TestInstallSetsTheFleetdMCPServerAndKeepsTheOthers(t *testing.T) {
 	}
 	got := doc.MCPServers["fleetd"]
 	if got.Command != "/opt/fleetd" || strings.Join(got.Args, " ") != "--url http://h1:8765 mcp" ||
-		got.Env["FLEET_AGENT_ID"] != "lead-1" || got.Env["FLEET_TOKEN"] != "${FLEET_TOKEN}" {
+		got.Env["FLEET_AGENT_ID"] != "lead-1" || got.Env["FLEET_ROLE"] != "lead" || got.Env["FLEET_TOKEN"] != "${FLEET_TOKEN}" {
 		t.Errorf("fleetd server = %+v", got)
 	}
 	if doc.MCPServers["other"].Command != "other-mcp" || !doc.Keep {

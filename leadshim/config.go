@@ -72,6 +72,11 @@ type Config struct {
 	LoginTTL time.Duration
 	// Inbox serves the agents' durable inboxes (/inbox/{agent}); nil: none.
 	Inbox Inbox
+	// Spawner starts agents in this host's herdr (POST /agents); nil: the
+	// host drives no herdr, and spawns are 503.
+	Spawner Spawner
+	// Jobs runs plans as jobs on this host (POST /jobs); nil: none.
+	Jobs Jobs
 	// NC serves the micro service and answers /healthz; nil runs HTTP only.
 	NC *nats.Conn
 	// Health says whether the log can take new work now: nil, or why not

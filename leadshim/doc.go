@@ -53,6 +53,15 @@
 // appended to the text as <context> blocks, and the turn carries the job
 // and the slice reference (jobs.SliceFor, RecordSlice, Prompt).
 //
+// Two doors act on the host the shim runs on, through ports its gateway
+// fills in: POST /agents spawns an agent in this host's herdr (Spawner),
+// when the caller's role may (roles.Role.MaySpawn; the caller's role is
+// its roster row's, or the from_role of a caller outside fleetd), and
+// POST /jobs runs a plan as a job in the background (Jobs), whose
+// progress GET /jobs/{job} reads from the log. The shim checks what it
+// can decide alone — role, name, permission — before a spawn reaches the
+// Spawner, so a refusal never touches herdr.
+//
 // leadshim imports events, lifecycle, projections, roles, jobs and turns;
 // never orchestrator, router, herdrbridge or cmd.
 package leadshim

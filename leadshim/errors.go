@@ -9,3 +9,15 @@ var (
 	// ErrConfig means the shim's Config is incomplete or invalid.
 	ErrConfig = errors.New("leadshim: invalid config")
 )
+
+var (
+	// ErrAgentExists is what a Spawner's error wraps when the name is
+	// taken by a live agent: the shim answers 409 name_taken.
+	ErrAgentExists = errors.New("agent already registered")
+	// ErrBadPlan is what a Jobs runner's error wraps when the plan breaks
+	// its schema: the shim answers 400 bad_plan.
+	ErrBadPlan = errors.New("bad plan")
+	// ErrUnknownJob is what a Jobs runner's error wraps when a resume
+	// names a job the log does not hold: the shim answers 404.
+	ErrUnknownJob = errors.New("unknown job")
+)

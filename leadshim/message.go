@@ -528,13 +528,15 @@ type RoleState struct {
 	// Inbox: the role's agents read by pull; messages for them go to their
 	// inbox (POST /inbox/{agent}).
 	Inbox bool `json:"inbox,omitempty"`
+	// MaySpawn are the roles the role's agents may spawn (POST /agents).
+	MaySpawn []string `json:"may_spawn,omitempty"`
 
 	known bool
 }
 
 func (s *Server) roleState(role string) RoleState {
 	r, inConfig := s.cfg.Roles.Roles[role]
-	st := RoleState{Name: role, Description: r.Description, Model: r.Model, EnvClass: r.EnvClass, Tier: r.Tier, Cap: r.Cap, Inbox: r.Inbox, known: inConfig}
+	st := RoleState{Name: role, Description: r.Description, Model: r.Model, EnvClass: r.EnvClass, Tier: r.Tier, Cap: r.Cap, Inbox: r.Inbox, MaySpawn: r.MaySpawn, known: inConfig}
 	agents := projections.OfRole(s.cfg.Views.Roster(), role)
 	st.known = st.known || len(agents) > 0
 	st.Agents = len(agents)

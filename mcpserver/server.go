@@ -40,6 +40,12 @@ type Fleet interface {
 	Context(ctx context.Context, job string, selectors []string) ([]leadshim.ContextItem, error)
 	// PutContext adds an item to a job's context store.
 	PutContext(ctx context.Context, job string, p leadshim.ContextPut) (leadshim.ContextItem, error)
+	// Spawn starts an agent on the shim's host.
+	Spawn(ctx context.Context, req leadshim.SpawnRequest) (events.AgentRegistered, error)
+	// StartJob runs a plan (or resumes a job) in the background.
+	StartJob(ctx context.Context, j leadshim.JobStart) (leadshim.JobAccepted, error)
+	// Job reads a job's state, long-polling up to wait while it runs.
+	Job(ctx context.Context, job, wait string) (leadshim.JobState, error)
 }
 
 var _ Fleet = (*leadshim.Client)(nil)
@@ -51,6 +57,11 @@ type Config struct {
 	// Agent is the agent this server serves: the sender of its sends and
 	// replies, the owner of the inbox it reads.
 	Agent string
+	// Role is the served agent's role when it is no agent of the roster
+	// (a lead outside fleetd): what its role allows (may_spawn) decides
+	// its spawns. A registered agent's role is the roster's; a different
+	// one here is refused.
+	Role string
 	// MaxText bounds a text the server forwards. Default
 	// leadshim.DefaultMaxText (the shim's own default), so an oversize
 	// text is refused before it is sent anywhere.
@@ -84,6 +95,11 @@ func (c Config) Validate() error {
 	} else if err := events.ValidAgentID(c.Agent); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, err))
 	}
+	if c.Role != "" {
+		if err := events.ValidRole(c.Role); err != nil {
+			errs = append(errs, fmt.Errorf("%w: role: %w", ErrConfig, err))
+		}
+	}
 	if c.MaxText < 0 {
 		errs = append(errs, fmt.Errorf("%w: negative MaxText", ErrConfig))
 	}
@@ -116,6 +132,7 @@ func New(cfg Config) (*Server, error) {
 	s.addTools()
 	s.addInboxTools()
 	s.addContextTool()
+	s.addJobTools()
 	return s, nil
 }
 
@@ -132,7 +149,8 @@ func instructions(agent string) string {
 		"or session:<name>); it blocks until the reply unless you ask for async (then `wait` for the turn id) or notify " +
 		"(the reply comes to your inbox). Messages for you wait in your inbox: when fleetd tells you so, call `inbox`, " +
 		"handle each message, answer with `reply` (which also acknowledges it) or acknowledge it on your next `inbox` call. " +
-		"Look before you route: `roster`, `roles`, `sessions`."
+		"Look before you route: `roster`, `roles`, `sessions`. Run a multi-step plan with `orchestrate`; start a new agent with " +
+		"`spawn` when your role may spawn its role."
 }
 
 // result is a tool's answer: v as indented JSON text, which a model reads

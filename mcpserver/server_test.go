@@ -11,10 +11,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/inbox"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/mcpserver"
+	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/roles"
 )
 
@@ -40,8 +43,18 @@ func start(t *testing.T, mod func(*mcpserver.Config)) *fixture {
 		t.Fatal(err)
 	}
 	fleettest.Run(t, "notifier", (&inbox.Notifier{Inboxes: boxes, JS: f.NATS.JS, Turns: f.Views}).Run)
+	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{Log: f.Log, Views: f.Views})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleettest.Run(t, "job runner", runner.Run)
 	shim, err := leadshim.New(leadshim.Config{Log: f.Log, Views: f.Views, NC: f.NATS.NC, Host: "h1", Inbox: boxes,
-		Roles: roles.Config{Roles: map[string]roles.Role{"w": {Description: "workers"}, "main": {Description: "mains", Inbox: true}}}})
+		Spawner: &fakeSpawner{log: f.Log, views: f.Views}, Jobs: gateway.ShimJobs{Runner: runner},
+		Roles: roles.Config{Roles: map[string]roles.Role{
+			"w":    {Description: "workers"},
+			"main": {Description: "mains", Inbox: true, MaySpawn: []string{"w"}},
+			"lead": {Description: "the lead", Inbox: true, MaySpawn: []string{"w", "main"}},
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +132,7 @@ func TestListToolsNamesEveryToolWithDescriptionAndObjectSchema(t *testing.T) {
 			t.Errorf("tool %s: input schema %s is not an object schema", tool.Name, b)
 		}
 	}
-	for _, want := range []string{"send", "wait", "roster", "sessions", "roles", "inbox", "reply", "context"} {
+	for _, want := range []string{"send", "wait", "roster", "sessions", "roles", "inbox", "reply", "context", "spawn", "orchestrate"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools %v lack %s", names, want)
 		}
@@ -168,7 +181,7 @@ func TestAsyncSendThenWaitReturnsTheReplyAndTheSender(t *testing.T) {
 
 func TestListingToolsAnswerWithTheReadModels(t *testing.T) {
 	x := start(t, nil)
-	for tool, want := range map[string]string{"roster": `"agent": "w-1"`, "roles": `"name": "w"`, "sessions": "["} {
+	for tool, want := range map[string]string{"roster": `"agent": "w-1"`, "roles": `"may_spawn": [`, "sessions": "["} {
 		got, isErr := x.call(t, tool, map[string]any{})
 		if isErr || !strings.Contains(got, want) {
 			t.Errorf("%s = %q (error %v), want it to contain %q", tool, got, isErr, want)
@@ -202,6 +215,28 @@ func TestBadInputIsAToolErrorThatSaysWhatToChange(t *testing.T) {
 		{"reply to a message never pulled", "reply", map[string]any{"id": "01JF6Z00000000000000000000", "text": "hi"}, "pass to"},
 		{"reply to an unknown agent", "reply", map[string]any{"id": "01JF6Z00000000000000000000", "text": "hi", "to": "nobody"}, "404"},
 		{"empty reply", "reply", map[string]any{"id": "01JF6Z00000000000000000000", "text": "", "to": "main-b"}, "empty"},
+		{"spawn of a role mine may not", "spawn", map[string]any{"role": "main", "name": "main-c"}, "not_allowed"},
+		{"spawn of an unknown role", "spawn", map[string]any{"role": "ghost", "name": "g-1"}, "unknown_role"},
+		{"spawn of a name taken", "spawn", map[string]any{"role": "w", "name": "w-1"}, "name_taken"},
+		{"spawn of a bad name", "spawn", map[string]any{"role": "w", "name": "Bad Name"}, "bad_name"},
+		{"spawn without a name", "spawn", map[string]any{"role": "w"}, "name"},
+		{"spawn with a name of the wrong type", "spawn", map[string]any{"role": "w", "name": 7}, "name"},
+		{"orchestrate with nothing", "orchestrate", map[string]any{}, "give a plan"},
+		{"orchestrate a plan without tasks", "orchestrate", map[string]any{"plan": map[string]any{"goal": "g"}}, "tasks"},
+		{"orchestrate a plan with no task", "orchestrate", map[string]any{"plan": map[string]any{"goal": "g", "tasks": []any{}}}, "bad_plan"},
+		{"orchestrate a task for a bad target", "orchestrate", map[string]any{"plan": map[string]any{"goal": "g", "tasks": []any{
+			map[string]any{"id": "a", "to": "Not A Target", "instructions": "x"}}}}, "bad_plan"},
+		{"orchestrate a plan with a cycle", "orchestrate", map[string]any{"plan": map[string]any{"goal": "g", "tasks": []any{
+			map[string]any{"id": "a", "to": "w-1", "instructions": "x", "needs": []string{"b"}},
+			map[string]any{"id": "b", "to": "w-1", "instructions": "y", "needs": []string{"a"}}}}}, "cycle"},
+		{"orchestrate a plan of the wrong type", "orchestrate", map[string]any{"plan": "do it all"}, "plan"},
+		{"orchestrate a task with an unknown field", "orchestrate", map[string]any{"plan": map[string]any{"goal": "g", "tasks": []any{
+			map[string]any{"id": "a", "to": "w-1", "instructions": "x", "deadline": "soon"}}}}, "deadline"},
+		{"report on an unknown job", "orchestrate", map[string]any{"job": "NOJOB"}, "unknown_job"},
+		{"resume an unknown job", "orchestrate", map[string]any{"job": "NOJOB", "resume": true}, "unknown_job"},
+		{"report on a bad job id", "orchestrate", map[string]any{"job": "bad job"}, "bad_job"},
+		{"a bad parent job id", "orchestrate", map[string]any{"parent_job": "bad job", "plan": map[string]any{"goal": "g", "tasks": []any{
+			map[string]any{"id": "a", "to": "w-1", "instructions": "x"}}}}, "bad_job"},
 		{"oversize reply", "reply", map[string]any{"id": "01JF6Z00000000000000000000", "text": strings.Repeat("x", 5000), "to": "main-b"}, "over the limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,5 +388,120 @@ func TestContextPutsAndGetsAJobsItems(t *testing.T) {
 		if got, isErr := x.call(t, "context", tc.args); !isErr || !strings.Contains(got, tc.want) {
 			t.Errorf("context(%v) = %q (error %v), want an error mentioning %q", tc.args, got, isErr, tc.want)
 		}
+	}
+}
+
+// fakeSpawner plays the gateway's spawner: it appends what a real spawn
+// and its agent's first hooks write — registered on host h1, the session
+// started, idle — and waits until the views show it.
+type fakeSpawner struct {
+	log   events.Log
+	views interface {
+		WaitSeq(ctx context.Context, seq uint64) error
+	}
+}
+
+func (s *fakeSpawner) Spawn(ctx context.Context, req leadshim.SpawnRequest) (events.AgentRegistered, error) {
+	reg := events.AgentRegistered{Agent: req.Name, Host: "h1", Pane: "p-" + req.Name, Role: req.Role, Tier: 2, Parent: req.Parent,
+		Model: req.Model, Session: req.Session, Origin: "spawned"}
+	var last uint64
+	for _, d := range []events.Data{reg, events.AgentSession{SessionID: "sid-" + req.Name, State: "started"}, events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}} {
+		ack, err := s.log.Append(ctx, events.Event{Subject: req.Name, Data: d})
+		if err != nil {
+			return events.AgentRegistered{}, err
+		}
+		last = ack.Seq
+	}
+	return reg, s.views.WaitSeq(ctx, last)
+}
+
+func TestSpawnStartsAnAgentOfARoleMineMaySpawn(t *testing.T) {
+	x := start(t, nil)
+	reg := decode[events.AgentRegistered](t, x.ok(t, "spawn", map[string]any{"role": "w", "name": "w-7", "model": "m-big"}))
+	if reg.Agent != "w-7" || reg.Host != "h1" || reg.Role != "w" || reg.Parent != "main-a" || reg.Model != "m-big" {
+		t.Fatalf("spawn = %+v, want w-7 of role w on h1, working for main-a", reg)
+	}
+	// It is on the roster, and takes work at once.
+	if a, ok := x.f.Views.Agent("w-7"); !ok || a.Host != "h1" || a.Role != "w" {
+		t.Errorf("roster row of w-7 = %+v (%v)", a, ok)
+	}
+	// Its name is taken now.
+	if got, isErr := x.call(t, "spawn", map[string]any{"role": "w", "name": "w-7"}); !isErr || !strings.Contains(got, "name_taken") {
+		t.Errorf("second spawn of w-7 = %q (error %v), want name_taken", got, isErr)
+	}
+}
+
+func TestSpawnTakesTheCallersRoleFromTheRosterOrItsConfig(t *testing.T) {
+	x := start(t, nil)
+	// A lead outside fleetd is no agent of the roster: it names its role.
+	lead := connect(t, mcpserver.Config{Fleet: x.client, Agent: "lead", Role: "lead"})
+	res, err := lead.CallTool(fleettest.Ctx(t), &mcp.CallToolParams{Name: "spawn", Arguments: map[string]any{"role": "main", "name": "main-c"}})
+	if err != nil || res.IsError {
+		t.Fatalf("lead spawning a main: %v %s", err, text(res))
+	}
+	// Without a role it may spawn nothing, and it says how to fix that.
+	anon := connect(t, mcpserver.Config{Fleet: x.client, Agent: "outsider"})
+	res, err = anon.CallTool(fleettest.Ctx(t), &mcp.CallToolParams{Name: "spawn", Arguments: map[string]any{"role": "w", "name": "w-8"}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "--role") {
+		t.Errorf("spawn by an unknown caller = %v %q, want refused naming --role", err, text(res))
+	}
+	// A registered main cannot claim to be the lead.
+	liar := connect(t, mcpserver.Config{Fleet: x.client, Agent: "main-b", Role: "lead"})
+	res, err = liar.CallTool(fleettest.Ctx(t), &mcp.CallToolParams{Name: "spawn", Arguments: map[string]any{"role": "main", "name": "main-d"}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), `registered with role "main"`) {
+		t.Errorf("main-b claiming lead = %v %q, want refused", err, text(res))
+	}
+	if _, ok := x.f.Views.Agent("main-d"); ok {
+		t.Error("main-d was spawned all the same")
+	}
+}
+
+func TestOrchestrateRunsAPlanToItsRollup(t *testing.T) {
+	x := start(t, nil)
+	plan := map[string]any{"goal": "ship", "tasks": []any{
+		map[string]any{"id": "design", "to": "w-1", "instructions": "design it"},
+		map[string]any{"id": "build", "to": "w-1", "instructions": "build it", "needs": []string{"design"}},
+	}}
+	got := decode[mcpserver.JobResult](t, x.ok(t, "orchestrate", map[string]any{"plan": plan, "timeout": "30s", "parent_job": "J0"}))
+	if got.Status != "ok" || got.Job == "" || !strings.HasPrefix(got.Rollup, fleettest.Reply("build it")) {
+		t.Fatalf("orchestrate = %+v, want ok with build's rollup", got)
+	}
+	if len(got.Tasks) != 2 || got.Tasks[0].State != "replied" || got.Tasks[1].State != "replied" || got.Tasks[1].Agent != "w-1" {
+		t.Errorf("tasks = %+v, want both replied by w-1", got.Tasks)
+	}
+	// The job is on the log as main-a's: its turns are from main-a.
+	queued := 0
+	for _, ev := range eventstest.ReadAll(t, x.f.Log, events.Query{Subjects: []string{"fleet.agent.*.queued"}}) {
+		if q := ev.Data.(events.AgentQueued); q.Job == got.Job {
+			queued++
+			if q.From != "main-a" {
+				t.Errorf("task %s's turn is from %q, want main-a", q.Task, q.From)
+			}
+		}
+	}
+	if queued != 2 {
+		t.Errorf("%d turns queued for the job, want 2", queued)
+	}
+	created := eventstest.ReadAll(t, x.f.Log, events.Query{Subjects: []string{"fleet.job." + got.Job + ".created"}})
+	if len(created) != 1 || created[0].Data.(events.JobCreated).Parent != "J0" {
+		t.Errorf("job %s created %+v, want once with parent J0", got.Job, created)
+	}
+	// Reported again, the job has not run twice.
+	again := decode[mcpserver.JobResult](t, x.ok(t, "orchestrate", map[string]any{"job": got.Job}))
+	if again.Status != "ok" || again.Rollup != got.Rollup {
+		t.Errorf("report on %s = %+v, want the same rollup", got.Job, again)
+	}
+}
+
+func TestOrchestrateAsyncReturnsTheJobToWaitOn(t *testing.T) {
+	x := start(t, nil)
+	plan := map[string]any{"goal": "later", "tasks": []any{map[string]any{"id": "one", "to": "w-1", "instructions": "do one"}}}
+	acc := decode[mcpserver.JobResult](t, x.ok(t, "orchestrate", map[string]any{"plan": plan, "async": true}))
+	if acc.Job == "" {
+		t.Fatalf("async orchestrate = %+v, want a job id", acc)
+	}
+	got := decode[mcpserver.JobResult](t, x.ok(t, "orchestrate", map[string]any{"job": acc.Job, "timeout": "30s"}))
+	if got.Status != "ok" || !strings.HasPrefix(got.Rollup, fleettest.Reply("do one")) {
+		t.Errorf("job %s = %+v, want ok with one's rollup", acc.Job, got)
 	}
 }

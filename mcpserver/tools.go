@@ -65,7 +65,7 @@ func (s *Server) addTools() {
 	})
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "roles",
-		Description: "List the roles you can route to (to=role:<role>): what each is for, its model, its cap, how many agents it has and how many are ready.",
+		Description: "List the roles you can route to (to=role:<role>): what each is for, its model, its cap, how many agents it has and how many are ready, and which roles its agents may spawn (may_spawn).",
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ NoInput) (*mcp.CallToolResult, any, error) {
 		roles, err := s.cfg.Fleet.Roles(ctx)
 		if err != nil {

@@ -80,7 +80,7 @@ func runProbe(spec string) {
 // writes its worktree, its repository's git dir, Claude Code's state and
 // the hooks' spool, and nothing else; it cannot read fleetd's state (the
 // NATS store, the gateway's key) or another agent's worktree, nor reach
-// herdr's socket, but reads its own NATS key there;
+// herdr's socket, but reads its own NATS key and MCP config there;
 // it starts in its worktree, and a clean role's agent carries no
 // subscription-boundary variable even when the pane's environment leaks
 // some, while a gateway role's keeps exactly its URL.
@@ -88,7 +88,7 @@ func TestTheBwrapProfileConfinesTheAgentToItsWorktree(t *testing.T) {
 	fleettest.RequireBwrap(t)
 	base := fleettest.OutsideTmp(t)
 	p := func(parts ...string) string { return filepath.Join(append([]string{base}, parts...)...) }
-	for _, d := range []string{p("state", "worktrees", "w-1"), p("state", "worktrees", "w-2"), p("state", "spool"), p("state", "nats"), p("state", "auth", "agents"),
+	for _, d := range []string{p("state", "worktrees", "w-1"), p("state", "worktrees", "w-2"), p("state", "spool"), p("state", "nats"), p("state", "auth", "agents"), p("state", "mcp"),
 		p("repo", ".git"), p("home", ".claude"), p("bin")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -96,7 +96,8 @@ func TestTheBwrapProfileConfinesTheAgentToItsWorktree(t *testing.T) {
 	}
 	for path, text := range map[string]string{p("state", "nats", "secret"): "s", p("state", "worktrees", "w-2", "theirs.txt"): "t",
 		p("state", "claude-settings.json"): "{}", p("home", ".claude.json"): "{}",
-		p("state", "auth", "agents", "agent-w-1.nk"): "SU-own", p("state", "auth", "gateway-h1.nk"): "SU-gateway"} {
+		p("state", "auth", "agents", "agent-w-1.nk"): "SU-own", p("state", "auth", "gateway-h1.nk"): "SU-gateway",
+		p("state", "mcp", "w-1.json"): `{"mcpServers":{}}`} {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -126,15 +127,16 @@ func TestTheBwrapProfileConfinesTheAgentToItsWorktree(t *testing.T) {
 			// settings. The state directory is a tmpfs of the sandbox's.
 			"home": p("home", "probe"), "repo checkout": p("repo", "probe"), "state": p("state", "probe"),
 			"settings": p("state", "claude-settings.json"), "own key": p("state", "auth", "agents", "agent-w-1.nk"),
+			"mcp config": p("state", "mcp", "w-1.json"),
 		},
 		Read: map[string]string{"settings (read)": p("state", "claude-settings.json"), "another worktree": p("state", "worktrees", "w-2", "theirs.txt"),
 			"fleetd's state": p("state", "nats", "secret"), "own key (read)": p("state", "auth", "agents", "agent-w-1.nk"),
-			"the gateway's key": p("state", "auth", "gateway-h1.nk")},
+			"the gateway's key": p("state", "auth", "gateway-h1.nk"), "mcp config (read)": p("state", "mcp", "w-1.json")},
 		Exec:    map[string]string{"fleetd": "/bin/true"},
 		Connect: map[string]string{"herdr": herdr},
 	})
 	values := map[string]string{"worktree": p("state", "worktrees", "w-1"), "gitdir": p("repo", ".git"), "home": p("home"), "state": p("state"),
-		"spool": p("state", "spool"), "settings": p("state", "claude-settings.json"), "fleetd": probe, "creds": p("state", "auth", "agents", "agent-w-1.nk"), "herdr": herdr, "agent": "w-1", "role": "r"}
+		"spool": p("state", "spool"), "settings": p("state", "claude-settings.json"), "fleetd": probe, "creds": p("state", "auth", "agents", "agent-w-1.nk"), "mcp": p("state", "mcp", "w-1.json"), "herdr": herdr, "agent": "w-1", "role": "r"}
 	run := func(t *testing.T, guarded map[string]string) probeResult {
 		t.Helper()
 		argv, err := roles.Bwrap.Expand(roles.LaunchVars{Command: []string{probe}, Env: guarded, Unset: roles.Unsets(guarded), Values: values})
@@ -167,7 +169,7 @@ func TestTheBwrapProfileConfinesTheAgentToItsWorktree(t *testing.T) {
 	want := map[string]bool{"worktree": true, "gitdir": true, "claude state": true, "claude config": true, "spool": true,
 		"home": false, "repo checkout": false, "settings": false,
 		"settings (read)": true, "another worktree": false, "fleetd's state": false, "fleetd": true, "herdr": false,
-		"own key": false, "own key (read)": true, "the gateway's key": false}
+		"own key": false, "own key (read)": true, "the gateway's key": false, "mcp config": false, "mcp config (read)": true}
 	for name, ok := range want {
 		if got, tried := r.OK[name]; !tried || got != ok {
 			t.Errorf("%s: could=%t (tried %t), want %t", name, got, tried, ok)

@@ -54,7 +54,7 @@ func TestTheREADMEsSandboxesAreTheRealOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	argv, err := s.Expand(roles.LaunchVars{Command: []string{"claude"}, Env: map[string]string{"FLEET_AGENT_ID": "w-app-1"},
-		Values: map[string]string{"worktree": "/w", "gitdir": "/g", "home": "/h", "spool": "/sp", "settings": "/s.json", "fleetd": "/f", "creds": "/d/no-nats-key", "agent": "w-app-1"}})
+		Values: map[string]string{"worktree": "/w", "gitdir": "/g", "home": "/h", "spool": "/sp", "settings": "/s.json", "fleetd": "/f", "creds": "/d/no-nats-key", "mcp": "/d/no-mcp-config", "agent": "w-app-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

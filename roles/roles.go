@@ -49,6 +49,10 @@ var BoundaryVars = []string{
 // ErrBoundary means an env crosses its role's env class.
 var ErrBoundary = errors.New("subscription boundary")
 
+// ErrNotAllowed means a role's policy does not allow what its agent
+// asked for (a spawn of a role its may_spawn does not name).
+var ErrNotAllowed = errors.New("not allowed")
+
 // ErrUnknownRole means a role is not in the roles file.
 var ErrUnknownRole = errors.New("unknown role")
 
@@ -105,6 +109,25 @@ type Role struct {
 	// wait in its queue (the router holds them until it frees) instead of
 	// being refused.
 	BudgetQueue bool `json:"budget_queue,omitempty"`
+	// MaySpawn names the roles whose agents an agent of this role may
+	// start through the shim (`fleetd mcp`'s spawn tool, POST /agents):
+	// a lead or main that grows its own team. Empty: none. It is a policy
+	// for the fleet's own agents, so a model cannot start what its role
+	// was not given; it is no barrier against a holder of the shim's
+	// token, who may spawn with `fleetd spawn` anyway.
+	MaySpawn []string `json:"may_spawn,omitempty"`
+}
+
+// AllowsSpawn reports whether an agent of this role may spawn an agent of
+// role other, and why not.
+func (r Role) AllowsSpawn(other string) error {
+	if slices.Contains(r.MaySpawn, other) {
+		return nil
+	}
+	if len(r.MaySpawn) == 0 {
+		return fmt.Errorf("%w: role %q may spawn no agents (give it \"may_spawn\": [%q] in the roles file)", ErrNotAllowed, r.Name, other)
+	}
+	return fmt.Errorf("%w: role %q may spawn only %s, not %q", ErrNotAllowed, r.Name, strings.Join(r.MaySpawn, ", "), other)
 }
 
 // WorktreeSpec is where a role's agents get their worktrees from.
@@ -269,6 +292,11 @@ func (c Config) Validate() error {
 		}
 		r.Name = name
 		errs = append(errs, r.validateBudgets()...)
+		for _, m := range r.MaySpawn {
+			if _, ok := c.Roles[m]; !ok {
+				errs = append(errs, fmt.Errorf("role %q: may_spawn names %q, which is no role of the file", name, m))
+			}
+		}
 		if r.Sandbox != "" {
 			if _, err := c.Sandbox(r.Sandbox); err != nil {
 				errs = append(errs, fmt.Errorf("role %q: %w", name, err))

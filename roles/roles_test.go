@@ -41,12 +41,13 @@ func TestInvalidFilesReportEveryProblem(t *testing.T) {
 	  "e": {"env":{"ANTHROPIC_BASE_URL":"http://x"}},
 	  "k": {"env":{"ANTHROPIC_API_KEY":"sk"}},
 	  "v": {"env":{"CLAUDE_CODE_USE_VERTEX":"1"}},
-	  "z": {"env_class":"weird","cap":-1}
+	  "z": {"env_class":"weird","cap":-1},
+	  "s": {"may_spawn":["ghost"]}
 	}}`))
 	if err == nil {
 		t.Fatal("invalid file accepted")
 	}
-	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, `"v"`, "weird", "negative"} {
+	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, `"v"`, "weird", "negative", `may_spawn names "ghost"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
@@ -123,5 +124,23 @@ func TestResumeArgv(t *testing.T) {
 	}
 	if got := strings.Join(custom.Argv("/s.json"), " "); got != "/bin/agent --settings=/s.json" {
 		t.Errorf("Argv drops {resume}: got %q", got)
+	}
+}
+
+func TestMaySpawnAllowsOnlyTheRolesItNames(t *testing.T) {
+	c, err := roles.Parse([]byte(`{"roles":{"lead":{"may_spawn":["w"]},"w":{},"main":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead, _ := c.Get("lead")
+	if err := lead.AllowsSpawn("w"); err != nil {
+		t.Errorf("lead may spawn w: %v", err)
+	}
+	if err := lead.AllowsSpawn("main"); !errors.Is(err, roles.ErrNotAllowed) || !strings.Contains(err.Error(), "only w") {
+		t.Errorf("lead spawning main: %v, want not allowed naming what it may", err)
+	}
+	w, _ := c.Get("w")
+	if err := w.AllowsSpawn("w"); !errors.Is(err, roles.ErrNotAllowed) || !strings.Contains(err.Error(), "may_spawn") {
+		t.Errorf("w spawning w: %v, want not allowed saying how to allow it", err)
 	}
 }

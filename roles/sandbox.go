@@ -31,7 +31,9 @@ var ErrSandbox = errors.New("sandbox")
 // {state} fleetd's state directory, {spool} the hooks' spool, {settings}
 // the hooks settings file, {fleetd} the fleetd executable the hooks run,
 // {creds} the agent's own NATS key file (FLEET_NATS_CREDS; an empty file
-// when it has none, so a bind of it is always valid), {herdr} this host's
+// when it has none, so a bind of it is always valid), {mcp} the agent's
+// MCP config for `fleetd mcp` (an inbox role's claude gets it with
+// --mcp-config; an empty file for any other agent), {herdr} this host's
 // herdr socket, {agent} and {role} the names, and {image} the sandbox's
 // Image.
 type Sandbox struct {
@@ -57,7 +59,7 @@ type Sandbox struct {
 }
 
 // Placeholders a template may use within a word.
-var wordPlaceholders = []string{"{worktree}", "{gitdir}", "{home}", "{state}", "{spool}", "{settings}", "{fleetd}", "{creds}", "{herdr}", "{agent}", "{role}", "{image}"}
+var wordPlaceholders = []string{"{worktree}", "{gitdir}", "{home}", "{state}", "{spool}", "{settings}", "{fleetd}", "{creds}", "{mcp}", "{herdr}", "{agent}", "{role}", "{image}"}
 
 // Placeholders that stand for whole words.
 const (
@@ -97,6 +99,7 @@ var Bwrap = Sandbox{
 		"--ro-bind", "{settings}", "{settings}",
 		"--ro-bind", "{fleetd}", "{fleetd}",
 		"--ro-bind", "{creds}", "{creds}", // the agent's own key, even when fleetd auth keeps it in the state dir
+		"--ro-bind", "{mcp}", "{mcp}", // a main's config for fleetd mcp, in the hidden state dir too
 		"--ro-bind", "/dev/null", "{herdr}", // no typing into other panes
 		"--chdir", "{worktree}",
 		"{env}",
@@ -168,7 +171,7 @@ type LaunchVars struct {
 	Env   map[string]string
 	Unset []string
 	// The values of the word placeholders, by name without braces:
-	// worktree, gitdir, home, state, spool, settings, fleetd, creds,
+	// worktree, gitdir, home, state, spool, settings, fleetd, creds, mcp,
 	// herdr, agent, role.
 	Values map[string]string
 }

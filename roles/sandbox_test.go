@@ -92,7 +92,7 @@ func TestBadSandboxesAreRefusedWithEveryProblem(t *testing.T) {
 // removing exactly the boundary variables the role must not carry.
 func TestTheBwrapProfileExpands(t *testing.T) {
 	values := map[string]string{"worktree": "/d/worktrees/w-1", "gitdir": "/src/app/.git", "home": "/home/u", "state": "/d",
-		"spool": "/d/spool", "settings": "/d/claude-settings.json", "fleetd": "/usr/bin/fleetd", "creds": "/d/auth/agents/agent-w-1.nk", "herdr": "/home/u/.config/herdr/herdr.sock",
+		"spool": "/d/spool", "settings": "/d/claude-settings.json", "fleetd": "/usr/bin/fleetd", "creds": "/d/auth/agents/agent-w-1.nk", "mcp": "/d/mcp/w-1.json", "herdr": "/home/u/.config/herdr/herdr.sock",
 		"agent": "w-1", "role": "w-box"}
 	cleanEnv := map[string]string{"FLEET_AGENT_ID": "w-1"}
 	argv, err := roles.Bwrap.Expand(roles.LaunchVars{Command: []string{"claude", "--settings", "/d/claude-settings.json"},
@@ -107,7 +107,7 @@ func TestTheBwrapProfileExpands(t *testing.T) {
 		" --tmpfs /tmp --tmpfs /d --bind /d/worktrees/w-1 /d/worktrees/w-1 --bind /src/app/.git /src/app/.git ",
 		" --bind /home/u/.claude /home/u/.claude --bind /home/u/.claude.json /home/u/.claude.json ",
 		" --bind /d/spool /d/spool --ro-bind /d/claude-settings.json /d/claude-settings.json --ro-bind /usr/bin/fleetd /usr/bin/fleetd ",
-		" --ro-bind /d/auth/agents/agent-w-1.nk /d/auth/agents/agent-w-1.nk ",
+		" --ro-bind /d/auth/agents/agent-w-1.nk /d/auth/agents/agent-w-1.nk --ro-bind /d/mcp/w-1.json /d/mcp/w-1.json ",
 		" --ro-bind /dev/null /home/u/.config/herdr/herdr.sock --chdir /d/worktrees/w-1 ",
 		" --unsetenv ANTHROPIC_BASE_URL --unsetenv ANTHROPIC_API_KEY ",
 		" -- claude --settings /d/claude-settings.json",

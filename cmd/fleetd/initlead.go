@@ -26,6 +26,7 @@ type InitCmd struct {
 type InitLeadCmd struct {
 	Dir   string `help:"The lead's project directory." default:"." type:"path"`
 	Agent string `help:"The lead's agent id in the fleet: the sender of its sends, the owner of its inbox (written to .mcp.json as FLEET_AGENT_ID)." default:"lead"`
+	Role  string `help:"The lead's role in the roles file, whose may_spawn says what it may spawn (written to .mcp.json as FLEET_ROLE)." default:"lead"`
 
 	out io.Writer
 	bin string // how the lead calls fleetd; default fleetdCommand()
@@ -37,7 +38,7 @@ func (c *InitLeadCmd) Run(ctx context.Context, g *Globals) error {
 		c.out = os.Stdout
 	}
 	roles, source := c.roles(ctx, g)
-	kit := leadkit.Kit{Exe: c.bin, Agent: c.Agent, Token: g.Token != ""}
+	kit := leadkit.Kit{Exe: c.bin, Agent: c.Agent, Role: c.Role, Token: g.Token != ""}
 	if kit.Exe == "" {
 		kit.Exe = fleetdCommand()
 	}

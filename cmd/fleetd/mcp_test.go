@@ -23,10 +23,10 @@ import (
 // mcpSession runs `fleetd mcp` for agent against the shim at url, as
 // Claude Code would (a child process speaking MCP on stdio), and returns
 // an SDK client session on it.
-func mcpSession(t *testing.T, agent, url string) *mcp.ClientSession {
+func mcpSession(t *testing.T, agent, url string, env ...string) *mcp.ClientSession {
 	t.Helper()
 	cmd := exec.Command(fleetdBin, "mcp", "--url", url)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "FLEET_AGENT_ID="+agent)
+	cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "FLEET_AGENT_ID="+agent), env...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/fleetd/fleetd/embeddednats"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/gateway"
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
+	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/mcpserver"
+	"github.com/fleetd/fleetd/roles"
+)
+
+// A lead outside fleetd, through the real `fleetd mcp`, spawns a worker
+// into the gateway's herdr (a simulated Claude Code in a real PTY pane),
+// is refused a role its own may not spawn and a name taken, and runs a
+// plan over the worker to its rollup.
+func TestMCPSpawnsIntoTheGatewaysHerdrAndOrchestratesThere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a simulated agent in a real pane")
+	}
+	dir := t.TempDir()
+	herdr := herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t)})
+	sim := []string{fleetdBin, "sim-agent", "--think", "100ms", "--transcript-dir", filepath.Join(dir, "transcripts")}
+	paneEnv := map[string]string{"HERDR_AGENT": "claude", "FLEET_LOG_LEVEL": "warn"}
+	rc := roles.Config{Roles: map[string]roles.Role{
+		"lead": {Tier: 0, EnvClass: roles.EnvClean, Inbox: true, MaySpawn: []string{"w"}, Description: "the lead"},
+		"main": {Tier: 1, EnvClass: roles.EnvClean, Inbox: true, Env: paneEnv, Command: sim, Description: "a main"},
+		"w":    {Tier: 2, EnvClass: roles.EnvClean, Env: paneEnv, Command: sim, Description: "a worker"},
+	}}
+	gw := gateway.New(gateway.Config{
+		Host: "mcphost", HTTP: "127.0.0.1:0", HerdrPath: herdr.Path(), Roles: &rc,
+		NATS:   embeddednats.Config{DataDir: filepath.Join(dir, "data"), ServerName: "mcphost", Listen: "127.0.0.1:0"},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err := gw.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	lead := mcpSession(t, "lead", "http://"+gw.HTTPAddr(), "FLEET_ROLE=lead")
+
+	reg := callJSON[events.AgentRegistered](t, lead, "spawn", map[string]any{"role": "w", "name": "w-1"})
+	if reg.Agent != "w-1" || reg.Host != "mcphost" || reg.Pane == "" || reg.Parent != "lead" {
+		t.Fatalf("spawn = %+v, want w-1 in a pane of mcphost, working for lead", reg)
+	}
+	if a, ok := gw.Views.Agent("w-1"); !ok || a.Host != "mcphost" || a.SessionID == "" {
+		t.Errorf("roster row of w-1 = %+v (%v), want it on mcphost with its session started", a, ok)
+	}
+	for args, want := range map[string]string{"main": "not_allowed", "w": "name_taken"} {
+		name := map[string]string{"main": "main-1", "w": "w-1"}[args]
+		if got := toolError(t, lead, "spawn", map[string]any{"role": args, "name": name}); !strings.Contains(got, want) {
+			t.Errorf("spawn of %s %s: %q, want %s", args, name, got, want)
+		}
+	}
+
+	plan := map[string]any{"goal": "two steps", "tasks": []any{
+		map[string]any{"id": "design", "to": "w-1", "instructions": "design the thing"},
+		map[string]any{"id": "build", "to": "role:w", "instructions": "build the thing", "needs": []string{"design"}},
+	}}
+	job := callJSON[mcpserver.JobResult](t, lead, "orchestrate", map[string]any{"plan": plan, "timeout": "50s"})
+	if job.Status != "ok" || !strings.HasPrefix(job.Rollup, "SIM: build the thing") {
+		t.Fatalf("orchestrate = %+v, want ok with the build task's reply", job)
+	}
+	for _, task := range job.Tasks {
+		if task.State != "replied" || task.Agent != "w-1" {
+			t.Errorf("task %+v, want replied by w-1", task)
+		}
+	}
+	if st := callJSON[leadshim.JobState](t, lead, "orchestrate", map[string]any{"job": job.Job}); st.Status != "ok" || st.Rollup != job.Rollup {
+		t.Errorf("the job read back = %+v", st)
+	}
+}
+
+// toolError calls a tool that must fail and returns its error text.
+func toolError(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	if !res.IsError {
+		t.Fatalf("%s(%v) succeeded: %s", tool, args, b.String())
+	}
+	return b.String()
+}
+
+// A gateway that drives no herdr refuses spawns saying so, and a job that
+// needs a session pane fails saying it cannot start one, without taking
+// the gateway down.
+func TestAGatewayWithoutHerdrRefusesSpawnsAndSessionPanes(t *testing.T) {
+	dir := t.TempDir()
+	rc := roles.Config{Roles: map[string]roles.Role{
+		"lead": {EnvClass: roles.EnvClean, MaySpawn: []string{"main"}},
+		"main": {EnvClass: roles.EnvClean, Tier: 1, Inbox: true},
+	}}
+	gw := gateway.New(gateway.Config{
+		Host: "noherdr", HTTP: "127.0.0.1:0", NoHerdr: true, Roles: &rc,
+		NATS:   embeddednats.Config{DataDir: filepath.Join(dir, "data"), ServerName: "noherdr", Listen: "127.0.0.1:0"},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err := gw.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	lead := mcpSession(t, "lead", "http://"+gw.HTTPAddr(), "FLEET_ROLE=lead")
+
+	if got := toolError(t, lead, "spawn", map[string]any{"role": "main", "name": "main-1"}); !strings.Contains(got, "no_herdr") {
+		t.Errorf("spawn without herdr: %q, want no_herdr", got)
+	}
+	plan := map[string]any{"goal": "g", "tasks": []any{map[string]any{"id": "a", "to": "session:s1", "instructions": "x"}}}
+	job := callJSON[mcpserver.JobResult](t, lead, "orchestrate", map[string]any{"plan": plan, "timeout": "30s"})
+	if job.Status != "failed" || !strings.Contains(job.Error, "no spawner") {
+		t.Errorf("a job needing a session pane without herdr = %+v, want failed for want of a spawner", job)
+	}
+	select {
+	case <-gw.Done():
+		t.Fatalf("the gateway stopped: %v", gw.Err())
+	default:
+	}
+}

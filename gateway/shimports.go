@@ -1,0 +1,61 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/orchestrator"
+)
+
+// ShimSpawner is the shim's POST /agents on this host's herdr bridge: the
+// spawn `fleetd spawn` does (the subscription boundary checked, worktree,
+// sandbox), returning once the agent's Claude session has started so the
+// caller's first send finds it ready. Errors are translated to the
+// shim's sentinels here, once.
+type ShimSpawner struct {
+	Sessions *SessionSpawner
+}
+
+var _ leadshim.Spawner = (*ShimSpawner)(nil)
+
+// Spawn starts the agent and waits for its session to start.
+func (s *ShimSpawner) Spawn(ctx context.Context, req leadshim.SpawnRequest) (events.AgentRegistered, error) {
+	reg, err := s.Sessions.Bridge.Spawn(ctx, herdrbridge.SpawnRequest{Role: req.Role, Name: req.Name, Model: req.Model,
+		Cwd: req.Cwd, Parent: req.Parent, Session: req.Session})
+	if errors.Is(err, herdrbridge.ErrAgentExists) {
+		err = fmt.Errorf("%w: %w", leadshim.ErrAgentExists, err)
+	}
+	if err != nil {
+		return reg, err
+	}
+	if err := s.Sessions.waitStarted(ctx, req.Name); err != nil {
+		return reg, fmt.Errorf("registered on host %s, pane %s, but: %w", reg.Host, reg.Pane, err)
+	}
+	return reg, nil
+}
+
+// ShimJobs is the shim's POST /jobs on an orchestrator.Runner.
+type ShimJobs struct {
+	Runner *orchestrator.Runner
+}
+
+var _ leadshim.Jobs = ShimJobs{}
+
+// Start runs the job; plan and job errors become the shim's sentinels.
+func (j ShimJobs) Start(ctx context.Context, req leadshim.JobStart) (string, error) {
+	job, err := j.Runner.Start(ctx, orchestrator.RunRequest{Plan: req.Plan, Job: req.Job, From: req.From, ParentJob: req.ParentJob, MaySpawn: req.MaySpawn})
+	switch {
+	case errors.Is(err, orchestrator.ErrInvalidPlan):
+		err = fmt.Errorf("%w: %w", leadshim.ErrBadPlan, err)
+	case errors.Is(err, orchestrator.ErrJobUnknown):
+		err = fmt.Errorf("%w: %w", leadshim.ErrUnknownJob, err)
+	}
+	return job, err
+}
+
+// Running is the runner's.
+func (j ShimJobs) Running(job string) (<-chan struct{}, bool) { return j.Runner.Running(job) }

@@ -1,0 +1,231 @@
+package leadshim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/jobs"
+)
+
+// Jobs runs plans as jobs in the background on this host: the gateway's
+// orchestrator runner. Its errors wrap ErrBadPlan for a plan that breaks
+// its schema and ErrUnknownJob for a resume of a job the log lacks.
+type Jobs interface {
+	// Start runs the plan as the job (a new id when empty; an existing one
+	// resumes, with the plan it was created with), or resumes the job from
+	// the log when Plan is empty, and returns the job id at once.
+	Start(ctx context.Context, j JobStart) (string, error)
+	// Running is a channel closed once this host's run of job ends, and
+	// whether it runs one.
+	Running(job string) (<-chan struct{}, bool)
+}
+
+// JobStart is the body of POST /jobs.
+type JobStart struct {
+	// Plan is the plan (`fleetd orchestrate`'s file, as JSON); empty
+	// resumes Job from the log.
+	Plan json.RawMessage `json:"plan,omitempty"`
+	Job  string          `json:"job,omitempty"`
+	// ParentJob is the job this one is a sub-job of (a main planning the
+	// task it was given), recorded in the job's created event.
+	ParentJob string `json:"parent_job,omitempty"`
+	// From is who the job's turns are from; FromRole its role when it is
+	// no agent of the roster. A plan's sessions are spawned only for roles
+	// that role may spawn (may_spawn).
+	From     string `json:"from"`
+	FromRole string `json:"from_role,omitempty"`
+	// MaySpawn is filled in by the shim from the caller's role, for the
+	// runner; a client's value is ignored.
+	MaySpawn []string `json:"-"`
+}
+
+// JobAccepted answers POST /jobs: the job runs.
+type JobAccepted struct {
+	Job string `json:"job"`
+}
+
+// JobState is the answer to GET /jobs/{job}: where a job stands, task by
+// task, and its rollup once done.
+type JobState struct {
+	Job  string `json:"job"`
+	Goal string `json:"goal,omitempty"`
+	// Status is running (this host runs it), stopped (neither running
+	// here nor done: POST /jobs with its id resumes it), ok or failed.
+	Status string      `json:"status"`
+	Tasks  []TaskState `json:"tasks"`
+	Rollup string      `json:"rollup,omitempty"`
+	Error  string      `json:"error,omitempty"`
+}
+
+// TaskState is one task of a JobState.
+type TaskState struct {
+	ID    string `json:"id"`
+	To    string `json:"to"`
+	State string `json:"state"`
+	Agent string `json:"agent,omitempty"`
+	Turn  string `json:"turn,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// postJobs starts a job (202 with its id).
+func (s *Server) postJobs(w http.ResponseWriter, r *http.Request) {
+	var req JobStart
+	if aerr := decodeBody(r, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if s.cfg.Jobs == nil {
+		writeError(w, fail(http.StatusServiceUnavailable, "no_jobs", "this fleetd runs no jobs"))
+		return
+	}
+	for field, job := range map[string]string{"job": req.Job, "parent_job": req.ParentJob} {
+		if err := events.ValidToken(job); job != "" && err != nil {
+			writeError(w, fail(http.StatusBadRequest, "bad_job", "%s: %v", field, err))
+			return
+		}
+	}
+	if len(req.Plan) == 0 && req.Job == "" {
+		writeError(w, fail(http.StatusBadRequest, "bad_plan", `give a "plan", or the "job" to resume`))
+		return
+	}
+	if err := events.ValidAgentID(req.From); err != nil {
+		writeError(w, fail(http.StatusBadRequest, "bad_from", `"from" names the caller: %v`, err))
+		return
+	}
+	// The caller's role decides what sessions the job may spawn; a caller
+	// the shim cannot place spawns none, but may still run a plan over
+	// live agents, as it may send to them.
+	if caller, aerr := s.callerRole(req.From, req.FromRole); aerr == nil {
+		req.MaySpawn = caller.MaySpawn
+	} else if aerr.body.Code != "not_allowed" || req.FromRole != "" {
+		writeError(w, aerr)
+		return
+	}
+	if aerr := s.healthError(); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	job, err := s.cfg.Jobs.Start(r.Context(), req)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusAccepted, JobAccepted{Job: job})
+	case errors.Is(err, ErrBadPlan):
+		writeError(w, fail(http.StatusBadRequest, "bad_plan", "%v", err))
+	case errors.Is(err, ErrUnknownJob):
+		writeError(w, fail(http.StatusNotFound, "unknown_job", "%v", err))
+	default:
+		if e := logError(err); e != nil {
+			writeError(w, e)
+			return
+		}
+		writeError(w, fail(http.StatusInternalServerError, "job_failed", "%v", err))
+	}
+}
+
+// getJob answers a job's state, long-polling up to wait while this host
+// runs it.
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	// A job this host has just started may not be in the log yet: it is
+	// known all the same.
+	job, aerr := r.PathValue("job"), (*apiError)(nil)
+	if _, running := s.runningJob(job); !running {
+		job, aerr = s.jobOf(r)
+	}
+	var wait time.Duration
+	if aerr == nil {
+		wait, aerr = s.waitParam(r)
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if wait > 0 {
+		if done, ok := s.runningJob(job); ok {
+			t := time.NewTimer(wait)
+			select {
+			case <-done:
+			case <-t.C:
+			case <-r.Context().Done():
+			}
+			t.Stop()
+		}
+	}
+	st, err := s.jobState(r.Context(), job)
+	if err != nil {
+		writeError(w, fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// runningJob is Jobs.Running, false without Jobs.
+func (s *Server) runningJob(job string) (<-chan struct{}, bool) {
+	if s.cfg.Jobs == nil {
+		return nil, false
+	}
+	return s.cfg.Jobs.Running(job)
+}
+
+// waitParam is the request's ?wait= duration, bounded by MaxTimeout.
+func (s *Server) waitParam(r *http.Request) (time.Duration, *apiError) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fail(http.StatusBadRequest, "bad_wait", "wait %q: want a duration such as 30s", v)
+	}
+	return min(d, s.cfg.MaxTimeout), nil
+}
+
+// jobState folds the job from the log.
+func (s *Server) jobState(ctx context.Context, job string) (JobState, error) {
+	j, err := jobs.LoadJob(ctx, s.cfg.Log, job, 0)
+	if err != nil {
+		return JobState{}, err
+	}
+	st := JobState{Job: job, Status: "stopped", Tasks: []TaskState{}}
+	if _, ok := s.runningJob(job); ok {
+		st.Status = "running"
+	}
+	if j.Created != nil {
+		st.Goal = j.Created.Goal
+		for _, t := range j.Created.Tasks {
+			ts := j.Tasks[t.ID]
+			state := ts.State
+			if state == "" {
+				state = "waiting"
+			}
+			st.Tasks = append(st.Tasks, TaskState{ID: t.ID, To: t.To, State: state, Agent: ts.Agent, Turn: ts.Turn, Error: ts.Error})
+		}
+	}
+	if j.Done != nil && st.Status != "running" {
+		st.Status, st.Rollup, st.Error = j.Done.Status, j.Done.Result, j.Done.Error
+	}
+	return st, nil
+}
+
+// StartJob starts a job (POST /jobs) and returns its id.
+func (c *Client) StartJob(ctx context.Context, j JobStart) (JobAccepted, error) {
+	var acc JobAccepted
+	err := c.Do(ctx, http.MethodPost, "/jobs", j, &acc)
+	return acc, err
+}
+
+// Job reads a job's state, long-polling up to wait (empty: at once) while
+// it runs.
+func (c *Client) Job(ctx context.Context, job, wait string) (JobState, error) {
+	p := "/jobs/" + url.PathEscape(job)
+	if wait != "" {
+		p += "?wait=" + url.QueryEscape(wait)
+	}
+	var st JobState
+	err := c.Do(ctx, http.MethodGet, p, nil, &st)
+	return st, err
+}
