@@ -84,7 +84,12 @@ func (r *Router) consume(ctx context.Context, role string) error {
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", ConsumerName(role), err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1))
+	// Pull requests expire as soon as a held head of queue would: a
+	// router that dies leaves a pull request behind on the consumer's
+	// leader, and until it expires (nats.go's default is 30 s) the server
+	// may hand the redelivered head to it, into the void — the cluster
+	// kill test saw the role queue stand still ~30 s that way.
+	it, err := cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(max(r.cfg.AckWait, time.Second)))
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", subject, err)
 	}

@@ -736,10 +736,12 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 	// Role dispatch goes on without h3: every role turn queued after the
 	// kill is assigned before h3 is back. h3's router may have held the
 	// head of the queue when it died; the server hands it on after the
-	// router's ack wait, which its keep-alives make short, not after 30 s.
+	// router's ack wait, which its keep-alives make short, not after 30 s
+	// (and a pull request the dead router left behind expires as soon):
+	// ~7-14 s here, where the old 30 s hold and pull expiry gave 31 s.
 	gap := watch.waitAssigned(t, 2*time.Minute, "role turns queued while h3 is down are assigned", roleAfterKill, killedAt)
 	phase(fmt.Sprintf("%d role turns queued after the kill all assigned; longest wait for the role queue to move: %v", len(roleAfterKill), gap.Round(time.Millisecond)))
-	if gap > 20*time.Second {
+	if gap > 25*time.Second {
 		t.Errorf("the role queue stood still for %v after h3 died (the router's ack wait is %v)", gap, router.DefaultAckWait)
 	}
 
