@@ -64,6 +64,8 @@ func Describe(ev Event) string {
 		}
 	case AgentDeferred:
 		fmt.Fprintf(&b, "%s %s: %s", turn, d.Reason, d.Message)
+	case AgentReleased:
+		fmt.Fprintf(&b, "%s back to role:%s (release %d) %s: %s", turn, d.Role, d.Attempt, d.Reason, d.Message)
 	case AgentAttention:
 		if d.Reason == "" {
 			b.WriteString(" cleared")

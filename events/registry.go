@@ -66,6 +66,7 @@ func NewRegistry(opts ...RegistryOption) *Registry {
 	Register[AgentExited](r)
 	Register[AgentDeferred](r)
 	Register[AgentAttention](r)
+	Register[AgentReleased](r)
 	Register[AgentInbox](r)
 	Register[RoleQueued](r)
 	Register[HostUp](r)

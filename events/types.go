@@ -40,6 +40,7 @@ const (
 	TypeAgentExited     Type = "fleet.agent.exited"
 	TypeAgentDeferred   Type = "fleet.agent.deferred"
 	TypeAgentAttention  Type = "fleet.agent.attention"
+	TypeAgentReleased   Type = "fleet.agent.released"
 	TypeAgentInbox      Type = "fleet.agent.inbox"
 	TypeRoleQueued      Type = "fleet.role.queued"
 	TypeHostUp          Type = "fleet.host.up"
@@ -255,6 +256,22 @@ type AgentDeferred struct {
 	Message string `json:"message,omitempty" limit:"text"`
 }
 
+// AgentReleased: a role turn assigned to this agent and never typed goes
+// back to its role's queue (the agent died, its pane exited, its host went
+// stale), to be assigned again. It is appended on the agent's subject,
+// guarded by the agent's last sequence, so it and the gateway's AgentTyped
+// exclude each other: whichever is stored first wins, and a turn typed
+// once is never released (nor typed again elsewhere). Its correlation id
+// is the turn id; Attempt is the turn's release count after this one, and
+// the RoleQueued that puts the turn back (RoleQueued.Requeue) carries the
+// same number.
+type AgentReleased struct {
+	Role    string `json:"role"`
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty" limit:"text"`
+}
+
 // AgentAttention: the gateway will not type into the agent until a person
 // (or the agent) fixes what Reason says — its composer holds text, an
 // overlay is open, its pane shows a shell. An empty Reason clears it.
@@ -305,6 +322,14 @@ const (
 	ReasonAgentExited = "agent_exited"
 	// ReasonNotReady: herdr kept refusing to type the turn.
 	ReasonNotReady = "not_ready"
+	// ReasonAgentDied: the agent's process died (its session ended
+	// without an /exit, its shell is back in the foreground, its pane
+	// exited) while the turn was typed and not finished. The prompt is
+	// never typed again.
+	ReasonAgentDied = "agent_died"
+	// ReasonHostStale names the release of a role turn whose agent's host
+	// went silent (AgentReleased.Reason).
+	ReasonHostStale = "host_stale"
 	// ReasonEmptyPrompt: nothing was left to type once the text rule was
 	// applied.
 	ReasonEmptyPrompt = "empty_prompt"
@@ -349,6 +374,10 @@ type RoleQueued struct {
 	Job        string        `json:"job,omitempty"`
 	Task       string        `json:"task,omitempty"`
 	Notify     bool          `json:"notify,omitempty"`
+	// Requeue is set when the turn goes back to the role's queue after
+	// its n-th release (AgentReleased.Attempt): the correlation id is
+	// then the turn id, and the event's id is derived from both.
+	Requeue int `json:"requeue,omitempty"`
 }
 
 // HostUp: a gateway started on the host.
@@ -455,6 +484,7 @@ func (AgentSession) EventType() Type       { return TypeAgentSession }
 func (AgentExited) EventType() Type        { return TypeAgentExited }
 func (AgentDeferred) EventType() Type      { return TypeAgentDeferred }
 func (AgentAttention) EventType() Type     { return TypeAgentAttention }
+func (AgentReleased) EventType() Type      { return TypeAgentReleased }
 func (AgentInbox) EventType() Type         { return TypeAgentInbox }
 func (RoleQueued) EventType() Type         { return TypeRoleQueued }
 func (HostUp) EventType() Type             { return TypeHostUp }

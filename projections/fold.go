@@ -226,7 +226,7 @@ func (m *materializer) apply(ev events.Event, b *batch) {
 		m.turnEvent(ev, b)
 	case events.AgentRegistered, events.AgentStatusChanged, events.AgentQueued, events.AgentTyped,
 		events.AgentSubmitted, events.AgentReplied, events.AgentFailed, events.AgentSession, events.AgentExited,
-		events.AgentDeferred, events.AgentAttention:
+		events.AgentDeferred, events.AgentAttention, events.AgentReleased:
 		m.agentEvent(ev, d, b)
 	}
 }
