@@ -291,7 +291,12 @@ type agentState struct {
 	sessionCwd     string
 	sessionLive    bool
 	sessionEndedAt time.Time
-	clears         int // sessions started by a /clear
+	// sessionEndReason says how the session ended when fleetd saw it
+	// (the agent's process died without its SessionEnd hook).
+	sessionEndReason string
+	clears           int // sessions started by a /clear
+	// deathSent is the session whose end fleetd recorded itself.
+	deathSent string
 
 	// Since the turn in flight was typed: did herdr show the agent
 	// working or blocked (it took the prompt), which sessions started; readySince is when herdr or the
@@ -641,7 +646,13 @@ func (b *Bridge) sessionLocked(a *agentState, ev events.Event, d events.AgentSes
 		if d.Reason == "clear" || (d.SessionID != "" && a.sessionID != "" && d.SessionID != a.sessionID) {
 			return
 		}
-		a.sessionLive, a.sessionEndedAt = false, ev.Time
+		if !a.sessionLive {
+			return // its hook and fleetd both saw the end: the first one counts
+		}
+		a.sessionLive, a.sessionEndedAt, a.sessionEndReason = false, ev.Time, ""
+		if d.Reason == SessionEndDied {
+			a.sessionEndReason = "the agent's process died: its shell is back in the pane's foreground"
+		}
 	}
 }
 
