@@ -67,6 +67,7 @@ func NewRegistry(opts ...RegistryOption) *Registry {
 	Register[AgentDeferred](r)
 	Register[AgentAttention](r)
 	Register[AgentReleased](r)
+	Register[AgentRestart](r)
 	Register[AgentInbox](r)
 	Register[RoleQueued](r)
 	Register[HostUp](r)

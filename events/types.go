@@ -41,6 +41,7 @@ const (
 	TypeAgentDeferred   Type = "fleet.agent.deferred"
 	TypeAgentAttention  Type = "fleet.agent.attention"
 	TypeAgentReleased   Type = "fleet.agent.released"
+	TypeAgentRestart    Type = "fleet.agent.restart"
 	TypeAgentInbox      Type = "fleet.agent.inbox"
 	TypeRoleQueued      Type = "fleet.role.queued"
 	TypeHostUp          Type = "fleet.host.up"
@@ -272,6 +273,36 @@ type AgentReleased struct {
 	Message string `json:"message,omitempty" limit:"text"`
 }
 
+// Restart states (AgentRestart.State).
+const (
+	// RestartRestarting: the agent died and its role restarts it, after
+	// Delay.
+	RestartRestarting = "restarting"
+	// RestartRestarted: it runs again in a new pane (Pane), resuming its
+	// Claude Code session (Resume) when it had one.
+	RestartRestarted = "restarted"
+	// RestartFailed: this attempt could not start it (Message says why).
+	RestartFailed = "failed"
+	// RestartGaveUp: the role's restart limit was reached; the agent stays
+	// dead and needs attention.
+	RestartGaveUp = "gave_up"
+)
+
+// AgentRestart: a step of the gateway restarting a dead agent under its
+// role's restart policy. Attempt counts the restarts within the role's
+// window, this one included.
+type AgentRestart struct {
+	State   string `json:"state"`
+	Attempt int    `json:"attempt"`
+	// Cause is why the agent is restarted: its process died, its pane
+	// exited, its session ended.
+	Cause   string        `json:"cause,omitempty" limit:"line"`
+	Delay   time.Duration `json:"delay,omitempty"`
+	Pane    string        `json:"pane,omitempty"`
+	Resume  string        `json:"resume,omitempty"`
+	Message string        `json:"message,omitempty" limit:"text"`
+}
+
 // AgentAttention: the gateway will not type into the agent until a person
 // (or the agent) fixes what Reason says — its composer holds text, an
 // overlay is open, its pane shows a shell. An empty Reason clears it.
@@ -485,6 +516,7 @@ func (AgentExited) EventType() Type        { return TypeAgentExited }
 func (AgentDeferred) EventType() Type      { return TypeAgentDeferred }
 func (AgentAttention) EventType() Type     { return TypeAgentAttention }
 func (AgentReleased) EventType() Type      { return TypeAgentReleased }
+func (AgentRestart) EventType() Type       { return TypeAgentRestart }
 func (AgentInbox) EventType() Type         { return TypeAgentInbox }
 func (RoleQueued) EventType() Type         { return TypeRoleQueued }
 func (HostUp) EventType() Type             { return TypeHostUp }

@@ -49,6 +49,9 @@ func (b *Bridge) deliverLoop(ctx context.Context, id string) {
 // flight, fail what has expired or can no longer be delivered, or type the
 // next turn.
 func (b *Bridge) step(ctx context.Context, id string) {
+	if b.startCheckDue(id) {
+		b.checkDied(ctx, id)
+	}
 	now := b.cfg.Now()
 	b.mu.Lock()
 	a := b.agents[id]
@@ -85,6 +88,8 @@ func (b *Bridge) step(ctx context.Context, id string) {
 		}
 		return
 	}
+	// A dead agent its role restarts keeps the turns sent to it by name.
+	restart := ended && b.restartsLocked(a, a.sessionEndClean)
 	var expired, orphaned []string
 	var released []lifecycle.Turn
 	for _, tid := range b.book.Queue(id) {
@@ -96,9 +101,12 @@ func (b *Bridge) step(ctx context.Context, id string) {
 		case ended && t.Releasable():
 			// Another agent of the role can take it now.
 			released = append(released, t)
-		case ended && endedFor >= b.cfg.ExitGrace:
+		case ended && endedFor >= b.cfg.ExitGrace && !restart:
 			orphaned = append(orphaned, tid)
 		}
+	}
+	if restart && len(released) == 0 {
+		b.startRestartLocked(a, endedWhy, false)
 	}
 	next, ok := b.book.Next(id)
 	b.mu.Unlock()
@@ -115,6 +123,27 @@ func (b *Bridge) step(ctx context.Context, id string) {
 		return
 	}
 	b.typeTurn(ctx, id, next)
+}
+
+// startCheckDue reports whether it is time to look at a spawned agent's
+// pane for its shell, once a second, while herdr's events cannot tell of
+// its death: its session has not started (a command that exits at once —
+// not found, a crash on start — leaves the shell in the foreground and no
+// hook will ever say so), or it runs without herdr seeing an agent in
+// the pane (a command herdr does not recognise).
+func (b *Bridge) startCheckDue(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.agents[id]
+	now := b.cfg.Now()
+	if a == nil || !b.ownedLocked(a) || a.origin != "spawned" || now.Sub(a.registeredAt) < time.Second || now.Before(a.deathCheck) {
+		return false
+	}
+	if a.sessionSeen && !(a.sessionLive && a.label == "" && a.fresh) {
+		return false
+	}
+	a.deathCheck = now.Add(time.Second)
+	return true
 }
 
 // release gives role turns queued on an agent that can no longer type

@@ -43,6 +43,10 @@ type SpawnRequest struct {
 	// the active one, or a new workspace when there is none).
 	SplitFrom string
 	Workspace string
+
+	// restart: the gateway brings back its own agent that died; its
+	// registration on this host may still be live, and is replaced.
+	restart bool
 }
 
 // Spawn starts an agent: it validates the id and the role, builds the
@@ -108,7 +112,7 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if err != nil {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
 	}
-	if hist.live() {
+	if hist.live() && !(req.restart && hist.reg.Host == b.cfg.Host) {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w (host %s, pane %s)", req.Name, ErrAgentExists, hist.reg.Host, hist.reg.Pane)
 	}
 

@@ -442,6 +442,7 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 	inFlight, typed := b.book.InFlight(agent)
 	reg, _ := a.registration.Data.(events.AgentRegistered)
 	lastSeq := a.lastSeq
+	restart := b.restartsLocked(a, false)
 	b.notifyLocked()
 	b.mu.Unlock()
 	// Role turns go to another agent of the role; the rest fail. A
@@ -449,13 +450,21 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 	// reclaim the role turns of agents that exited.
 	b.release(ctx, agent, lastSeq, released, events.ReasonPaneExited, "pane "+pane+" exited ("+reason+") before the turn was typed")
 	var errs []error
-	for _, id := range queued {
-		_, err := b.append(ctx, agent, id, events.AgentFailed{Reason: events.ReasonPaneExited, Message: "pane " + pane + ": " + reason})
-		errs = append(errs, err)
-	}
 	if typed {
 		// Typed, perhaps submitted, never finished: never typed again.
 		_, err := b.append(ctx, agent, inFlight.ID, events.AgentFailed{Reason: events.ReasonAgentDied, Message: "pane " + pane + " exited while the turn was in flight: " + reason})
+		errs = append(errs, err)
+	}
+	if restart && errors.Join(errs...) == nil {
+		// Its role brings it back in a new pane: the turns sent to it by
+		// name wait for that.
+		b.mu.Lock()
+		b.startRestartLocked(a, "pane "+pane+" exited: "+reason, true)
+		b.mu.Unlock()
+		return
+	}
+	for _, id := range queued {
+		_, err := b.append(ctx, agent, id, events.AgentFailed{Reason: events.ReasonPaneExited, Message: "pane " + pane + ": " + reason})
 		errs = append(errs, err)
 	}
 	wt := b.reapWorktree(ctx, agent, reg.Worktree)
@@ -486,21 +495,24 @@ const SessionEndDied = "died"
 func (b *Bridge) checkDied(ctx context.Context, agent string) {
 	b.mu.Lock()
 	a := b.agents[agent]
-	if a == nil || !b.ownedLocked(a) || !a.sessionLive || a.deathSent == a.sessionID {
+	// Alive as far as the log knows: a live session, or one never started.
+	alive := func() bool { return a.sessionLive || !a.sessionSeen }
+	mark := func() string { return a.registration.ID + "/" + a.sessionID }
+	if a == nil || !b.ownedLocked(a) || !alive() || a.deathSent == mark() {
 		b.mu.Unlock()
 		return
 	}
-	pane, session := a.pane, a.sessionID
+	pane, session, marked := a.pane, a.sessionID, mark()
 	b.mu.Unlock()
 	if shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), pane); !known || !shell {
 		return
 	}
 	b.mu.Lock()
-	if !a.sessionLive || a.deathSent == session {
+	if !alive() || mark() != marked {
 		b.mu.Unlock()
 		return
 	}
-	a.deathSent = session
+	a.deathSent = marked
 	b.mu.Unlock()
 	b.log.Warn("agent died: its shell is back in the pane's foreground", "agent", agent, "pane", pane, "session", session)
 	ack, err := b.append(ctx, agent, "", events.AgentSession{SessionID: session, State: "ended", Reason: SessionEndDied})

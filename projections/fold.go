@@ -226,7 +226,7 @@ func (m *materializer) apply(ev events.Event, b *batch) {
 		m.turnEvent(ev, b)
 	case events.AgentRegistered, events.AgentStatusChanged, events.AgentQueued, events.AgentTyped,
 		events.AgentSubmitted, events.AgentReplied, events.AgentFailed, events.AgentSession, events.AgentExited,
-		events.AgentDeferred, events.AgentAttention, events.AgentReleased:
+		events.AgentDeferred, events.AgentAttention, events.AgentReleased, events.AgentRestart:
 		m.agentEvent(ev, d, b)
 	}
 }
@@ -255,7 +255,7 @@ func (m *materializer) touchAgent(a *agentRow, b *batch) {
 func dedupes(d events.Data) bool {
 	switch d.(type) {
 	case events.AgentRegistered, events.AgentSubmitted, events.AgentReplied, events.AgentFailed,
-		events.AgentSession, events.AgentExited:
+		events.AgentSession, events.AgentExited, events.AgentRestart:
 		return true
 	}
 	return false
@@ -305,6 +305,16 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		m.activity(s, ev.Time)
 	case events.AgentSession:
 		m.session(a, ev, d, b)
+	case events.AgentRestart:
+		switch d.State {
+		case events.RestartRestarting:
+			a.Restarting = true
+		case events.RestartRestarted:
+			a.Restarting = false
+			a.Restarts++
+		case events.RestartGaveUp:
+			a.Restarting = false
+		}
 	case events.AgentAttention:
 		a.NeedsAttention, a.AttentionDetail = d.Reason, d.Detail
 		if d.Reason == "" {
@@ -338,7 +348,9 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 	if d.Model != "" {
 		a.Model = d.Model
 	}
-	a.Exited, a.Violation = false, ""
+	// A new pane runs a new process: whatever ended the last one's
+	// session is over.
+	a.Exited, a.Violation, a.SessionEnded = false, "", false
 	a.Stale = m.hostStale(d.Host)
 	name := d.Session
 	if name == "" {

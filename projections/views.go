@@ -45,6 +45,11 @@ type Agent struct {
 	// pane shows a shell), with AttentionDetail saying what it saw.
 	NeedsAttention  string `json:"needs_attention,omitempty"`
 	AttentionDetail string `json:"attention_detail,omitempty"`
+	// Restarts counts the times its gateway restarted the agent after it
+	// died (its role's restart policy); Restarting is set from the
+	// decision until it runs again or the gateway gives up.
+	Restarts   int  `json:"restarts,omitempty"`
+	Restarting bool `json:"restarting,omitempty"`
 
 	// Worktree is the agent's own git worktree: where it is and what it
 	// started from (its registration), where its branch stood after its
@@ -58,7 +63,7 @@ type Agent struct {
 // Ready reports whether a new turn may be given to the agent now: alive,
 // ready status, nothing queued or in flight, nothing for a person to fix.
 func (a Agent) Ready() bool {
-	return !a.Exited && !a.Stale && !a.SessionEnded && a.NeedsAttention == "" &&
+	return !a.Exited && !a.Stale && !a.SessionEnded && !a.Restarting && a.NeedsAttention == "" &&
 		a.Status.Ready() && a.CurrentTurn == "" && a.QueueDepth == 0
 }
 
