@@ -382,6 +382,9 @@ type AgentSession struct {
 	Model          string `json:"model,omitempty"`
 	Cwd            string `json:"cwd,omitempty" limit:"line"`
 	Name           string `json:"name,omitempty"` // fleetd's session name, if any
+	// Message is what fleetd saw when it recorded an end itself (Reason
+	// "died"): the last lines the agent's pane showed.
+	Message string `json:"message,omitempty" limit:"text"`
 }
 
 // AgentExited: the agent's pane or process is gone.
@@ -391,6 +394,10 @@ type AgentExited struct {
 	// Worktree is what became of the agent's worktree: removed, or kept
 	// and why.
 	Worktree Worktree `json:"worktree,omitzero"`
+	// StartFailed: the agent never got going — its spawn failed after it
+	// was registered (its command exited, no session started in time);
+	// Reason says why and what its pane showed.
+	StartFailed bool `json:"start_failed,omitempty"`
 }
 
 // RoleQueued: a message for any agent of a role. Its id is the turn id.

@@ -502,7 +502,7 @@ func (b *Bridge) checkDied(ctx context.Context, agent string) {
 		b.mu.Unlock()
 		return
 	}
-	pane, session, marked := a.pane, a.sessionID, mark()
+	pane, session, marked, started := a.pane, a.sessionID, mark(), a.sessionSeen
 	b.mu.Unlock()
 	if shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), pane); !known || !shell {
 		return
@@ -515,7 +515,14 @@ func (b *Bridge) checkDied(ctx context.Context, agent string) {
 	a.deathSent = marked
 	b.mu.Unlock()
 	b.log.Warn("agent died: its shell is back in the pane's foreground", "agent", agent, "pane", pane, "session", session)
-	ack, err := b.append(ctx, agent, "", events.AgentSession{SessionID: session, State: "ended", Reason: SessionEndDied})
+	ended := events.AgentSession{SessionID: session, State: "ended", Reason: SessionEndDied}
+	if r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible}); err == nil {
+		ended.Message = lastRows(r.Text, 4)
+	}
+	if !started {
+		b.log.Warn("agent's command exited before its session started", "agent", agent, "pane", pane, "shows", ended.Message)
+	}
+	ack, err := b.append(ctx, agent, "", ended)
 	if err != nil {
 		b.warnWrite("record the agent's death", err, "agent", agent)
 		b.mu.Lock()

@@ -463,6 +463,8 @@ func (s *Server) admit(to turns.Target, queue *bool) *apiError {
 		switch {
 		case !ok:
 			return fail(http.StatusNotFound, "unknown_agent", "no agent %q in the roster", agent)
+		case a.FailedToStart != "" && (a.Exited || a.SessionEnded) && !a.Restarting:
+			return fail(http.StatusConflict, "failed_to_start", "agent %s failed to start: %s", agent, a.FailedToStart)
 		case a.Exited:
 			return fail(http.StatusConflict, "exited", "agent %s has exited", agent)
 		case a.SessionEnded && !a.Restarting && (queue == nil || !*queue):

@@ -322,6 +322,10 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		}
 	case events.AgentExited:
 		a.Exited = true
+		if d.StartFailed && a.FailedToStart == "" {
+			a.FailedToStart = d.Reason
+		}
+		a.Starting = false
 		if w := d.Worktree; w.Removed || w.Kept != "" {
 			a.Worktree.Removed, a.Worktree.Kept = w.Removed, w.Kept
 		}
@@ -351,6 +355,7 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 	// A new pane runs a new process: whatever ended the last one's
 	// session is over.
 	a.Exited, a.Violation, a.SessionEnded = false, "", false
+	a.Starting, a.FailedToStart = d.Origin == "spawned", ""
 	a.Stale = m.hostStale(d.Host)
 	name := d.Session
 	if name == "" {
@@ -374,7 +379,13 @@ func (m *materializer) session(a *agentRow, ev events.Event, d events.AgentSessi
 	s := m.sessionOf(a, a.Session, b)
 	switch {
 	case d.State == "started":
-		a.SessionEnded = false
+		a.SessionEnded, a.Starting = false, false
+	case d.State == "ended" && d.Reason == "died" && a.Starting:
+		a.SessionEnded, a.Starting = true, false
+		a.FailedToStart = "its command exited before its Claude Code session started"
+		if d.Message != "" {
+			a.FailedToStart += "; its pane shows: " + d.Message
+		}
 	case d.State == "ended" && d.Reason != "clear" && (d.SessionID == "" || a.SessionID == "" || d.SessionID == a.SessionID):
 		// A /clear ends a session and starts the next at once; an end of
 		// a session already replaced changes nothing.

@@ -50,6 +50,12 @@ type Agent struct {
 	// decision until it runs again or the gateway gives up.
 	Restarts   int  `json:"restarts,omitempty"`
 	Restarting bool `json:"restarting,omitempty"`
+	// Starting: fleetd spawned the agent and its Claude Code session has
+	// not started yet. FailedToStart says why it never did (its command
+	// exited, with what its pane showed; no session in time): a turn for
+	// it is refused with that.
+	Starting      bool   `json:"starting,omitempty"`
+	FailedToStart string `json:"failed_to_start,omitempty"`
 
 	// Worktree is the agent's own git worktree: where it is and what it
 	// started from (its registration), where its branch stood after its
