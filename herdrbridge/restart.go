@@ -59,7 +59,19 @@ func (b *Bridge) restart(ctx context.Context, agent, cause string, paneGone bool
 		b.notifyLocked()
 		b.mu.Unlock()
 	}()
+	retired := func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		a := b.agents[agent]
+		return a.exited
+	}
 	for ctx.Err() == nil {
+		if retired() {
+			// Someone retired it meanwhile (a spawn that waited for it
+			// gave up on it): not ours to bring back.
+			b.log.Info("restart abandoned: the agent was retired", "agent", agent)
+			return
+		}
 		b.mu.Lock()
 		a := b.agents[agent]
 		reg, _ := a.registration.Data.(events.AgentRegistered)
@@ -96,7 +108,7 @@ func (b *Bridge) restart(ctx context.Context, agent, cause string, paneGone bool
 		}
 		b.waitApplied(ctx, ack.Seq)
 		b.log.Info("restarting agent", "agent", agent, "attempt", attempt, "cause", cause, "delay", delay)
-		if !sleep(ctx, delay) {
+		if !sleep(ctx, delay) || retired() {
 			return
 		}
 		req := SpawnRequest{Role: reg.Role, Name: agent, Model: reg.Model, Parent: reg.Parent, Tier: reg.Tier,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -14,15 +15,21 @@ import (
 // reclaim gives back to their roles the turns assigned to agents that can
 // no longer type them — agents on a stale host, agents that exited — and
 // re-announces released turns whose RoleQueued never made it to the log,
-// until ctx ends. Every router of the fleet runs it; the guarded append
+// once per Poll until ctx ends: a host goes stale by the clock, not by an
+// event, and a round looks at every turn the views hold, too much to do
+// on every event. Every router of the fleet runs it; the guarded append
 // makes one of them win each release.
 func (r *Router) reclaim(ctx context.Context) {
-	for ctx.Err() == nil {
+	t := time.NewTicker(r.cfg.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 		if err := r.reclaimOnce(ctx); err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Debug("router: reclaim round", "err", err)
-		}
-		if r.awaitChange(ctx) != nil {
-			return
 		}
 	}
 }
