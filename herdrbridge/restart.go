@@ -127,6 +127,10 @@ func (b *Bridge) restart(ctx context.Context, agent, cause string, paneGone bool
 			}
 			continue
 		}
+		// The fold must hold the new registration before the restart
+		// ends: until then the agent still looks dead, and a delivery step
+		// would restart it again.
+		b.waitFor(ctx, 10*time.Second, func() bool { a := b.agents[agent]; return a != nil && a.pane == got.Pane })
 		if _, err := b.append(ctx, agent, "", events.AgentRestart{State: events.RestartRestarted, Attempt: attempt, Cause: cause,
 			Pane: got.Pane, Resume: req.Resume}); err != nil {
 			b.warnWrite("record restarted", err, "agent", agent)
@@ -146,6 +150,12 @@ func (b *Bridge) restart(ctx context.Context, agent, cause string, paneGone bool
 // queued turns fail pane_exited and it is recorded exited.
 func (b *Bridge) giveUp(ctx context.Context, agent, pane, cause string, recent int, why string, paneGone bool) {
 	b.log.Warn("agent not restarted again", "agent", agent, "cause", cause, "why", why)
+	// Given up from now on, before the restart ends: the next delivery
+	// step must not decide to restart it again before the fold has the
+	// gave_up event.
+	b.mu.Lock()
+	b.agents[agent].gaveUp = true
+	b.mu.Unlock()
 	if _, err := b.append(ctx, agent, "", events.AgentRestart{State: events.RestartGaveUp, Attempt: recent, Cause: cause, Message: why}); err != nil {
 		b.warnWrite("record restart limit", err, "agent", agent)
 	}
