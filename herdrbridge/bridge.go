@@ -295,6 +295,9 @@ type agentState struct {
 	// (the agent's process died without its SessionEnd hook).
 	sessionEndReason string
 	clears           int // sessions started by a /clear
+	// launch tells the agent's command having exited from its not having
+	// started yet, while no session started.
+	launch launchWatch
 	// deathSent marks the registration and session whose end fleetd
 	// recorded itself; deathCheck is when a starting agent's pane is
 	// next looked at for its shell.
@@ -590,6 +593,7 @@ func (b *Bridge) apply(ev events.Event) {
 		a.registration = ev
 		a.host, a.pane, a.role, a.cwd, a.worktree = d.Host, d.Pane, d.Role, d.Cwd, d.Worktree.Path
 		a.origin, a.registeredAt, a.sessionSeen, a.gaveUp = d.Origin, ev.Time, false, false
+		a.launch = launchWatch{began: ev.Time}
 		// herdr recognises an agent by its pane's foreground process,
 		// which for a sandboxed one is the sandbox: type into it as into
 		// a pane herdr does not recognise, from the first turn.

@@ -126,7 +126,8 @@ func (b *Bridge) step(ctx context.Context, id string) {
 }
 
 // startCheckDue reports whether it is time to look at a spawned agent's
-// pane for its shell, once a second, while herdr's events cannot tell of
+// pane for its shell, every quarter second (a look also tells a command
+// that runs, see launchWatch), while herdr's events cannot tell of
 // its death: its session has not started (a command that exits at once —
 // not found, a crash on start — leaves the shell in the foreground and no
 // hook will ever say so), or it runs without herdr seeing an agent in
@@ -136,13 +137,13 @@ func (b *Bridge) startCheckDue(id string) bool {
 	defer b.mu.Unlock()
 	a := b.agents[id]
 	now := b.cfg.Now()
-	if a == nil || !b.ownedLocked(a) || a.origin != "spawned" || now.Sub(a.registeredAt) < time.Second || now.Before(a.deathCheck) {
+	if a == nil || !b.ownedLocked(a) || a.origin != "spawned" || now.Before(a.deathCheck) {
 		return false
 	}
 	if a.sessionSeen && !(a.sessionLive && a.label == "" && a.fresh) {
 		return false
 	}
-	a.deathCheck = now.Add(time.Second)
+	a.deathCheck = now.Add(250 * time.Millisecond)
 	return true
 }
 

@@ -203,8 +203,8 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 // awaitStart watches a spawned agent until its Claude Code session has
 // started: a session event after its registration (seq after) that says
 // started. It fails (ErrNotStarted) when the pane closes, when the pane's
-// shell is back in the foreground a second after the launch was typed
-// (the command exited: not found, a crash on start), when a gateway
+// shell is back in the foreground after the command ran or LaunchGrace
+// after it was typed (the command exited: not found, a crash on start), when a gateway
 // recorded the process dead, or when wait passes — each time with the
 // last lines the pane shows.
 func (b *Bridge) awaitStart(ctx context.Context, agent, pane string, after uint64, wait time.Duration) error {
@@ -212,7 +212,7 @@ func (b *Bridge) awaitStart(ctx context.Context, agent, pane string, after uint6
 	if err != nil {
 		return err
 	}
-	began := time.Now()
+	launch := launchWatch{began: b.cfg.Now()}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -246,10 +246,8 @@ func (b *Bridge) awaitStart(ctx context.Context, agent, pane string, after uint6
 		if _, err := b.client.Pane(ctx, pane); errors.Is(err, herdrapi.ErrPaneNotFound) {
 			return fmt.Errorf("%w: its pane %s closed", ErrNotStarted, pane)
 		}
-		if time.Since(began) >= time.Second {
-			if shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), pane); known && shell {
-				return fmt.Errorf("%w: its command exited and the shell is back; the pane shows: %s", ErrNotStarted, shows())
-			}
+		if shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), pane); shell && launch.exited(shell, known, b.cfg.Now()) {
+			return fmt.Errorf("%w: its command exited and the shell is back; the pane shows: %s", ErrNotStarted, shows())
 		}
 		select {
 		case <-ctx.Done():

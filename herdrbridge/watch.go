@@ -504,11 +504,12 @@ func (b *Bridge) checkDied(ctx context.Context, agent string) {
 	}
 	pane, session, marked, started := a.pane, a.sessionID, mark(), a.sessionSeen
 	b.mu.Unlock()
-	if shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), pane); !known || !shell {
-		return
-	}
+	shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), pane)
 	b.mu.Lock()
-	if !alive() || mark() != marked {
+	// A session never started: the shell in the foreground may only not
+	// have run the typed command yet.
+	exited := started || a.launch.exited(shell, known, b.cfg.Now())
+	if !known || !shell || !exited || !alive() || mark() != marked {
 		b.mu.Unlock()
 		return
 	}

@@ -356,6 +356,9 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 	// session is over.
 	a.Exited, a.Violation, a.SessionEnded = false, "", false
 	a.Starting, a.FailedToStart = d.Origin == "spawned", ""
+	// Its session is known again when its SessionStart hook reports (the
+	// same id, when it resumed one).
+	a.SessionID = ""
 	a.Stale = m.hostStale(d.Host)
 	name := d.Session
 	if name == "" {

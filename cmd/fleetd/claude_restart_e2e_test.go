@@ -56,7 +56,7 @@ func TestRealClaudeWorkerKilledIsRestartedAndResumesItsSession(t *testing.T) {
 				return err
 			}
 			var ok bool
-			if a, ok = findAgent(roster, name); !ok || a.SessionID == "" || !a.Ready() || a.Restarts != restarts {
+			if a, ok = findAgent(roster, name); !ok || a.SessionID == "" || a.Starting || !a.Ready() || a.Restarts != restarts {
 				return fmt.Errorf("%s not ready after %d restarts yet: %+v", name, restarts, a)
 			}
 			return nil
