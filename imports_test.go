@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"roles":                             {},
 	"projections/projectionstest":       {"events"},
 	"projections":                       {"events", "lifecycle"},
-	"herdrbridge":                       {"events", "lifecycle", "roles", "herdrbridge/herdrapi", "worktree"},
+	"herdrbridge":                       {"events", "lifecycle", "roles", "turns", "herdrbridge/herdrapi", "worktree"},
 	"herdrbridge/herdrapi":              {},
 	"herdrbridge/herdrapi/herdrapitest": {"herdrbridge/herdrapi", "herdrbridge/herdrschema", "herdrbridge/herdrtest", "internal/checkfor"},
 	"herdrbridge/herdrtest":             {},

@@ -441,3 +441,35 @@ func TestParseAtReadsEveryWayToNameAPoint(t *testing.T) {
 		}
 	}
 }
+
+// A role turn released from an agent that died shows its whole way: queued
+// for the role, assigned, released, back in the role's queue, assigned to
+// the next agent, typed there and replied.
+func TestTheTimelineOfAReleasedTurn(t *testing.T) {
+	f := fleettest.New(t)
+	f.Register("w-1", "w")
+	f.Register("w-2", "w")
+	_, base := serve(t, f, nil)
+	id := events.NewULIDSource(time.Now)()
+	f.MustAppend(events.Event{ID: id, Subject: "w", CorrelationID: id, Data: events.RoleQueued{From: "lead", Text: "any"}})
+	f.MustAppend(events.Event{Subject: "w-1", CorrelationID: id, Data: events.AgentQueued{From: "lead", Text: "any", AssignedFrom: "w"}})
+	f.MustAppend(events.Event{Subject: "w-1", CorrelationID: id, Data: events.AgentReleased{Role: "w", Attempt: 1, Reason: events.ReasonAgentDied, Message: "gone"}})
+	f.MustAppend(events.Event{Subject: "w", CorrelationID: id, Data: events.RoleQueued{From: "lead", Text: "any", Requeue: 1}})
+	f.MustAppend(events.Event{Subject: "w-2", CorrelationID: id, Data: events.AgentQueued{From: "lead", Text: "any", AssignedFrom: "w"}})
+	f.MustAppend(events.Event{Subject: "w-2", CorrelationID: id, Data: events.AgentTyped{Pane: "p2", Method: "agent.prompt", Bytes: 3}})
+	f.MustAppend(events.Event{Subject: "w-2", CorrelationID: id, Data: events.AgentReplied{Reply: "done"}})
+	waitTurn(t, f, id)
+
+	tl := getJSON[dashboard.Timeline](t, base+"/ui/api/turns/"+id)
+	var got []string
+	for _, s := range tl.Steps {
+		got = append(got, s.Step)
+	}
+	want := []string{"queued", "assigned", "released", "queued", "assigned", "typed", "replied"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("steps %v, want %v", got, want)
+	}
+	if tl.Turn.Releases != 1 || tl.Turn.ReleasedFrom != "w-1" || tl.Turn.Agent != "w-2" {
+		t.Errorf("turn %+v", tl.Turn)
+	}
+}

@@ -99,6 +99,7 @@ const (
 	StepTyped     = "typed"
 	StepEnter     = "enter"
 	StepDeferred  = "deferred"
+	StepReleased  = "released"
 	StepSubmitted = "submitted"
 	StepReplied   = "replied"
 	StepFailed    = "failed"
@@ -151,6 +152,12 @@ func (s *Server) turnEvents(ctx context.Context, src source, t lifecycle.Turn) (
 		}
 		subjects = append(subjects, subj)
 	}
+	if t.ReleasedFrom != "" && t.ReleasedFrom != t.Agent {
+		// The agent it was released from holds its first assignment.
+		if subj, err := events.AgentAll(t.ReleasedFrom); err == nil {
+			subjects = append(subjects, subj)
+		}
+	}
 	if t.Role != "" {
 		if subj, err := events.RoleSubject(t.Role, "queued"); err == nil {
 			subjects = append(subjects, subj)
@@ -181,6 +188,11 @@ func stepOf(ev events.Event, first bool) (Step, bool) {
 	switch d := ev.Data.(type) {
 	case events.RoleQueued:
 		st.Step, st.Detail = StepQueued, fmt.Sprintf("from %s to role:%s", orDash(d.From), ev.Subject)
+		if d.Requeue > 0 {
+			st.Detail = fmt.Sprintf("back in role:%s's queue (release %d)", ev.Subject, d.Requeue)
+		}
+	case events.AgentReleased:
+		st.Step, st.Detail = StepReleased, fmt.Sprintf("from %s back to role:%s: %s: %s", ev.Subject, d.Role, d.Reason, d.Message)
 	case events.AgentQueued:
 		st.Step, st.Detail = StepQueued, fmt.Sprintf("from %s to %s", orDash(d.From), ev.Subject)
 		if !first || d.AssignedFrom != "" {

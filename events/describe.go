@@ -64,6 +64,22 @@ func Describe(ev Event) string {
 		}
 	case AgentDeferred:
 		fmt.Fprintf(&b, "%s %s: %s", turn, d.Reason, d.Message)
+	case AgentRestart:
+		fmt.Fprintf(&b, " %s #%d %s", d.State, d.Attempt, d.Cause)
+		if d.Delay > 0 {
+			fmt.Fprintf(&b, " in %v", d.Delay)
+		}
+		if d.Pane != "" {
+			fmt.Fprintf(&b, " pane=%s", d.Pane)
+		}
+		if d.Resume != "" {
+			fmt.Fprintf(&b, " resume=%s", d.Resume)
+		}
+		if d.Message != "" {
+			fmt.Fprintf(&b, ": %s", d.Message)
+		}
+	case AgentReleased:
+		fmt.Fprintf(&b, "%s back to role:%s (release %d) %s: %s", turn, d.Role, d.Attempt, d.Reason, d.Message)
 	case AgentAttention:
 		if d.Reason == "" {
 			b.WriteString(" cleared")

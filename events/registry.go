@@ -66,6 +66,8 @@ func NewRegistry(opts ...RegistryOption) *Registry {
 	Register[AgentExited](r)
 	Register[AgentDeferred](r)
 	Register[AgentAttention](r)
+	Register[AgentReleased](r)
+	Register[AgentRestart](r)
 	Register[AgentInbox](r)
 	Register[RoleQueued](r)
 	Register[AgentBudgetWarning](r)

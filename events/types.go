@@ -40,6 +40,8 @@ const (
 	TypeAgentExited     Type = "fleet.agent.exited"
 	TypeAgentDeferred   Type = "fleet.agent.deferred"
 	TypeAgentAttention  Type = "fleet.agent.attention"
+	TypeAgentReleased   Type = "fleet.agent.released"
+	TypeAgentRestart    Type = "fleet.agent.restart"
 	TypeAgentInbox      Type = "fleet.agent.inbox"
 	TypeRoleQueued      Type = "fleet.role.queued"
 	// TypeAgentBudget and TypeRoleBudget are budget warnings: fleet.agent.<id>.budget_warning
@@ -259,6 +261,52 @@ type AgentDeferred struct {
 	Message string `json:"message,omitempty" limit:"text"`
 }
 
+// AgentReleased: a role turn assigned to this agent and never typed goes
+// back to its role's queue (the agent died, its pane exited, its host went
+// stale), to be assigned again. It is appended on the agent's subject,
+// guarded by the agent's last sequence, so it and the gateway's AgentTyped
+// exclude each other: whichever is stored first wins, and a turn typed
+// once is never released (nor typed again elsewhere). Its correlation id
+// is the turn id; Attempt is the turn's release count after this one, and
+// the RoleQueued that puts the turn back (RoleQueued.Requeue) carries the
+// same number.
+type AgentReleased struct {
+	Role    string `json:"role"`
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty" limit:"text"`
+}
+
+// Restart states (AgentRestart.State).
+const (
+	// RestartRestarting: the agent died and its role restarts it, after
+	// Delay.
+	RestartRestarting = "restarting"
+	// RestartRestarted: it runs again in a new pane (Pane), resuming its
+	// Claude Code session (Resume) when it had one.
+	RestartRestarted = "restarted"
+	// RestartFailed: this attempt could not start it (Message says why).
+	RestartFailed = "failed"
+	// RestartGaveUp: the role's restart limit was reached; the agent stays
+	// dead and needs attention.
+	RestartGaveUp = "gave_up"
+)
+
+// AgentRestart: a step of the gateway restarting a dead agent under its
+// role's restart policy. Attempt counts the restarts within the role's
+// window, this one included.
+type AgentRestart struct {
+	State   string `json:"state"`
+	Attempt int    `json:"attempt"`
+	// Cause is why the agent is restarted: its process died, its pane
+	// exited, its session ended.
+	Cause   string        `json:"cause,omitempty" limit:"line"`
+	Delay   time.Duration `json:"delay,omitempty"`
+	Pane    string        `json:"pane,omitempty"`
+	Resume  string        `json:"resume,omitempty"`
+	Message string        `json:"message,omitempty" limit:"text"`
+}
+
 // AgentAttention: the gateway will not type into the agent until a person
 // (or the agent) fixes what Reason says — its composer holds text, an
 // overlay is open, its pane shows a shell. An empty Reason clears it.
@@ -309,6 +357,14 @@ const (
 	ReasonAgentExited = "agent_exited"
 	// ReasonNotReady: herdr kept refusing to type the turn.
 	ReasonNotReady = "not_ready"
+	// ReasonAgentDied: the agent's process died (its session ended
+	// without an /exit, its shell is back in the foreground, its pane
+	// exited) while the turn was typed and not finished. The prompt is
+	// never typed again.
+	ReasonAgentDied = "agent_died"
+	// ReasonHostStale names the release of a role turn whose agent's host
+	// went silent (AgentReleased.Reason).
+	ReasonHostStale = "host_stale"
 	// ReasonEmptyPrompt: nothing was left to type once the text rule was
 	// applied.
 	ReasonEmptyPrompt = "empty_prompt"
@@ -330,6 +386,9 @@ type AgentSession struct {
 	Model          string `json:"model,omitempty"`
 	Cwd            string `json:"cwd,omitempty" limit:"line"`
 	Name           string `json:"name,omitempty"` // fleetd's session name, if any
+	// Message is what fleetd saw when it recorded an end itself (Reason
+	// "died"): the last lines the agent's pane showed.
+	Message string `json:"message,omitempty" limit:"text"`
 }
 
 // AgentExited: the agent's pane or process is gone.
@@ -339,6 +398,10 @@ type AgentExited struct {
 	// Worktree is what became of the agent's worktree: removed, or kept
 	// and why.
 	Worktree Worktree `json:"worktree,omitzero"`
+	// StartFailed: the agent never got going — its spawn failed after it
+	// was registered (its command exited, no session started in time);
+	// Reason says why and what its pane showed.
+	StartFailed bool `json:"start_failed,omitempty"`
 }
 
 // RoleQueued: a message for any agent of a role. Its id is the turn id.
@@ -353,6 +416,10 @@ type RoleQueued struct {
 	Job        string        `json:"job,omitempty"`
 	Task       string        `json:"task,omitempty"`
 	Notify     bool          `json:"notify,omitempty"`
+	// Requeue is set when the turn goes back to the role's queue after
+	// its n-th release (AgentReleased.Attempt): the correlation id is
+	// then the turn id, and the event's id is derived from both.
+	Requeue int `json:"requeue,omitempty"`
 }
 
 // BudgetWarning: an agent's or a role's usage in one budget window
@@ -489,6 +556,8 @@ func (AgentSession) EventType() Type       { return TypeAgentSession }
 func (AgentExited) EventType() Type        { return TypeAgentExited }
 func (AgentDeferred) EventType() Type      { return TypeAgentDeferred }
 func (AgentAttention) EventType() Type     { return TypeAgentAttention }
+func (AgentReleased) EventType() Type      { return TypeAgentReleased }
+func (AgentRestart) EventType() Type       { return TypeAgentRestart }
 func (AgentInbox) EventType() Type         { return TypeAgentInbox }
 func (RoleQueued) EventType() Type         { return TypeRoleQueued }
 func (AgentBudgetWarning) EventType() Type { return TypeAgentBudget }

@@ -291,7 +291,27 @@ type agentState struct {
 	sessionCwd     string
 	sessionLive    bool
 	sessionEndedAt time.Time
-	clears         int // sessions started by a /clear
+	// sessionEndReason says how the session ended when fleetd saw it
+	// (the agent's process died without its SessionEnd hook).
+	sessionEndReason string
+	clears           int // sessions started by a /clear
+	// launch tells the agent's command having exited from its not having
+	// started yet, while no session started.
+	launch launchWatch
+	// deathSent marks the registration and session whose end fleetd
+	// recorded itself; deathCheck is when a starting agent's pane is
+	// next looked at for its shell.
+	deathSent  string
+	deathCheck time.Time
+	// sessionEndClean: the session ended on purpose (an /exit, a logout),
+	// which only the "always" restart policy restarts.
+	sessionEndClean bool
+	// restarts are the times of the gateway's restart decisions (folded
+	// from the log, so a restarted gateway counts them too); restarting
+	// is set while a restart runs; gaveUp once the role's limit was hit.
+	restarts   []time.Time
+	restarting bool
+	gaveUp     bool
 
 	// Since the turn in flight was typed: did herdr show the agent
 	// working or blocked (it took the prompt), which sessions started; readySince is when herdr or the
@@ -572,7 +592,8 @@ func (b *Bridge) apply(ev events.Event) {
 		a.registered, a.exited, a.exitSent = true, false, false
 		a.registration = ev
 		a.host, a.pane, a.role, a.cwd, a.worktree = d.Host, d.Pane, d.Role, d.Cwd, d.Worktree.Path
-		a.origin, a.registeredAt, a.sessionSeen = d.Origin, ev.Time, false
+		a.origin, a.registeredAt, a.sessionSeen, a.gaveUp = d.Origin, ev.Time, false, false
+		a.launch = launchWatch{began: ev.Time}
 		// herdr recognises an agent by its pane's foreground process,
 		// which for a sandboxed one is the sandbox: type into it as into
 		// a pane herdr does not recognise, from the first turn.
@@ -582,6 +603,13 @@ func (b *Bridge) apply(ev events.Event) {
 		b.startWorkerLocked(a)
 	case events.AgentExited:
 		a.exited = true
+	case events.AgentRestart:
+		switch d.State {
+		case events.RestartRestarting:
+			a.restarts = append(a.restarts, ev.Time)
+		case events.RestartGaveUp:
+			a.gaveUp = true
+		}
 	case events.AgentSession:
 		b.sessionLocked(a, ev, d)
 	case events.AgentAttention:
@@ -641,7 +669,16 @@ func (b *Bridge) sessionLocked(a *agentState, ev events.Event, d events.AgentSes
 		if d.Reason == "clear" || (d.SessionID != "" && a.sessionID != "" && d.SessionID != a.sessionID) {
 			return
 		}
-		a.sessionLive, a.sessionEndedAt = false, ev.Time
+		died := d.Reason == SessionEndDied
+		if !a.sessionLive && (a.sessionSeen || !died) {
+			return // its hook and fleetd both saw the end: the first one counts
+		}
+		// A process that died before its session started ends "it" too.
+		a.sessionSeen, a.sessionLive, a.sessionEndedAt, a.sessionEndReason = true, false, ev.Time, ""
+		a.sessionEndClean = d.Reason == "prompt_input_exit" || d.Reason == "logout"
+		if died {
+			a.sessionEndReason = "the agent's process died: its shell is back in the pane's foreground"
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // The ways a prompt reaches a pane, as recorded in AgentTyped.Method.
@@ -48,6 +49,9 @@ func (b *Bridge) deliverLoop(ctx context.Context, id string) {
 // flight, fail what has expired or can no longer be delivered, or type the
 // next turn.
 func (b *Bridge) step(ctx context.Context, id string) {
+	if b.startCheckDue(id) {
+		b.checkDied(ctx, id)
+	}
 	now := b.cfg.Now()
 	b.mu.Lock()
 	a := b.agents[id]
@@ -57,6 +61,11 @@ func (b *Bridge) step(ctx context.Context, id string) {
 	}
 	ended := a.sessionEnded()
 	endedFor := now.Sub(a.sessionEndedAt)
+	endedWhy := a.sessionEndReason
+	if endedWhy == "" {
+		endedWhy = "its SessionEnd hook"
+	}
+	lastSeq := a.lastSeq
 	if t, ok := b.book.InFlight(id); ok {
 		blocked := !a.blockedFrom.IsZero() && now.Sub(a.blockedFrom) >= b.cfg.BlockedTimeout
 		b.mu.Unlock()
@@ -66,7 +75,8 @@ func (b *Bridge) step(ctx context.Context, id string) {
 			ack, err := b.append(ctx, id, t.ID, events.AgentReplied{})
 			b.settled(ctx, id, ack, err)
 		case ended:
-			b.fail(ctx, id, t.ID, events.ReasonAgentExited, "the agent's Claude Code session ended while the turn was in flight")
+			// Typed, perhaps submitted, never finished: never typed again.
+			b.fail(ctx, id, t.ID, events.ReasonAgentDied, "the agent's Claude Code session ended while the turn was in flight ("+endedWhy+")")
 		case blocked:
 			b.fail(ctx, id, t.ID, events.ReasonBlocked, "the agent showed blocked for "+b.cfg.BlockedTimeout.String())
 		case t.State == lifecycle.StateTyped && t.Kind() == lifecycle.KindCommand:
@@ -78,29 +88,102 @@ func (b *Bridge) step(ctx context.Context, id string) {
 		}
 		return
 	}
+	// A dead agent its role restarts keeps the turns sent to it by name.
+	restart := ended && b.restartsLocked(a, a.sessionEndClean)
 	var expired, orphaned []string
+	var released []lifecycle.Turn
 	for _, tid := range b.book.Queue(id) {
 		t, ok := b.book.Turn(tid)
 		switch {
 		case !ok:
 		case !t.Deadline.IsZero() && now.After(t.Deadline):
 			expired = append(expired, tid)
-		case ended && endedFor >= b.cfg.ExitGrace:
+		case ended && t.Releasable():
+			// Another agent of the role can take it now.
+			released = append(released, t)
+		case ended && endedFor >= b.cfg.ExitGrace && !restart:
 			orphaned = append(orphaned, tid)
 		}
+	}
+	if restart && len(released) == 0 {
+		b.startRestartLocked(a, endedWhy, false)
 	}
 	next, ok := b.book.Next(id)
 	b.mu.Unlock()
 	for _, tid := range expired {
 		b.fail(ctx, id, tid, events.ReasonTimeout, "the deadline passed while the turn was queued")
 	}
+	if len(released) > 0 {
+		b.release(ctx, id, lastSeq, released, events.ReasonAgentDied, "the agent's Claude Code session ended ("+endedWhy+") before the turn was typed")
+	}
 	for _, tid := range orphaned {
 		b.fail(ctx, id, tid, events.ReasonAgentExited, fmt.Sprintf("the agent's Claude Code session ended and none started again within %s", b.cfg.ExitGrace))
 	}
-	if len(expired)+len(orphaned) > 0 || !ok || ended {
+	if len(expired)+len(orphaned)+len(released) > 0 || !ok || ended {
 		return
 	}
 	b.typeTurn(ctx, id, next)
+}
+
+// startCheckDue reports whether it is time to look at a spawned agent's
+// pane for its shell, every quarter second (a look also tells a command
+// that runs, see launchWatch), while herdr's events cannot tell of
+// its death: its session has not started (a command that exits at once —
+// not found, a crash on start — leaves the shell in the foreground and no
+// hook will ever say so), or it runs without herdr seeing an agent in
+// the pane (a command herdr does not recognise).
+func (b *Bridge) startCheckDue(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.agents[id]
+	now := b.cfg.Now()
+	if a == nil || !b.ownedLocked(a) || a.origin != "spawned" || now.Before(a.deathCheck) {
+		return false
+	}
+	if a.sessionSeen && !(a.sessionLive && a.label == "" && a.fresh) {
+		return false
+	}
+	a.deathCheck = now.Add(250 * time.Millisecond)
+	return true
+}
+
+// release gives role turns queued on an agent that can no longer type
+// them back to their roles (turns.Release), each guarded by the agent's
+// last sequence as folded: it excludes an AgentTyped of the same
+// assignment, and after a conflict the next step decides again on the
+// fresh fold. The RoleQueued that hands each turn to a router follows;
+// if it is lost, the routers' reclaim appends it.
+func (b *Bridge) release(ctx context.Context, agent string, lastSeq uint64, ts []lifecycle.Turn, reason, msg string) {
+	for _, t := range ts {
+		ev, err := turns.Release(t, reason, msg)
+		if err != nil {
+			continue
+		}
+		ev.Source, ev.Time = b.source, b.cfg.Now()
+		if !b.writes.wait(ctx) {
+			return
+		}
+		ack, err := b.cfg.Log.Append(ctx, ev, guard(agent, lastSeq))
+		b.writes.done(ctx, err)
+		if errors.Is(err, events.ErrConcurrency) {
+			b.catchUp(ctx, agent)
+			return
+		}
+		if err != nil {
+			b.warnWrite("release turn", err, "agent", agent, "turn", t.ID)
+			return
+		}
+		lastSeq = ack.Seq
+		b.log.Info("released a turn back to its role", "agent", agent, "turn", t.ID, "role", t.Role, "reason", reason)
+		t.Releases, t.Agent = ev.Data.(events.AgentReleased).Attempt, ""
+		if rq, err := turns.Requeue(t); err == nil {
+			rq.Source, rq.Time = b.source, b.cfg.Now()
+			if _, err := b.cfg.Log.Append(ctx, rq); err != nil {
+				b.warnWrite("requeue released turn", err, "agent", agent, "turn", t.ID)
+			}
+		}
+		b.waitApplied(ctx, ack.Seq)
+	}
 }
 
 // fail ends a turn without a reply.

@@ -27,6 +27,12 @@ var ErrNoCredentials = errors.New("agent has no NATS credentials of its own")
 // taken back (pane closed, worktree removed unless written to).
 var ErrSandboxExited = errors.New("sandbox exited at once")
 
+// ErrNotStarted means a spawn that waits for its agent (SpawnRequest.Wait)
+// saw no Claude Code session start: its command exited (not found, a crash
+// on start) or the wait ran out. The error says what the pane showed; the
+// pane is closed and the agent recorded as having failed to start.
+var ErrNotStarted = errors.New("agent did not start")
+
 // ErrNoStateDir means a spawn needs fleetd's state directory (for a
 // worktree) and the bridge was not given one (Launch.StateDir).
 var ErrNoStateDir = errors.New("no state directory")

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // paneProc is one process of a pane, as /proc shows it.
@@ -154,4 +155,32 @@ func interactive(dir string) bool {
 		}
 	}
 	return true
+}
+
+// LaunchGrace is how long after an agent's command was typed into its
+// pane's shell the shell in the foreground means the command exited, when
+// the command was never seen running: before that, the shell may only not
+// have read the typed line yet (a pane's shell starting up, a loaded
+// machine).
+const LaunchGrace = 3 * time.Second
+
+// launchWatch tells, from looks at a pane's foreground, an agent command
+// that exited from one that has not started yet.
+type launchWatch struct {
+	began time.Time // when the command was typed
+	seen  bool      // something other than the shell was in the foreground
+}
+
+// exited reports whether the shell being in the foreground (shell, as
+// paneShowsShell says, known) means the command exited: it was seen
+// running before, or LaunchGrace has passed since it was typed.
+func (w *launchWatch) exited(shell, known bool, now time.Time) bool {
+	switch {
+	case !known:
+		return false
+	case !shell:
+		w.seen = true
+		return false
+	}
+	return w.seen || now.Sub(w.began) >= LaunchGrace
 }

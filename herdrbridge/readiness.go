@@ -61,6 +61,7 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		return false
 	}
 	if shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), tg.pane); known && shell {
+		b.checkDied(ctx, agent)
 		b.attend(ctx, agent, AttentionShell, "the pane's foreground is its shell, not the agent: nothing is typed into a shell")
 		b.backoff(agent)
 		return false

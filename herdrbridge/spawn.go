@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
@@ -43,6 +44,17 @@ type SpawnRequest struct {
 	// the active one, or a new workspace when there is none).
 	SplitFrom string
 	Workspace string
+
+	// Wait, when set, makes Spawn return only once the agent's Claude Code
+	// session has started (its SessionStart hook reported), and fail with
+	// ErrNotStarted — what the pane shows, everything cleaned up — when
+	// its command exits first or Wait passes. Zero returns once the
+	// command is typed.
+	Wait time.Duration
+
+	// restart: the gateway brings back its own agent that died; its
+	// registration on this host may still be live, and is replaced.
+	restart bool
 }
 
 // Spawn starts an agent: it validates the id and the role, builds the
@@ -108,7 +120,7 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if err != nil {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
 	}
-	if hist.live() {
+	if hist.live() && !(req.restart && hist.reg.Host == b.cfg.Host) {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w (host %s, pane %s)", req.Name, ErrAgentExists, hist.reg.Host, hist.reg.Pane)
 	}
 
@@ -136,7 +148,7 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	// spawn back.
 	exited := func(cause error) error {
 		gone := b.undoWorktree(ctx, wt)
-		if _, xerr := b.append(context.WithoutCancel(ctx), req.Name, "", events.AgentExited{Pane: pane.PaneID, Reason: "spawn failed: " + cause.Error(), Worktree: gone}); xerr != nil {
+		if _, xerr := b.append(context.WithoutCancel(ctx), req.Name, "", events.AgentExited{Pane: pane.PaneID, Reason: "spawn failed: " + cause.Error(), Worktree: gone, StartFailed: true}); xerr != nil {
 			cause = errors.Join(cause, fmt.Errorf("record the failed spawn: %w", xerr))
 		}
 		return closePane(cause)
@@ -189,8 +201,72 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 			return events.AgentRegistered{}, exited(fmt.Errorf("sandbox %s: %w", role.Sandbox, err))
 		}
 	}
+	if req.Wait > 0 {
+		if err := b.awaitStart(ctx, req.Name, pane.PaneID, ack.Seq, req.Wait); err != nil {
+			return events.AgentRegistered{}, exited(err)
+		}
+	}
 	b.log.Info("spawned", "agent", req.Name, "role", role.Name, "pane", pane.PaneID, "worktree", wt.Path, "sandbox", role.Sandbox)
 	return reg, nil
+}
+
+// awaitStart watches a spawned agent until its Claude Code session has
+// started: a session event after its registration (seq after) that says
+// started. It fails (ErrNotStarted) when the pane closes, when the pane's
+// shell is back in the foreground after the command ran or LaunchGrace
+// after it was typed (the command exited: not found, a crash on start), when a gateway
+// recorded the process dead, or when wait passes — each time with the
+// last lines the pane shows.
+func (b *Bridge) awaitStart(ctx context.Context, agent, pane string, after uint64, wait time.Duration) error {
+	subject, err := events.AgentSubject(agent, "session")
+	if err != nil {
+		return err
+	}
+	launch := launchWatch{began: b.cfg.Now()}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	shows := func() string {
+		r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
+		if err != nil {
+			return "(the pane cannot be read: " + err.Error() + ")"
+		}
+		if s := lastRows(r.Text, 4); s != "" {
+			return s
+		}
+		return "(nothing)"
+	}
+	for {
+		if seq, err := b.cfg.Log.LastSeq(ctx, subject); err == nil && seq > after {
+			for ev, err := range b.cfg.Log.Read(ctx, events.Query{Subjects: []string{subject}, FromSeq: after + 1}) {
+				if err != nil {
+					break
+				}
+				if d, ok := ev.Data.(events.AgentSession); ok {
+					switch {
+					case d.State == "started":
+						return nil
+					case d.Reason == SessionEndDied:
+						return fmt.Errorf("%w: its command exited before its session started; the pane shows: %s", ErrNotStarted, shows())
+					}
+				}
+			}
+		}
+		if _, err := b.client.Pane(ctx, pane); errors.Is(err, herdrapi.ErrPaneNotFound) {
+			return fmt.Errorf("%w: its pane %s closed", ErrNotStarted, pane)
+		}
+		if shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), pane); shell && launch.exited(shell, known, b.cfg.Now()) {
+			return fmt.Errorf("%w: its command exited and the shell is back; the pane shows: %s", ErrNotStarted, shows())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("%w: no Claude Code session started within %s (are fleetd's hooks in its settings?); the pane shows: %s", ErrNotStarted, wait, shows())
+		case <-tick.C:
+		}
+	}
 }
 
 // ensureWorktree creates or reuses the agent's worktree when its role

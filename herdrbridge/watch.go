@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/lifecycle"
 )
 
 // lifecycleKinds are the herdr events the bridge follows for every pane.
@@ -243,6 +244,9 @@ func (b *Bridge) onLifecycle(ctx context.Context, ev herdrapi.Event, known map[s
 			return err
 		}
 		if ev.Kind == herdrapi.EventPaneAgentDetected {
+			if ev.Agent == "" {
+				b.checkDied(ctx, agent)
+			}
 			if ev.Agent != "" {
 				// herdr sees the agent as the pane's foreground process
 				// again (a child command it ran has ended): agent.prompt
@@ -426,15 +430,40 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 		return
 	}
 	a.exitSent = true
-	turns := b.book.Queue(agent)
-	if t, ok := b.book.InFlight(agent); ok {
-		turns = append(turns, t.ID)
+	var queued []string
+	var released []lifecycle.Turn
+	for _, id := range b.book.Queue(agent) {
+		if t, ok := b.book.Turn(id); ok && t.Releasable() {
+			released = append(released, t)
+		} else {
+			queued = append(queued, id)
+		}
 	}
+	inFlight, typed := b.book.InFlight(agent)
 	reg, _ := a.registration.Data.(events.AgentRegistered)
+	lastSeq := a.lastSeq
+	restart := b.restartsLocked(a, false)
 	b.notifyLocked()
 	b.mu.Unlock()
+	// Role turns go to another agent of the role; the rest fail. A
+	// release refused by a conflict is the routers' to retry: they
+	// reclaim the role turns of agents that exited.
+	b.release(ctx, agent, lastSeq, released, events.ReasonPaneExited, "pane "+pane+" exited ("+reason+") before the turn was typed")
 	var errs []error
-	for _, id := range turns {
+	if typed {
+		// Typed, perhaps submitted, never finished: never typed again.
+		_, err := b.append(ctx, agent, inFlight.ID, events.AgentFailed{Reason: events.ReasonAgentDied, Message: "pane " + pane + " exited while the turn was in flight: " + reason})
+		errs = append(errs, err)
+	}
+	if restart && errors.Join(errs...) == nil {
+		// Its role brings it back in a new pane: the turns sent to it by
+		// name wait for that.
+		b.mu.Lock()
+		b.startRestartLocked(a, "pane "+pane+" exited: "+reason, true)
+		b.mu.Unlock()
+		return
+	}
+	for _, id := range queued {
 		_, err := b.append(ctx, agent, id, events.AgentFailed{Reason: events.ReasonPaneExited, Message: "pane " + pane + ": " + reason})
 		errs = append(errs, err)
 	}
@@ -450,6 +479,59 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 		return
 	}
 	b.log.Info("agent exited", "agent", agent, "pane", pane, "reason", reason)
+}
+
+// SessionEndDied is the AgentSession.Reason of a session end fleetd
+// records itself: the agent's process died (a crash, a kill) without its
+// SessionEnd hook, and its pane's shell is in the foreground again.
+const SessionEndDied = "died"
+
+// checkDied records the end of the agent's session when its process is
+// gone: herdr no longer sees an agent in the pane, or a readiness check
+// found the pane's shell in the foreground, while the hooks still think
+// the session live. Only the shell in the foreground counts — herdr also
+// loses sight of an agent that runs a child command — so a pane whose
+// processes cannot be read here is left to its hooks.
+func (b *Bridge) checkDied(ctx context.Context, agent string) {
+	b.mu.Lock()
+	a := b.agents[agent]
+	// Alive as far as the log knows: a live session, or one never started.
+	alive := func() bool { return a.sessionLive || !a.sessionSeen }
+	mark := func() string { return a.registration.ID + "/" + a.sessionID }
+	if a == nil || !b.ownedLocked(a) || !alive() || a.deathSent == mark() {
+		b.mu.Unlock()
+		return
+	}
+	pane, session, marked, started := a.pane, a.sessionID, mark(), a.sessionSeen
+	b.mu.Unlock()
+	shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), pane)
+	b.mu.Lock()
+	// A session never started: the shell in the foreground may only not
+	// have run the typed command yet.
+	exited := started || a.launch.exited(shell, known, b.cfg.Now())
+	if !known || !shell || !exited || !alive() || mark() != marked {
+		b.mu.Unlock()
+		return
+	}
+	a.deathSent = marked
+	b.mu.Unlock()
+	b.log.Warn("agent died: its shell is back in the pane's foreground", "agent", agent, "pane", pane, "session", session)
+	ended := events.AgentSession{SessionID: session, State: "ended", Reason: SessionEndDied}
+	if r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible}); err == nil {
+		ended.Message = lastRows(r.Text, 4)
+	}
+	if !started {
+		b.log.Warn("agent's command exited before its session started", "agent", agent, "pane", pane, "shows", ended.Message)
+	}
+	ack, err := b.append(ctx, agent, "", ended)
+	if err != nil {
+		b.warnWrite("record the agent's death", err, "agent", agent)
+		b.mu.Lock()
+		a.deathSent = ""
+		b.mu.Unlock()
+		return
+	}
+	b.waitApplied(ctx, ack.Seq)
 }
 
 // checkBoundary reads the env of the pane's foreground processes (when

@@ -468,9 +468,12 @@ func (s *Server) admit(to turns.Target, queue *bool) *apiError {
 		switch {
 		case !ok:
 			return fail(http.StatusNotFound, "unknown_agent", "no agent %q in the roster", agent)
+		case a.FailedToStart != "" && (a.Exited || a.SessionEnded) && !a.Restarting:
+			return fail(http.StatusConflict, "failed_to_start", "agent %s failed to start: %s", agent, a.FailedToStart)
 		case a.Exited:
 			return fail(http.StatusConflict, "exited", "agent %s has exited", agent)
-		case a.SessionEnded && (queue == nil || !*queue):
+		case a.SessionEnded && !a.Restarting && (queue == nil || !*queue):
+			// (An agent its role restarts takes the turn when it is back.)
 			return fail(http.StatusConflict, "session_ended", `agent %s's Claude Code session ended (its pane may show a shell; nothing is typed there); restart it, or send with "queue": true to wait for a new session`, agent)
 		case a.NeedsAttention != "" && (queue == nil || !*queue):
 			return fail(http.StatusConflict, "needs_attention", `agent %s needs attention (%s: %s); send with "queue": true to queue anyway`, agent, a.NeedsAttention, a.AttentionDetail)

@@ -122,7 +122,13 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 	id := TurnID(ev)
 	switch d := ev.Data.(type) {
 	case events.RoleQueued:
-		if _, dup := b.turns[id]; dup {
+		if t, dup := b.turns[id]; dup {
+			// The turn back in its role's queue after a release: that it
+			// is stored is all there is to note.
+			if d.Requeue > t.Requeued {
+				t.Requeued = d.Requeue
+				return b.touch(t, ev), true
+			}
 			return Turn{}, false
 		}
 		t := &Turn{ID: id, Role: ev.Subject, From: d.From, Text: d.Text, Command: d.Command, Normalized: d.Normalized,
@@ -153,6 +159,26 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 		t.QueueSeq = ev.Seq
 		a := b.agent(ev.Subject)
 		a.queue = append(a.queue, id)
+		return b.touch(t, ev), true
+
+	case events.AgentReleased:
+		// A role turn assigned here and never typed goes back to its
+		// role's queue. Typed turns are never released: the gateway's
+		// typed and the release are both guarded by the agent's last
+		// sequence, and whichever the log holds first decides.
+		t, ok := b.turns[id]
+		if !ok || t.Agent != ev.Subject || !t.Releasable() || d.Attempt != t.Releases+1 {
+			return Turn{}, false
+		}
+		a := b.agent(ev.Subject)
+		if !slices.Contains(a.queue, id) {
+			return Turn{}, false
+		}
+		a.queue = remove(a.queue, id)
+		t.ReleasedFrom, t.ReleasedAt, t.Releases = t.Agent, ev.Time, d.Attempt
+		t.Agent, t.AssignedAt, t.QueueSeq = "", time.Time{}, 0
+		t.Reason, t.Message = d.Reason, d.Message
+		b.roles[t.Role] = insertByFirstSeq(b.roles[t.Role], b.turns, t)
 		return b.touch(t, ev), true
 
 	case events.AgentTyped:
@@ -385,6 +411,22 @@ func (b *Book) touch(t *Turn, ev events.Event) Turn {
 		t.FirstSeq = ev.Seq
 	}
 	return *t
+}
+
+// insertByFirstSeq puts t into a role's queue in the order the turns were
+// first queued, so a released turn goes back ahead of younger ones.
+func insertByFirstSeq(queue []string, turns map[string]*Turn, t *Turn) []string {
+	if slices.Contains(queue, t.ID) {
+		return queue
+	}
+	i := slices.IndexFunc(queue, func(id string) bool {
+		o := turns[id]
+		return o != nil && o.FirstSeq > t.FirstSeq
+	})
+	if i < 0 {
+		return append(queue, t.ID)
+	}
+	return slices.Insert(queue, i, t.ID)
 }
 
 func remove(ids []string, id string) []string {

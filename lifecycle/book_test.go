@@ -104,6 +104,69 @@ func TestRoleTurnIsAssignedOnce(t *testing.T) {
 	}
 }
 
+func TestAReleasedRoleTurnGoesBackToItsRoleAndIsTypedOnlyByItsNextAgent(t *testing.T) {
+	s := newScript(t)
+	s.apply("R1", "w", "R1", events.RoleQueued{Text: "first"})
+	s.apply("R2", "w", "R2", events.RoleQueued{Text: "second"})
+	s.apply("a1", "w1", "R1", events.AgentQueued{Text: "first", AssignedFrom: "w"})
+	if s.apply("x0", "w1", "R1", events.AgentReleased{Role: "w", Attempt: 2, Reason: "agent_died"}) {
+		t.Error("a release whose attempt skips one was applied")
+	}
+	if s.apply("x1", "w2", "R1", events.AgentReleased{Role: "w", Attempt: 1, Reason: "agent_died"}) {
+		t.Error("a release on an agent the turn is not queued on was applied")
+	}
+	if !s.apply("x1", "w1", "R1", events.AgentReleased{Role: "w", Attempt: 1, Reason: events.ReasonHostStale}) {
+		t.Fatal("release not applied")
+	}
+	got, _ := s.book.Turn("R1")
+	if got.State != lifecycle.StateQueued || got.Agent != "" || got.Releases != 1 || got.ReleasedFrom != "w1" || got.Requeued != 0 {
+		t.Errorf("released turn = %+v", got)
+	}
+	if q := s.book.RoleQueue("w"); len(q) != 2 || q[0] != "R1" {
+		t.Errorf("role queue %v, want R1 back ahead of R2", q)
+	}
+	if s.book.Busy("w1") {
+		t.Error("w1 still holds the released turn")
+	}
+	// The gateway of w1, coming back, cannot type it any more.
+	if s.apply("t1", "w1", "R1", events.AgentTyped{}) {
+		t.Error("a released turn was typed on the agent it was released from")
+	}
+	if s.apply("x1", "w1", "R1", events.AgentReleased{Role: "w", Attempt: 1}) {
+		t.Error("a repeated release was applied")
+	}
+	if !s.apply("q1", "w", "R1", events.RoleQueued{Text: "first", Requeue: 1}) {
+		t.Error("the requeue was not noted")
+	}
+	if got, _ := s.book.Turn("R1"); got.Requeued != 1 || got.State != lifecycle.StateQueued {
+		t.Errorf("after the requeue: %+v", got)
+	}
+	if !s.apply("a2", "w2", "R1", events.AgentQueued{Text: "first", AssignedFrom: "w"}) {
+		t.Fatal("the second assignment was not applied")
+	}
+	if !s.apply("t2", "w2", "R1", events.AgentTyped{}) {
+		t.Fatal("the new agent could not type it")
+	}
+	// Typed: never released again, whoever asks.
+	if s.apply("x2", "w2", "R1", events.AgentReleased{Role: "w", Attempt: 2}) {
+		t.Error("a typed turn was released")
+	}
+	if got, _ := s.book.Turn("R1"); got.Agent != "w2" || got.State != lifecycle.StateTyped {
+		t.Errorf("turn = %+v", got)
+	}
+}
+
+func TestOnlyRoleTurnsAreReleased(t *testing.T) {
+	s := newScript(t)
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "by name"})
+	if s.apply("x", "w1", "T1", events.AgentReleased{Role: "w", Attempt: 1}) {
+		t.Error("a turn sent to the agent by name was released")
+	}
+	if q := s.book.Queue("w1"); len(q) != 1 {
+		t.Errorf("queue %v", q)
+	}
+}
+
 func TestOutOfOrderAndDuplicateEventsChangeNothing(t *testing.T) {
 	s := newScript(t)
 	for _, c := range []struct {

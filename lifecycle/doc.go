@@ -21,6 +21,15 @@
 //     already submitted on herdr's evidence;
 //   - a replied event for an agent with no fleetd turn in flight (someone
 //     typed into the pane by hand) changes no turn;
+//   - a release (events.AgentReleased) sends a role turn that was assigned
+//     to the agent and never typed back to its role's queue; it applies
+//     only while the turn is queued on that agent and only as the turn's
+//     next attempt. A typed turn is never released, and a released turn
+//     is never typed on the agent it left: with the gateway's typed and
+//     the release both appended guarded by the agent's last sequence, the
+//     log holds at most one of them for that assignment, and the fold
+//     ignores whichever comes second anyway. So a role turn is typed at
+//     most once fleet-wide, whatever dies and whoever releases it;
 //   - transitions are idempotent: a repeated or out-of-order event that
 //     would move a turn backwards, or touch a finished turn, is ignored and
 //     reported as not applied.

@@ -78,6 +78,16 @@ type Turn struct {
 	// Deferrals counts the times herdr refused to type the turn (it went
 	// back to the head of its queue each time).
 	Deferrals int `json:"deferrals,omitempty"`
+	// Releases counts the times this role turn, assigned and never typed,
+	// went back to its role's queue (events.AgentReleased): its agent
+	// died or its host went stale. ReleasedFrom is the agent of the last
+	// release, ReleasedAt when. Requeued is the release whose RoleQueued
+	// (events.RoleQueued.Requeue) the log holds: while it is below
+	// Releases, the role's router has not been told.
+	Releases     int       `json:"releases,omitempty"`
+	ReleasedFrom string    `json:"released_from,omitempty"`
+	ReleasedAt   time.Time `json:"released_at,omitzero"`
+	Requeued     int       `json:"requeued,omitempty"`
 	// StrayReplies counts Stop hooks, while this turn was in flight, whose
 	// reply was for another prompt: the agent is idle again, and this
 	// turn's reply is not coming.
@@ -107,6 +117,13 @@ type Turn struct {
 	// queued event): while the turn is open, the log must keep everything
 	// from here on (retention never trims past it).
 	FirstSeq uint64 `json:"first_seq,omitempty"`
+}
+
+// Releasable reports whether the turn may go back to its role's queue: a
+// role turn assigned to an agent and not typed. Once typed, a turn is
+// never released — it replies or fails.
+func (t *Turn) Releasable() bool {
+	return t.State == StateQueued && t.Agent != "" && t.Role != ""
 }
 
 // Kinds of turn.

@@ -164,8 +164,8 @@ func AgentPermissions(agent string) (pub, sub []string) {
 }
 
 // GatewayPermissions: its host's events, every event kind of its own
-// agents, queued and failed for any agent (its shim and router write those
-// for turns on other hosts), role queues and job events; the JetStream API
+// agents, queued, failed and released for any agent (its shim and router
+// write those for turns on other hosts), role queues and job events; the JetStream API
 // calls it runs on — stream info and message gets, consumers on FLEET and
 // the buckets' streams (ordered readers and the router's durables: create,
 // info, next, ack, delete), KV reads and puts — and never a stream's
@@ -177,6 +177,9 @@ func GatewayPermissions(host string, agents []string) (pub, sub []string) {
 		"fleet.host." + host + ".>",
 		"fleet.agent.*.queued",
 		"fleet.agent.*.failed",
+		// Releases of role turns assigned to agents of a stale host: any
+		// router of the fleet may give them back to their roles.
+		"fleet.agent.*.released",
 		// Inbox messages, for agents of any host and for leads outside
 		// the fleet (its shim posts them, its notifier reports turns).
 		"fleet.agent.*." + inbox.Kind,

@@ -293,7 +293,7 @@ func (m *materializer) apply(ev events.Event, b *batch) {
 		m.st.roleUsage(ev.Subject).warned(d.Limit, d.Percent, ev.Time)
 	case events.AgentRegistered, events.AgentStatusChanged, events.AgentQueued, events.AgentTyped,
 		events.AgentSubmitted, events.AgentReplied, events.AgentFailed, events.AgentSession, events.AgentExited,
-		events.AgentDeferred, events.AgentAttention, events.AgentBudgetWarning:
+		events.AgentDeferred, events.AgentAttention, events.AgentBudgetWarning, events.AgentReleased, events.AgentRestart:
 		m.agentEvent(ev, d, b)
 	}
 }
@@ -322,7 +322,7 @@ func (m *materializer) touchAgent(a *agentRow, b *batch) {
 func dedupes(d events.Data) bool {
 	switch d.(type) {
 	case events.AgentRegistered, events.AgentSubmitted, events.AgentReplied, events.AgentFailed,
-		events.AgentSession, events.AgentExited, events.AgentBudgetWarning:
+		events.AgentSession, events.AgentExited, events.AgentBudgetWarning, events.AgentRestart:
 		return true
 	}
 	return false
@@ -380,6 +380,16 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		m.session(a, ev, d, b)
 	case events.AgentBudgetWarning:
 		a.usage().warned(d.Limit, d.Percent, ev.Time)
+	case events.AgentRestart:
+		switch d.State {
+		case events.RestartRestarting:
+			a.Restarting = true
+		case events.RestartRestarted:
+			a.Restarting = false
+			a.Restarts++
+		case events.RestartGaveUp:
+			a.Restarting = false
+		}
 	case events.AgentAttention:
 		a.NeedsAttention, a.AttentionDetail = d.Reason, d.Detail
 		if d.Reason == "" {
@@ -387,6 +397,10 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		}
 	case events.AgentExited:
 		a.Exited = true
+		if d.StartFailed && a.FailedToStart == "" {
+			a.FailedToStart = d.Reason
+		}
+		a.Starting = false
 		if w := d.Worktree; w.Removed || w.Kept != "" {
 			a.Worktree.Removed, a.Worktree.Kept = w.Removed, w.Kept
 		}
@@ -413,7 +427,13 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 	if d.Model != "" {
 		a.Model = d.Model
 	}
-	a.Exited, a.Violation = false, ""
+	// A new pane runs a new process: whatever ended the last one's
+	// session is over.
+	a.Exited, a.Violation, a.SessionEnded = false, "", false
+	a.Starting, a.FailedToStart = d.Origin == "spawned", ""
+	// Its session is known again when its SessionStart hook reports (the
+	// same id, when it resumed one).
+	a.SessionID = ""
 	a.Stale = m.hostStale(d.Host)
 	name := d.Session
 	if name == "" {
@@ -437,7 +457,13 @@ func (m *materializer) session(a *agentRow, ev events.Event, d events.AgentSessi
 	s := m.sessionOf(a, a.Session, b)
 	switch {
 	case d.State == "started":
-		a.SessionEnded = false
+		a.SessionEnded, a.Starting = false, false
+	case d.State == "ended" && d.Reason == "died" && a.Starting:
+		a.SessionEnded, a.Starting = true, false
+		a.FailedToStart = "its command exited before its Claude Code session started"
+		if d.Message != "" {
+			a.FailedToStart += "; its pane shows: " + d.Message
+		}
 	case d.State == "ended" && d.Reason != "clear" && (d.SessionID == "" || a.SessionID == "" || d.SessionID == a.SessionID):
 		// A /clear ends a session and starts the next at once; an end of
 		// a session already replaced changes nothing.

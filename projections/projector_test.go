@@ -435,3 +435,24 @@ func TestYoungTurnsPushedOutOfMemoryStillStayEnded(t *testing.T) {
 		t.Fatalf("queue depth %d, want 0", a.QueueDepth)
 	}
 }
+
+func TestTheRosterCountsRestartsAndShowsARestartingAgentNotReady(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow}))
+	e.append(t, reg("w1", "h1", ""))
+	e.append(t, events.Event{Subject: "w1", Time: at(1), Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}})
+	e.append(t, events.Event{Subject: "w1", Time: at(2), Data: events.AgentSession{SessionID: "s1", State: "ended", Reason: "died"}})
+	ack := e.append(t, events.Event{Subject: "w1", Time: at(3), Data: events.AgentRestart{State: events.RestartRestarting, Attempt: 1, Cause: "died"}})
+	waitSeq(t, p, ack.Seq)
+	if a, _ := p.Agent("w1"); !a.Restarting || a.Restarts != 0 || a.Ready() {
+		t.Errorf("while restarting: %+v", a)
+	}
+	e.append(t, reg("w1", "h1", ""))
+	restarted := events.Event{ID: events.NewULIDSource(time.Now)(), Subject: "w1", Time: at(4), Data: events.AgentRestart{State: events.RestartRestarted, Attempt: 1, Pane: "p2"}}
+	e.append(t, restarted)
+	last := republish(t, e, restarted) // counted once
+	waitSeq(t, p, last)
+	if a, _ := p.Agent("w1"); a.Restarting || a.Restarts != 1 || a.SessionEnded || !a.Ready() {
+		t.Errorf("after the restart: %+v", a)
+	}
+}

@@ -46,6 +46,17 @@ type Agent struct {
 	// pane shows a shell), with AttentionDetail saying what it saw.
 	NeedsAttention  string `json:"needs_attention,omitempty"`
 	AttentionDetail string `json:"attention_detail,omitempty"`
+	// Restarts counts the times its gateway restarted the agent after it
+	// died (its role's restart policy); Restarting is set from the
+	// decision until it runs again or the gateway gives up.
+	Restarts   int  `json:"restarts,omitempty"`
+	Restarting bool `json:"restarting,omitempty"`
+	// Starting: fleetd spawned the agent and its Claude Code session has
+	// not started yet. FailedToStart says why it never did (its command
+	// exited, with what its pane showed; no session in time): a turn for
+	// it is refused with that.
+	Starting      bool   `json:"starting,omitempty"`
+	FailedToStart string `json:"failed_to_start,omitempty"`
 
 	// Worktree is the agent's own git worktree: where it is and what it
 	// started from (its registration), where its branch stood after its
@@ -107,7 +118,7 @@ func (b *BudgetState) String() string {
 // Ready reports whether a new turn may be given to the agent now: alive,
 // ready status, nothing queued or in flight, nothing for a person to fix.
 func (a Agent) Ready() bool {
-	return !a.Exited && !a.Stale && !a.SessionEnded && a.NeedsAttention == "" &&
+	return !a.Exited && !a.Stale && !a.SessionEnded && !a.Restarting && a.NeedsAttention == "" &&
 		a.Status.Ready() && a.CurrentTurn == "" && a.QueueDepth == 0
 }
 

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/samber/lo"
@@ -116,6 +117,21 @@ type Role struct {
 	// was not given; it is no barrier against a holder of the shim's
 	// token, who may spawn with `fleetd spawn` anyway.
 	MaySpawn []string `json:"may_spawn,omitempty"`
+	// Restart is what the gateway does when an agent of the role it
+	// spawned dies: RestartNever (the default: it stays dead, as it
+	// always did), RestartOnFailure (its process died without a clean
+	// exit, or its pane exited) or RestartAlways (also after an /exit).
+	// The agent comes back in a new pane under the same id, resuming its
+	// Claude Code session.
+	Restart string `json:"restart,omitempty"`
+	// RestartMax restarts within RestartWindow, then the agent is left
+	// dead and needs attention. Defaults 5 and 10m.
+	RestartMax    int      `json:"restart_max,omitempty"`
+	RestartWindow Duration `json:"restart_window,omitempty"`
+	// RestartBackoff is the wait before the first restart within the
+	// window, doubled for each one after it up to MaxRestartBackoff.
+	// Default 1s.
+	RestartBackoff Duration `json:"restart_backoff,omitempty"`
 }
 
 // AllowsSpawn reports whether an agent of this role may spawn an agent of
@@ -128,6 +144,68 @@ func (r Role) AllowsSpawn(other string) error {
 		return fmt.Errorf("%w: role %q may spawn no agents (give it \"may_spawn\": [%q] in the roles file)", ErrNotAllowed, r.Name, other)
 	}
 	return fmt.Errorf("%w: role %q may spawn only %s, not %q", ErrNotAllowed, r.Name, strings.Join(r.MaySpawn, ", "), other)
+}
+
+// Restart policies (Role.Restart).
+const (
+	RestartNever     = "never"
+	RestartOnFailure = "on-failure"
+	RestartAlways    = "always"
+)
+
+// Restart defaults, and the longest wait between restarts.
+const (
+	DefaultRestartMax     = 5
+	DefaultRestartWindow  = 10 * time.Minute
+	DefaultRestartBackoff = time.Second
+	MaxRestartBackoff     = time.Minute
+)
+
+// Duration is a time.Duration written as a Go duration string ("10m") in
+// the roles file.
+type Duration time.Duration
+
+// UnmarshalJSON reads "10m", "1.5s" and the like.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"10m\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Restarts reports whether an agent of the role that died is restarted:
+// clean says it ended on purpose (an /exit, a logout), which only
+// RestartAlways restarts.
+func (r Role) Restarts(clean bool) bool {
+	switch r.Restart {
+	case RestartAlways:
+		return true
+	case RestartOnFailure:
+		return !clean
+	}
+	return false
+}
+
+// RestartDelay is the wait before a restart when n restarts already
+// happened within the window: the backoff doubled n times, capped.
+func (r Role) RestartDelay(n int) time.Duration {
+	d := time.Duration(r.RestartBackoff)
+	for range n {
+		d *= 2
+		if d >= MaxRestartBackoff {
+			return MaxRestartBackoff
+		}
+	}
+	return min(d, MaxRestartBackoff)
 }
 
 // WorktreeSpec is where a role's agents get their worktrees from.
@@ -239,6 +317,18 @@ func (c *Config) setDefaults() {
 		if r.EnvClass == "" {
 			r.EnvClass = EnvClean
 		}
+		if r.Restart == "" {
+			r.Restart = RestartNever
+		}
+		if r.RestartMax == 0 {
+			r.RestartMax = DefaultRestartMax
+		}
+		if r.RestartWindow == 0 {
+			r.RestartWindow = Duration(DefaultRestartWindow)
+		}
+		if r.RestartBackoff == 0 {
+			r.RestartBackoff = Duration(DefaultRestartBackoff)
+		}
 		if len(r.Command) == 0 {
 			r.Command = []string{"claude", "--settings", "{settings}"}
 			if r.Model != "" {
@@ -286,6 +376,14 @@ func (c Config) Validate() error {
 		}
 		if r.Cap < 0 || r.Tier < 0 {
 			errs = append(errs, fmt.Errorf("role %q: cap and tier must not be negative", name))
+		}
+		switch r.Restart {
+		case "", RestartNever, RestartOnFailure, RestartAlways:
+		default:
+			errs = append(errs, fmt.Errorf("role %q: restart %q, want never, on-failure or always", name, r.Restart))
+		}
+		if r.RestartMax < 0 || r.RestartWindow < 0 || r.RestartBackoff < 0 {
+			errs = append(errs, fmt.Errorf("role %q: restart_max, restart_window and restart_backoff must not be negative", name))
 		}
 		if w := r.Worktree; w != nil && (w.Repo == "" || !filepath.IsAbs(w.Repo)) {
 			errs = append(errs, fmt.Errorf("role %q: worktree repo %q must be an absolute path", name, w.Repo))

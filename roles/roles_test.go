@@ -2,8 +2,10 @@ package roles_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetd/fleetd/roles"
 )
@@ -142,5 +144,39 @@ func TestMaySpawnAllowsOnlyTheRolesItNames(t *testing.T) {
 	w, _ := c.Get("w")
 	if err := w.AllowsSpawn("w"); !errors.Is(err, roles.ErrNotAllowed) || !strings.Contains(err.Error(), "may_spawn") {
 		t.Errorf("w spawning w: %v, want not allowed saying how to allow it", err)
+	}
+}
+
+func TestRestartPolicy(t *testing.T) {
+	c, err := roles.Parse([]byte(`{"roles":{
+		"plain":{},
+		"crashy":{"restart":"on-failure","restart_max":3,"restart_window":"1m","restart_backoff":"2s"},
+		"always":{"restart":"always"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := c.Get("plain")
+	if plain.Restart != roles.RestartNever || plain.Restarts(false) || plain.RestartMax != 5 || time.Duration(plain.RestartWindow) != 10*time.Minute {
+		t.Errorf("plain role: %+v", plain)
+	}
+	crashy, _ := c.Get("crashy")
+	if !crashy.Restarts(false) || crashy.Restarts(true) || crashy.RestartMax != 3 || time.Duration(crashy.RestartWindow) != time.Minute {
+		t.Errorf("on-failure role: %+v", crashy)
+	}
+	var delays []time.Duration
+	for n := range 7 {
+		delays = append(delays, crashy.RestartDelay(n))
+	}
+	if want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute, time.Minute}; !slices.Equal(delays, want) {
+		t.Errorf("delays %v, want %v", delays, want)
+	}
+	always, _ := c.Get("always")
+	if !always.Restarts(true) || !always.Restarts(false) {
+		t.Errorf("always role: %+v", always)
+	}
+	for _, bad := range []string{`{"roles":{"r":{"restart":"sometimes"}}}`, `{"roles":{"r":{"restart_window":"soon"}}}`, `{"roles":{"r":{"restart_max":-1}}}`} {
+		if _, err := roles.Parse([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
 	}
 }

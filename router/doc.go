@@ -26,6 +26,32 @@
 // same way until the budget frees: that is how a role with
 // "budget_queue" makes its turns wait instead of being refused.
 //
+// Fail-over without double delivery: a role turn assigned to an agent that
+// can no longer type it goes back to its role's queue, and a turn typed
+// once is never typed again:
+//   - the agent's own gateway releases the role turns queued on an agent
+//     whose process died or whose pane exited; every router releases
+//     those of agents whose host went stale (or that exited) — see
+//     reclaim.go. A release is an AgentReleased on the agent's subject
+//     (turns.Release), appended guarded by the agent's last sequence as
+//     the releaser's views saw it, and the gateway's AgentTyped is
+//     guarded the same way: whichever the log stores first wins, the
+//     other is refused (ErrConcurrency) and decided again on the fresh
+//     state. The gateway of a stale host that comes back at the moment
+//     its turn is released therefore either typed it (and the release is
+//     refused, or ignored by lifecycle.Book) or finds it released;
+//   - after the release a RoleQueued with Requeue = the attempt number
+//     (turns.Requeue) hands the turn to this package again; its id, the
+//     release's and the next assignment's are derived from the turn id
+//     and the attempt, so the dedupe window stores each step once but
+//     does not drop the new assignment as a copy of the first. A
+//     releaser that dies between the two appends is covered: any router
+//     appends the missing RoleQueued when the views show the turn
+//     released more often than requeued;
+//   - turns sent to an agent by name are never released: they wait for
+//     the agent's restart or fail after their deadline; typed turns of an
+//     agent that died fail (agent_died), never retyped.
+//
 // A role turn whose deadline passes while it waits stays queued: there is
 // no agent subject to record a failure on, and the role subject carries
 // only queued events. The lead's blocking call answers 504 with the turn

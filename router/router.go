@@ -138,6 +138,7 @@ func (r *Router) Run(ctx context.Context) error {
 	for _, role := range r.cfg.Roles.Names() {
 		start(role)
 	}
+	wg.Go(func() { r.reclaim(ctx) })
 	// Follow new role queues first, then list the existing ones, so a role
 	// that appears in between is seen by one or the other. A follower that
 	// stops (the stream lost, say) is followed again with backoff: the

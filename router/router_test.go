@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -239,5 +240,91 @@ func testTwoRoutersAssignEveryTurnExactlyOnce(t *testing.T, kind fleettest.Kind)
 func forKinds(t *testing.T, test func(*testing.T, fleettest.Kind)) {
 	for _, kind := range fleettest.Kinds {
 		t.Run(string(kind), func(t *testing.T) { test(t, kind) })
+	}
+}
+
+// registerOn adds an idle agent of role on host, which heartbeats.
+func registerOn(t *testing.T, f *fleettest.Fleet, agent, role, host string) {
+	t.Helper()
+	f.MustAppend(events.Event{Subject: host, Data: events.HostUp{Host: host}})
+	f.MustAppend(events.Event{Subject: agent, Data: events.AgentRegistered{Agent: agent, Host: host, Pane: "p-" + agent, Role: role, Tier: 2}})
+	ack := f.MustAppend(events.Event{Subject: agent, Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}})
+	if err := f.Views.WaitSeq(fleettest.Ctx(t), ack.Seq); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// releases lists the AgentReleased events in log order.
+func releases(t *testing.T, f *fleettest.Fleet) []events.Event {
+	return eventstest.ReadAll(t, f.Log, events.Query{Subjects: []string{"fleet.agent.*.released"}})
+}
+
+func TestATurnAssignedToAStaleHostsAgentGoesToAnotherAgentOfTheRole(t *testing.T) {
+	forKinds(t, testATurnAssignedToAStaleHostsAgentGoesToAnotherAgentOfTheRole)
+}
+
+func testATurnAssignedToAStaleHostsAgentGoesToAnotherAgentOfTheRole(t *testing.T, kind fleettest.Kind) {
+	f := fleettest.NewKind(t, kind)
+	registerOn(t, f, "a1", "w", "ha")
+	startRouter(t, f, roles.Config{})
+	startRouter(t, f, roles.Config{}) // two routers: one release, one new assignment
+	id := queue(f, "w", "survive")
+	waitTurn(t, f, id, func(t lifecycle.Turn) bool { return t.Agent == "a1" })
+	// What a1's gateway knows when it decides to type the turn.
+	gatewaySeen, err := f.Log.LastSeq(fleettest.Ctx(t), "fleet.agent.a1.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// a1's host dies before its gateway typed the turn; a2 is up elsewhere.
+	registerOn(t, f, "a2", "w", "hb")
+	f.MustAppend(events.Event{Subject: "ha", Data: events.HostDown{Host: "ha", Reason: "test"}})
+	got := waitTurn(t, f, id, func(t lifecycle.Turn) bool { return t.Agent == "a2" })
+	if got.Releases != 1 || got.ReleasedFrom != "a1" || got.State != lifecycle.StateQueued {
+		t.Errorf("turn = %+v, want queued on a2 after one release from a1", got)
+	}
+	rs := releases(t, f)
+	if len(rs) != 1 || rs[0].Subject != "a1" || rs[0].CorrelationID != id {
+		t.Fatalf("releases %v, want one from a1", rs)
+	}
+	if d := rs[0].Data.(events.AgentReleased); d.Reason != events.ReasonHostStale || d.Attempt != 1 || d.Role != "w" {
+		t.Errorf("release %+v", d)
+	}
+	as := assignments(t, f)
+	if len(as) != 2 || as[0].Subject != "a1" || as[1].Subject != "a2" || as[0].ID == as[1].ID {
+		t.Errorf("assignments %v, want a1 then a2 under different ids", as)
+	}
+
+	// The old gateway, back at that moment, cannot type it on a1: its
+	// append is guarded by a1's sequence as it knew it, before the release.
+	_, err = f.Log.Append(fleettest.Ctx(t), events.Event{Subject: "a1", CorrelationID: id, Data: events.AgentTyped{Pane: "p-a1"}},
+		events.ExpectLastSeqFor(gatewaySeen, "fleet.agent.a1.>"))
+	if !errors.Is(err, events.ErrConcurrency) {
+		t.Fatalf("the stale gateway's typed append: %v, want ErrConcurrency", err)
+	}
+	f.RunAgents(0, "a2")
+	waitTurn(t, f, id, func(t lifecycle.Turn) bool { return t.State == lifecycle.StateReplied })
+	if typed := eventstest.ReadAll(t, f.Log, events.Query{Subjects: []string{"fleet.agent.*.typed"}}); len(typed) != 1 || typed[0].Subject != "a2" {
+		t.Errorf("typed %v, want once, on a2", typed)
+	}
+}
+
+func TestATypedTurnIsNeverReleased(t *testing.T) {
+	f := fleettest.New(t)
+	registerOn(t, f, "a1", "w", "ha")
+	startRouter(t, f, roles.Config{})
+	id := queue(f, "w", "typed before the host died")
+	waitTurn(t, f, id, func(t lifecycle.Turn) bool { return t.Agent == "a1" })
+	f.MustAppend(events.Event{Subject: "a1", CorrelationID: id, Data: events.AgentTyped{Pane: "p-a1", Method: "agent.prompt"}})
+	f.MustAppend(events.Event{Subject: "ha", Data: events.HostDown{Host: "ha", Reason: "test"}})
+	// A later turn of the role is decided after the stale host was seen.
+	registerOn(t, f, "a2", "w", "hb")
+	later := queue(f, "w", "later")
+	waitTurn(t, f, later, func(t lifecycle.Turn) bool { return t.Agent == "a2" })
+	if got := waitTurn(t, f, id, func(lifecycle.Turn) bool { return true }); got.Agent != "a1" || got.State != lifecycle.StateTyped {
+		t.Errorf("typed turn = %+v, want still typed on a1", got)
+	}
+	if rs := releases(t, f); len(rs) != 0 {
+		t.Errorf("releases %v, want none", rs)
 	}
 }

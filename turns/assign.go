@@ -14,7 +14,9 @@ import (
 // Assignment builds the event that assigns a role's turn to one of its
 // agents (the router's decision): the turn of queued, a RoleQueued, whole
 // (text or command, normalisation account, context, slice, job, task,
-// deadline) as an AgentQueued on agent with AssignedFrom = the role, id AssignmentID(turn),
+// deadline) as an AgentQueued on agent with AssignedFrom = the role, id AssignmentID(turn)
+// (for a turn back in its queue after its n-th release, an id derived from
+// the turn and n, so the dedupe window does not drop the new assignment),
 // correlation id the turn id and causation id queued's id. The caller
 // sets Source and Time and appends it guarded by the agent's last
 // sequence. An event that is not a RoleQueued is ErrNotRoleQueued.
@@ -24,8 +26,12 @@ func Assignment(queued events.Event, agent string) (events.Event, error) {
 		return events.Event{}, fmt.Errorf("assign event %s (%T): %w", queued.ID, queued.Data, ErrNotRoleQueued)
 	}
 	turn := lifecycle.TurnID(queued)
+	id := AssignmentID(turn)
+	if rq.Requeue > 0 {
+		id = attemptID("assign", turn, rq.Requeue)
+	}
 	return events.Event{
-		ID: AssignmentID(turn), Subject: agent, CorrelationID: turn, CausationID: queued.ID,
+		ID: id, Subject: agent, CorrelationID: turn, CausationID: queued.ID,
 		Data: events.AgentQueued{
 			From: rq.From, Text: rq.Text, Command: rq.Command, Normalized: rq.Normalized, Context: rq.Context,
 			SliceRef: rq.SliceRef, Deadline: rq.Deadline, AssignedFrom: queued.Subject, Job: rq.Job, Task: rq.Task,
@@ -45,4 +51,54 @@ func AssignmentID(turnID string) string {
 	}
 	h := sha256.Sum256([]byte("fleetd/router/assign/" + turnID))
 	return ulid.MustNew(ms, bytes.NewReader(h[:])).String()
+}
+
+// attemptID is the id of the event of kind for the n-th attempt of a
+// turn: derived like AssignmentID, so every writer of the same step
+// writes the same id and the log stores it once.
+func attemptID(kind, turnID string, n int) string {
+	var ms uint64
+	if u, err := ulid.ParseStrict(turnID); err == nil {
+		ms = u.Time()
+	}
+	h := sha256.Sum256(fmt.Appendf(nil, "fleetd/%s/%s/%d", kind, turnID, n))
+	return ulid.MustNew(ms, bytes.NewReader(h[:])).String()
+}
+
+// Release builds the two events that send a role turn assigned to an
+// agent, and never typed, back to its role's queue (t.Releasable): the
+// AgentReleased on the agent, which the caller appends guarded by the
+// agent's last sequence (so it excludes the gateway's AgentTyped), and
+// then the RoleQueued that hands the turn to the role's router again
+// (Requeue). Both ids are derived from the turn and the attempt, so two
+// releasers of the same attempt store one of each. The caller sets
+// Source and Time. A turn that is not releasable is ErrNotReleasable.
+func Release(t lifecycle.Turn, reason, message string) (release events.Event, err error) {
+	if !t.Releasable() {
+		return events.Event{}, fmt.Errorf("release turn %s (%s on %q): %w", t.ID, t.State, t.Agent, ErrNotReleasable)
+	}
+	n := t.Releases + 1
+	return events.Event{
+		ID: attemptID("release", t.ID, n), Subject: t.Agent, CorrelationID: t.ID,
+		Data: events.AgentReleased{Role: t.Role, Attempt: n, Reason: reason, Message: message},
+	}, nil
+}
+
+// Requeue builds the RoleQueued that puts a released turn back in its
+// role's queue (after its t.Releases-th release), carrying the turn whole
+// as it was queued, with correlation id the turn id. Appending it again is
+// harmless: the dedupe window stores it once, and a router that finds the
+// turn assigned or final acks it and moves on.
+func Requeue(t lifecycle.Turn) (events.Event, error) {
+	if t.Releases == 0 || t.Role == "" {
+		return events.Event{}, fmt.Errorf("requeue turn %s: %w", t.ID, ErrNotReleasable)
+	}
+	return events.Event{
+		ID: attemptID("requeue", t.ID, t.Releases), Subject: t.Role, CorrelationID: t.ID,
+		Data: events.RoleQueued{
+			From: t.From, Text: t.Text, Command: t.Command, Normalized: t.Normalized, Context: t.Context,
+			SliceRef: t.SliceRef, Deadline: t.Deadline, Job: t.Job, Task: t.Task, Notify: t.Notify,
+			Requeue: t.Releases,
+		},
+	}, nil
 }

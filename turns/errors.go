@@ -30,6 +30,10 @@ var (
 	// ErrNoID: a turn to queue has no id; the sender makes it (a ULID) so
 	// it can record or answer it before the turn is in the log.
 	ErrNoID = errors.New("no turn id")
+	// ErrNotReleasable: Release was asked for a turn that is not a role
+	// turn assigned to an agent and still untyped, or Requeue for one that
+	// was never released.
+	ErrNotReleasable = errors.New("turn is not a released or releasable role turn")
 	// ErrNotRoleQueued: Assignment was given an event that is not a role's
 	// queued turn.
 	ErrNotRoleQueued = errors.New("not a role's queued turn")

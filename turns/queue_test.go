@@ -11,6 +11,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/internal/fleettest"
+	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/turns"
 )
 
@@ -160,5 +161,51 @@ func TestAssignmentIDIsFixedByTheTurn(t *testing.T) {
 	}
 	if turns.AssignmentID(a) == turns.AssignmentID(b) || turns.AssignmentID(a) == a {
 		t.Error("an assignment id shared with another turn or with the turn itself")
+	}
+}
+
+func TestAReleasedTurnGoesBackWholeUnderIdsOfItsAttempt(t *testing.T) {
+	turn := newID()
+	deadline := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	book := lifecycle.NewBook()
+	queued := events.Event{ID: turn, Subject: "w", CorrelationID: turn, Seq: 1, Data: events.RoleQueued{From: "lead", Text: "again", Deadline: deadline, Job: "j1", Task: "t1", Notify: true}}
+	book.Apply(queued)
+	first, _ := turns.Assignment(queued, "w-1")
+	first.Seq = 2
+	book.Apply(first)
+
+	tr, _ := book.Turn(turn)
+	rel, err := turns.Release(tr, events.ReasonHostStale, "h1 silent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := turns.Release(tr, events.ReasonAgentDied, "other releaser"); again.ID != rel.ID {
+		t.Errorf("two releasers of one attempt wrote ids %s and %s", rel.ID, again.ID)
+	}
+	if rel.Subject != "w-1" || rel.CorrelationID != turn || rel.Data.(events.AgentReleased).Attempt != 1 {
+		t.Errorf("release = %+v", rel)
+	}
+	rel.Seq = 3
+	if _, ok := book.Apply(rel); !ok {
+		t.Fatal("release not applied")
+	}
+	tr, _ = book.Turn(turn)
+	rq, err := turns.Requeue(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := events.RoleQueued{From: "lead", Text: "again", Deadline: deadline, Job: "j1", Task: "t1", Notify: true, Requeue: 1}
+	if rq.Subject != "w" || rq.CorrelationID != turn || rq.ID == turn || !reflect.DeepEqual(rq.Data, want) {
+		t.Errorf("requeue = %+v, want data %+v", rq, want)
+	}
+	second, err := turns.Assignment(rq, "w-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.ID == first.ID || second.CorrelationID != turn {
+		t.Errorf("second assignment %s %s: the dedupe window would drop it as the first (%s)", second.ID, second.CorrelationID, first.ID)
+	}
+	if _, err := turns.Release(tr, "x", ""); !errors.Is(err, turns.ErrNotReleasable) {
+		t.Errorf("release of a turn back in its role's queue: %v, want ErrNotReleasable", err)
 	}
 }

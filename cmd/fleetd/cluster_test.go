@@ -674,6 +674,7 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 	acked := map[string]bool{}
 	var turns, survivors []string // survivors: direct turns for h1's and h2's agents
 	var roleAfterKill []string    // role turns queued while h3 is down
+	var roleTurns []string        // every role turn
 	killed := false
 	appendTurn := func(i int) {
 		id := ulid.Make().String()
@@ -696,6 +697,9 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 					survivors = append(survivors, id)
 				} else if !direct && killed {
 					roleAfterKill = append(roleAfterKill, id)
+				}
+				if _, role := ev.Data.(events.RoleQueued); role {
+					roleTurns = append(roleTurns, id)
 				}
 				return
 			}
@@ -745,6 +749,34 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 		t.Errorf("the role queue stood still for %v after h3 died (the router's ack wait is %v)", gap, router.DefaultAckWait)
 	}
 
+	// Role turns that h3's agents had been assigned but not typed when it
+	// died do not wait for it: the surviving routers release them to
+	// the role, and the other hosts take them. Only turns typed on h3
+	// (their outcome is h3's to tell) stay with it.
+	onH3 := func() (queued []string, released int) {
+		for _, id := range roleTurns {
+			tr := watch.turn(id)
+			if tr.State == lifecycle.StateQueued && hostOf[tr.Agent] == "h3" {
+				queued = append(queued, id)
+			}
+			if tr.Releases > 0 {
+				released++
+			}
+		}
+		return queued, released
+	}
+	err := checkfor.Poll(2*time.Minute, 250*time.Millisecond, func() error {
+		if queued, _ := onH3(); len(queued) > 0 {
+			return fmt.Errorf("%d role turns still queued on h3's agents: %v", len(queued), queued)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("role turns assigned to the dead host's agents and never typed: %v\n%s", err, diagnose(t, f, agents))
+	}
+	_, released := onH3()
+	phase(fmt.Sprintf("no role turn left queued on h3's agents; %d released to the other hosts", released))
+
 	f.restart(h3)
 	phase("h3 restarted")
 	watch.waitFinal(t, 3*time.Minute, "every turn resolves after h3 restarts", turns, len(turns), func() string { return diagnose(t, f, agents) })
@@ -760,7 +792,12 @@ func TestClusterSIGKILLOfANodeLosesNoAcknowledgedEventAndEveryTurnResolves(t *te
 			t.Errorf("acknowledged event %s is not in the log after kill -9 of h3", id)
 		}
 	}
-	checkOwnership(t, evs)
+	typedBy := checkOwnership(t, evs)
+	for _, id := range roleTurns {
+		if tr := watch.turn(id); tr.Releases > 0 && tr.State == lifecycle.StateReplied && typedBy[id] == "h3" {
+			t.Errorf("role turn %s released from %s was typed by h3 after all", id, tr.ReleasedFrom)
+		}
+	}
 	outcomes := map[string]int{}
 	for _, id := range turns {
 		tr := watch.turn(id)
@@ -991,4 +1028,117 @@ func waitLeaders(t *testing.T, ctx context.Context, h *fleetHost, gone string, l
 		}
 		return nil
 	})
+}
+
+// Role turns assigned to a host's agents and never typed are not lost with
+// the host: h3's herdr goes away first, so its gateway types nothing while
+// the routers still take its idle agents for ready, and role turns land on
+// them and stay untyped; then h3's fleetd up is killed (-9). Once it is stale the surviving routers release those
+// turns to the role, h1's and h2's agents answer them, and no turn is
+// typed twice — without h3 ever coming back.
+func TestClusterRoleTurnsAssignedToAKilledHostAreTakenByTheOthers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-host fleet")
+	}
+	began := time.Now()
+	phase := func(what string) { t.Logf("%6.1fs %s", time.Since(began).Seconds(), what) }
+	f := startFleet(t, 3, clusterRoles(t, 300*time.Millisecond, map[string]int{"w": 0}), "--no-sync-always")
+	var agents []string
+	hostOf := map[string]string{}
+	for _, h := range f.hosts {
+		for j := range 2 {
+			a := fmt.Sprintf("w-%s-%d", h.name, j)
+			f.spawn(h, "w", a)
+			agents = append(agents, a)
+			hostOf[a] = h.name
+		}
+	}
+	h1, h2, h3 := f.hosts[0], f.hosts[1], f.hosts[2]
+	waitRoster(t, h1, 30*time.Second, "six agents idle", allIdle(agents...))
+	watch := watchTurns(t, h2.natsURL)
+	phase("agents idle")
+
+	if err := h3.herdr.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	h3.herdr.cmd.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var roleTurns []string
+	log, _ := connectLog(t, h1.natsURL)
+	queueRole := func(text string) string {
+		id := ulid.Make().String()
+		ev := events.Event{ID: id, CorrelationID: id, Subject: "w", Data: events.RoleQueued{From: "test", Text: text}}
+		// The same id again is a no-op: retry while the cluster elects a
+		// new leader for what h3 led.
+		for {
+			actx, acancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err := log.Append(actx, ev)
+			acancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("append role turn %q: %v", text, err)
+			}
+		}
+		roleTurns = append(roleTurns, id)
+		return id
+	}
+	// One at a time until both of h3's agents hold one: silent, they look
+	// ready and idle longest, so the routers pick them before any agent
+	// that answered since.
+	onH3 := func() (queued []string) {
+		for _, id := range roleTurns {
+			if tr := watch.turn(id); tr.State == lifecycle.StateQueued && hostOf[tr.Agent] == "h3" {
+				queued = append(queued, id)
+			}
+		}
+		return queued
+	}
+	for i := 0; len(onH3()) < 2; i++ {
+		if i == 8 {
+			t.Fatalf("8 role turns and h3's agents do not hold two of them: %v", onH3())
+		}
+		id := queueRole(fmt.Sprintf("before the kill %d", i))
+		watch.waitAssigned(t, 10*time.Second, "role turn assigned", []string{id}, time.Now())
+	}
+	stranded := onH3()
+	if err := h3.up.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	h3.up.cmd.Wait()
+	killedAt := time.Now()
+	phase(fmt.Sprintf("killed h3 with role turns %v assigned to its agents, never typed", stranded))
+	for i := range 8 {
+		queueRole(fmt.Sprintf("after the kill %d", i))
+	}
+
+	watch.waitFinal(t, 2*time.Minute, "every role turn is answered without h3", roleTurns, len(roleTurns), func() string { return diagnose(t, f, agents) })
+	var took time.Duration
+	for _, id := range stranded {
+		tr := watch.turn(id)
+		if tr.State != lifecycle.StateReplied || tr.Releases != 1 || tr.ReleasedFrom == "" || hostOf[tr.Agent] == "h3" {
+			t.Errorf("stranded turn %s: %s on %s after %d releases (from %s), want replied by h1 or h2 after one", id, tr.State, tr.Agent, tr.Releases, tr.ReleasedFrom)
+		}
+		took = max(took, tr.AssignedAt.Sub(killedAt))
+	}
+	phase(fmt.Sprintf("all %d role turns replied; the stranded ones were assigned again %v after the kill (host TTL 15s)", len(roleTurns), took.Round(time.Millisecond)))
+	evs := readLog(t, h2.natsURL)
+	typedBy := checkOwnership(t, evs)
+	for _, id := range roleTurns {
+		if typedBy[id] == "" || typedBy[id] == "h3" {
+			t.Errorf("role turn %s typed by %q", id, typedBy[id])
+		}
+	}
+	released := 0
+	for _, ev := range evs {
+		if d, ok := ev.Data.(events.AgentReleased); ok {
+			released++
+			t.Logf("released %s from %s by %s: %s: %s", ev.CorrelationID, ev.Subject, ev.Source, d.Reason, d.Message)
+		}
+	}
+	if released != len(stranded) {
+		t.Errorf("%d releases in the log, want %d (one per stranded turn)", released, len(stranded))
+	}
 }

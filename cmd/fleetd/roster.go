@@ -77,12 +77,21 @@ func (c *RosterCmd) rosterAt(ctx context.Context, g *Globals) ([]projections.Age
 func agentStatus(a projections.Agent) string {
 	status := string(a.Status)
 	switch {
+	case a.FailedToStart != "":
+		status += " (failed to start: " + a.FailedToStart + ")"
+	case a.Restarting:
+		status += " (restarting)"
+	case a.Starting:
+		status += " (starting)"
 	case a.Exited:
 		status += " (exited)"
 	case a.Stale:
 		status += " (stale)"
 	case a.SessionEnded:
 		status += " (session ended)"
+	}
+	if a.Restarts > 0 {
+		status += fmt.Sprintf(" restarts=%d", a.Restarts)
 	}
 	if a.NeedsAttention != "" {
 		status += " NEEDS ATTENTION: " + a.NeedsAttention

@@ -27,6 +27,8 @@ type SpawnCmd struct {
 	Tier      int               `help:"Tier (default: the role's)."`
 	Session   string            `help:"Named session the agent serves."`
 	SplitFrom string            `help:"Split this pane instead of opening a new tab." placeholder:"PANE"`
+	Wait      time.Duration     `help:"How long to wait for the agent's Claude Code session to start; a spawn whose agent does not start fails with what its pane shows, and leaves nothing behind." default:"60s"`
+	NoWait    bool              `help:"Return once the agent's command is typed, without waiting for its session to start (the roster says starting, or failed to start and why)."`
 	herdrFlags
 }
 
@@ -45,14 +47,22 @@ func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer done()
+	wait := c.Wait
+	if c.NoWait {
+		wait = 0
+	}
 	reg, err := b.Spawn(ctx, herdrbridge.SpawnRequest{
 		Role: c.Role, Name: c.Name, Model: c.Model, Cwd: c.Cwd, Env: c.Env,
-		Parent: c.Parent, Tier: c.Tier, Session: c.Session, SplitFrom: c.SplitFrom,
+		Parent: c.Parent, Tier: c.Tier, Session: c.Session, SplitFrom: c.SplitFrom, Wait: wait,
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("spawned %s (role %s, %s) in pane %s on host %s\n", reg.Agent, reg.Role, reg.EnvClass, reg.Pane, reg.Host)
+	started := "started"
+	if wait == 0 {
+		started = "starting"
+	}
+	fmt.Printf("spawned %s (role %s, %s) in pane %s on host %s: %s\n", reg.Agent, reg.Role, reg.EnvClass, reg.Pane, reg.Host, started)
 	if w := reg.Worktree; w.Path != "" {
 		fmt.Printf("  worktree %s on branch %s (from %s%s)\n", w.Path, w.Branch, w.Base, worktreeState(w))
 	}

@@ -30,6 +30,8 @@ func Samples(agent string) []events.Event {
 		a(events.AgentExited{Pane: "w1:p2", Reason: "pane_exited", Worktree: events.Worktree{Path: "/src/wt/" + agent, Kept: "1 uncommitted file"}}),
 		a(events.AgentDeferred{Reason: "agent_not_ready", Message: "no longer the pane foreground process"}),
 		a(events.AgentAttention{Reason: "composer_not_empty", Detail: "the prompt box holds text"}),
+		a(events.AgentRestart{State: events.RestartRestarted, Attempt: 2, Cause: "died", Delay: 2e9, Pane: "w1:p9", Resume: "4f52"}),
+		a(events.AgentReleased{Role: "w-local", Attempt: 1, Reason: events.ReasonHostStale, Message: "host h3 silent for 15s"}),
 		a(events.AgentInbox{From: "main-a", Text: "the schema is in docs/api.md", ReplyTo: "01JF6Z00000000000000000000", Turn: "01JF6Z00000000000000000001", Status: "replied"}),
 		{Subject: "w-local", CorrelationID: turn, Data: events.RoleQueued{From: "lead", Text: "any worker", Deadline: deadline}},
 		a(events.AgentBudgetWarning{BudgetWarning: events.BudgetWarning{Limit: "usd_per_day", Scope: "agent", Percent: 80, Used: 16.5, Max: 20, FreesAt: deadline}}),

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/fakeapi"
+	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/projections"
+)
+
+// A real Claude Code worker whose process is killed comes back: its role
+// restarts on failure. Killed while idle, it is respawned in a new pane
+// and resumes its session — the fake API's next request for it carries
+// the conversation from before — while a role turn sent meanwhile is
+// answered by the other worker. Killed in the middle of a turn, that turn
+// fails agent_died and is never typed again, and the worker is back for
+// the next one.
+func TestRealClaudeWorkerKilledIsRestartedAndResumesItsSession(t *testing.T) {
+	claudeBin := fakeapi.RequireClaude(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	started := time.Now()
+	phase := func(what string) { t.Logf("%6.1fs %s", time.Since(started).Seconds(), what) }
+
+	fleet := startClaudeFleet(t, []string{"work-1", "work-2"}, func(baseURL string, env map[string]string) map[string]any {
+		return map[string]any{"w-local": map[string]any{
+			"command":         []string{claudeBin, "--settings", "{settings}"},
+			"env_class":       "gateway",
+			"base_url":        baseURL,
+			"env":             env,
+			"restart":         "on-failure",
+			"restart_backoff": "200ms",
+		}}
+	}, "--submit-timeout", "30s")
+	fleet.spawn(ctx, "w-1", "w-local", "work-1")
+	fleet.spawn(ctx, "w-2", "w-local", "work-2")
+	ready := func(name string, restarts int) projections.Agent {
+		t.Helper()
+		var a projections.Agent
+		checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
+			roster, err := fleet.roster(ctx)
+			if err != nil {
+				return err
+			}
+			var ok bool
+			if a, ok = findAgent(roster, name); !ok || a.SessionID == "" || a.Starting || !a.Ready() || a.Restarts != restarts {
+				return fmt.Errorf("%s not ready after %d restarts yet: %+v", name, restarts, a)
+			}
+			return nil
+		})
+		return a
+	}
+	ready("w-2", 0)
+	before := ready("w-1", 0)
+	phase("both workers ready")
+
+	alpha := "alpha: remember the word kumquat"
+	if r := fleet.send(ctx, leadshim.Message{To: "w-1", Text: alpha, Timeout: "2m"}); r.status != http.StatusOK || r.env.Status != "replied" {
+		t.Fatalf("first turn: HTTP %d %s", r.status, r.body)
+	}
+
+	// Killed while idle.
+	fleet.killClaude(t, before.Pane)
+	phase("killed w-1's claude while idle")
+	role := fleet.send(ctx, leadshim.Message{To: "role:w-local", Text: "bravo: any worker", Timeout: "2m"})
+	if role.status != http.StatusOK || role.env.Status != "replied" || role.env.Agent != "w-2" {
+		t.Errorf("role turn sent while w-1 was dead: HTTP %d %s, want replied by w-2", role.status, role.body)
+	}
+	after := ready("w-1", 1)
+	if after.Pane == before.Pane || after.SessionID != before.SessionID {
+		t.Errorf("w-1 restarted in pane %s with session %s, want a new pane resuming session %s (was pane %s)", after.Pane, after.SessionID, before.SessionID, before.Pane)
+	}
+	phase(fmt.Sprintf("w-1 restarted in %s, resuming %s", after.Pane, after.SessionID))
+	charlie := "charlie: which word did I ask you to remember?"
+	if r := fleet.send(ctx, leadshim.Message{To: "w-1", Text: charlie, Timeout: "2m"}); r.status != http.StatusOK || r.env.Status != "replied" {
+		t.Fatalf("turn after the restart: HTTP %d %s", r.status, r.body)
+	}
+	var resumed bool
+	for _, req := range fleet.api.Requests() {
+		if req.Prompt == charlie && bytes.Contains(req.Body, []byte(alpha)) {
+			resumed = true
+		}
+	}
+	if !resumed {
+		t.Errorf("the fake API's request for %q does not carry the earlier conversation (%q)", charlie, alpha)
+	}
+
+	// Killed in the middle of a turn.
+	h := &fleetHost{name: "up", httpURL: fleet.up.http}
+	slow := "delta: take your time [delay=2m]"
+	id, err := sendAsync(ctx, h, "w-1", slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
+		env, err := turnAt(ctx, h, id, "")
+		if err == nil && env.Status != string(lifecycle.StateSubmitted) {
+			err = fmt.Errorf("turn %s is %s, want submitted", id, env.Status)
+		}
+		return err
+	})
+	fleet.killClaude(t, after.Pane)
+	phase("killed w-1's claude in the middle of a turn")
+	env, err := turnAt(ctx, h, id, "60s")
+	if err != nil || env.Status != string(lifecycle.StateFailed) || env.Reason != events.ReasonAgentDied {
+		t.Errorf("the turn in flight: %+v, %v; want failed agent_died", env, err)
+	}
+	ready("w-1", 2)
+	phase("w-1 restarted again")
+	if r := fleet.send(ctx, leadshim.Message{To: "w-1", Text: "echo: back again", Timeout: "2m"}); r.status != http.StatusOK || r.env.Status != "replied" {
+		t.Errorf("turn after the second restart: HTTP %d %s", r.status, r.body)
+	}
+	log, _ := connectLog(t, fleet.up.url)
+	typed := 0
+	for _, ev := range readEvents(t, ctx, log, "fleet.agent.w-1.typed") {
+		if ev.CorrelationID == id {
+			typed++
+		}
+	}
+	if typed != 1 {
+		t.Errorf("the killed turn was typed %d times, want once", typed)
+	}
+	phase("done")
+}
+
+// killClaude kills (-9) the agent process of pane — the child of the
+// pane's shell — and waits until its shell has reaped it.
+func (f *claudeFleet) killClaude(t *testing.T, pane string) {
+	t.Helper()
+	type proc struct{ pid, ppid int }
+	var procs []proc
+	links, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, l := range links {
+		env, err := os.ReadFile(l)
+		if err != nil || !bytes.Contains(env, []byte("HERDR_PANE_ID="+pane+"\x00")) || !bytes.Contains(env, []byte("HERDR_SOCKET_PATH="+f.herdr.Path()+"\x00")) {
+			continue
+		}
+		dir := filepath.Dir(l)
+		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		pid, _ := strconv.Atoi(filepath.Base(dir))
+		ppid, _ := strconv.Atoi(fields[1])
+		procs = append(procs, proc{pid, ppid})
+	}
+	isPane := map[int]bool{}
+	for _, p := range procs {
+		isPane[p.pid] = true
+	}
+	shell := 0
+	for _, p := range procs {
+		if !isPane[p.ppid] {
+			shell = p.pid
+		}
+	}
+	victim := 0
+	for _, p := range procs {
+		if p.ppid == shell && shell != 0 {
+			victim = p.pid
+		}
+	}
+	if victim == 0 {
+		t.Fatalf("no agent process in pane %s (its processes: %v)", pane, procs)
+	}
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", victim)); err == nil {
+			return fmt.Errorf("process %d still there", victim)
+		}
+		return nil
+	})
+}
