@@ -18,7 +18,7 @@ type rosterCache struct {
 }
 
 // rosterKey is what a roster body depends on: the projection's position
-// and, when budgets decorate it, the second — a budget frees as time
+// and, when a role has a budget, the second — a budget frees as time
 // passes, with no event to say so.
 type rosterKey struct {
 	seq uint64
@@ -33,7 +33,7 @@ func (s *Server) getRoster(w http.ResponseWriter, r *http.Request) {
 	// roster newer than its label is only ever re-encoded early, never
 	// served for a later position than it shows.
 	key := rosterKey{seq: s.cfg.Views.Applied()}
-	if s.cfg.Budgets != nil {
+	if s.cfg.Budgets != nil && s.cfg.Roles.HasBudgets() {
 		key.at = s.cfg.Now().Unix()
 	}
 	c := &s.rosterCache

@@ -429,6 +429,17 @@ func (c Config) Sandbox(name string) (Sandbox, error) {
 	return Sandbox{}, fmt.Errorf("%w: no sandbox %q (known: %s)", ErrSandbox, name, strings.Join(lo.Uniq(known), ", "))
 }
 
+// HasBudgets reports whether any role has a budget: then how the fleet
+// stands changes with the clock alone, as usage leaves its windows.
+func (c Config) HasBudgets() bool {
+	for _, r := range c.Roles {
+		if r.Budget != nil || r.AgentBudget != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Names lists the roles, sorted.
 func (c Config) Names() []string {
 	out := make([]string, 0, len(c.Roles))
