@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/embeddednats"
+	"github.com/fleetd/fleetd/internal/checkfor"
 )
 
 // Option adjusts how a test server starts.
@@ -146,22 +147,18 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 // with "no suitable peers for placement".
 func waitPlacement(tb testing.TB, js jetstream.JetStream, n int) {
 	tb.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	err := checkfor.Poll(60*time.Second, 200*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "NATSTEST_PLACEMENT", Subjects: []string{"natstest.placement"},
 			Replicas: n, Storage: jetstream.MemoryStorage})
-		if err == nil {
-			err = js.DeleteStream(ctx, "NATSTEST_PLACEMENT")
+		if err != nil {
+			return err
 		}
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("natstest cluster: no stream placed on all %d servers within 60s: %v", n, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return js.DeleteStream(ctx, "NATSTEST_PLACEMENT")
+	})
+	if err != nil {
+		tb.Fatalf("natstest cluster: no stream placed on all %d servers within 60s: %v", n, err)
 	}
 }
 
@@ -190,30 +187,22 @@ func FreePorts(tb testing.TB, n int) []int {
 // append before it gets "no response from stream".
 func WaitStreamLed(tb testing.TB, js jetstream.JetStream, name string) {
 	tb.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	checkfor.Eventually(tb, 60*time.Second, 100*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		s, err := js.Stream(ctx, name)
-		cancel()
-		var why string
-		switch {
-		case err != nil:
-			why = err.Error()
-		case s.CachedInfo().Cluster == nil || s.CachedInfo().Cluster.Leader == "":
-			why = "no leader"
-		default:
-			for _, r := range s.CachedInfo().Cluster.Replicas {
-				if !r.Current {
-					why = "replica " + r.Name + " not current"
-				}
+		if err != nil {
+			return err
+		}
+		c := s.CachedInfo().Cluster
+		if c == nil || c.Leader == "" {
+			return fmt.Errorf("stream %s has no leader", name)
+		}
+		for _, r := range c.Replicas {
+			if !r.Current {
+				return fmt.Errorf("stream %s: replica %s not current", name, r.Name)
 			}
 		}
-		if why == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("natstest: stream %s not led within 60s: %s", name, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
