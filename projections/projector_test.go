@@ -242,28 +242,10 @@ func TestEndedTurnsLeaveMemoryAndAreReadFromKV(t *testing.T) {
 	e := newEnv(t)
 	p := start(t, projections.New(e.log, e.js, projections.Options{TurnCacheSize: 2, FlushInterval: 10 * time.Millisecond}))
 	ids := events.NewULIDSource(time.Now)
-	e.append(t, reg("w1", "h1", ""))
-	var turns []string
-	var last uint64
-	for i := range 6 {
-		id := ids()
-		turns = append(turns, id)
-		e.append(t, queued("w1", id, fmt.Sprint("t", i)))
-		last = e.append(t, events.Event{Subject: "w1", CorrelationID: id, Time: at(3), Data: events.AgentFailed{Reason: events.ReasonCancelled}}).Seq
-	}
-	waitSeq(t, p, last)
-	checkfor.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
-		for _, id := range turns {
-			tu, ok, err := p.Turn(context.Background(), id)
-			if err != nil || !ok || tu.State != lifecycle.StateFailed {
-				return fmt.Errorf("turn %s: %+v %v %v", id, tu, ok, err)
-			}
-		}
-		return nil
-	})
+	turns := endSixTurns(t, e, p, func(int) string { return ids() })
 	// A queued event re-appended after its turn left memory does not open
 	// the turn again.
-	last = republish(t, e, queued("w1", turns[0], "t0"))
+	last := republish(t, e, queued("w1", turns[0], "t0"))
 	waitSeq(t, p, last)
 	if tu, _, _ := p.Turn(context.Background(), turns[0]); tu.State != lifecycle.StateFailed {
 		t.Fatalf("re-appended queued reopened an ended turn: %s", tu.State)
@@ -408,25 +390,10 @@ func TestYoungTurnsPushedOutOfMemoryStillStayEnded(t *testing.T) {
 	p := start(t, projections.New(e.log, e.js, projections.Options{TurnCacheSize: 2, FlushInterval: 10 * time.Millisecond}))
 	// Ids minted ten minutes ahead: younger than the projector by far.
 	future := time.Now().Add(10 * time.Minute)
-	e.append(t, reg("w1", "h1", ""))
-	var turns []string
-	var last uint64
-	for i := range 6 {
-		id := ulid.MustNew(ulid.Timestamp(future.Add(time.Duration(i)*time.Millisecond)), ulid.DefaultEntropy()).String()
-		turns = append(turns, id)
-		e.append(t, queued("w1", id, fmt.Sprint("t", i)))
-		last = e.append(t, events.Event{Subject: "w1", CorrelationID: id, Time: at(3), Data: events.AgentFailed{Reason: events.ReasonCancelled}}).Seq
-	}
-	waitSeq(t, p, last)
-	checkfor.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
-		for _, id := range turns {
-			if tu, ok, err := p.Turn(context.Background(), id); err != nil || !ok || tu.State != lifecycle.StateFailed {
-				return fmt.Errorf("turn %s: %+v %v %v", id, tu, ok, err)
-			}
-		}
-		return nil
+	turns := endSixTurns(t, e, p, func(i int) string {
+		return ulid.MustNew(ulid.Timestamp(future.Add(time.Duration(i)*time.Millisecond)), ulid.DefaultEntropy()).String()
 	})
-	last = republish(t, e, queued("w1", turns[0], "t0"))
+	last := republish(t, e, queued("w1", turns[0], "t0"))
 	waitSeq(t, p, last)
 	if tu, _, _ := p.Turn(context.Background(), turns[0]); tu.State != lifecycle.StateFailed {
 		t.Fatalf("a re-appended queued reopened a young turn pushed out of memory: %s", tu.State)
@@ -455,4 +422,30 @@ func TestTheRosterCountsRestartsAndShowsARestartingAgentNotReady(t *testing.T) {
 	if a, _ := p.Agent("w1"); a.Restarting || a.Restarts != 1 || a.SessionEnded || !a.Ready() {
 		t.Errorf("after the restart: %+v", a)
 	}
+}
+
+// endSixTurns registers w1 and queues and cancels six turns with the ids
+// mint gives, so that (with a cache of two) four leave memory; it returns
+// the ids once p shows every turn failed.
+func endSixTurns(t *testing.T, e *env, p projections.Views, mint func(i int) string) []string {
+	t.Helper()
+	e.append(t, reg("w1", "h1", ""))
+	var turns []string
+	var last uint64
+	for i := range 6 {
+		id := mint(i)
+		turns = append(turns, id)
+		e.append(t, queued("w1", id, fmt.Sprint("t", i)))
+		last = e.append(t, events.Event{Subject: "w1", CorrelationID: id, Time: at(3), Data: events.AgentFailed{Reason: events.ReasonCancelled}}).Seq
+	}
+	waitSeq(t, p, last)
+	checkfor.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
+		for _, id := range turns {
+			if tu, ok, err := p.Turn(context.Background(), id); err != nil || !ok || tu.State != lifecycle.StateFailed {
+				return fmt.Errorf("turn %s: %+v %v %v", id, tu, ok, err)
+			}
+		}
+		return nil
+	})
+	return turns
 }
