@@ -98,7 +98,7 @@ func (s *Server) fleetModel(ctx context.Context, src source) fleetModel {
 	m := fleetModel{Counts: map[string]int{}}
 	hosts := map[string]*hostGroup{}
 	for _, h := range src.views.Hosts() {
-		hosts[h.Host] = &hostGroup{Host: h, Known: true}
+		hosts[h.Host] = &hostGroup{Host: h, Known: !h.Unheard}
 	}
 	models := map[string]string{}
 	for _, sess := range src.views.Sessions() {

@@ -459,6 +459,12 @@ func (s *Server) slice(ctx context.Context, m Message, to turns.Target) (text, r
 	return jobs.Prompt(m.Text, sl), ref, nil
 }
 
+// hostUnheard reports whether host's gateway has never announced itself.
+func (s *Server) hostUnheard(host string) bool {
+	_, unheard := lo.Find(s.cfg.Views.Hosts(), func(h projections.Host) bool { return h.Host == host && h.Unheard })
+	return unheard
+}
+
 // admit refuses a send its target cannot take: unknown (404), blocked or
 // exited (409), or, with queue false, not free now (409 / 429).
 func (s *Server) admit(to turns.Target, queue *bool) *apiError {
@@ -472,6 +478,9 @@ func (s *Server) admit(to turns.Target, queue *bool) *apiError {
 			return fail(http.StatusConflict, "failed_to_start", "agent %s failed to start: %s", agent, a.FailedToStart)
 		case a.Exited:
 			return fail(http.StatusConflict, "exited", "agent %s has exited", agent)
+		case a.Stale && s.hostUnheard(a.Host):
+			// No gateway owns it: a turn would wait until its deadline.
+			return fail(http.StatusConflict, "host_unheard", "agent %s is registered for host %q, which has never announced itself: no `fleetd up --host %s` is running, so nothing would type to it", agent, a.Host, a.Host)
 		case a.SessionEnded && !a.Restarting && (queue == nil || !*queue):
 			// (An agent its role restarts takes the turn when it is back.)
 			return fail(http.StatusConflict, "session_ended", `agent %s's Claude Code session ended (its pane may show a shell; nothing is typed there); restart it, or send with "queue": true to wait for a new session`, agent)

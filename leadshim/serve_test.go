@@ -74,11 +74,13 @@ func openSSE(t *testing.T, url string, header ...string) *bufio.Scanner {
 
 func TestEventsStreamTheLogAsServerSentEvents(t *testing.T) {
 	f := fleettest.New(t)
-	f.Register("w1", "w") // seq 1 registered, seq 2 status
+	f.Register("w1", "w") // after the host's up: registered, then status
 	_, base := newShim(t, f, nil)
 
-	got := readSSE(t, openSSE(t, base+"/events?since=1"), 2)
-	if got[0].id != 1 || got[0].event != string(events.TypeAgentRegistered) || got[1].id != 2 || got[1].event != string(events.TypeAgentStatus) {
+	// The agents' events only: the host's up and heartbeats are not read.
+	const agents = "/events?subject=fleet.agent.>"
+	got := readSSE(t, openSSE(t, base+agents+"&since=1"), 2)
+	if got[0].event != string(events.TypeAgentRegistered) || got[1].id != got[0].id+1 || got[1].event != string(events.TypeAgentStatus) {
 		t.Fatalf("events %+v", got)
 	}
 	var ce map[string]any
@@ -87,11 +89,11 @@ func TestEventsStreamTheLogAsServerSentEvents(t *testing.T) {
 	}
 
 	// Resume after the last seen id; new events arrive live.
-	sc := openSSE(t, base+"/events", "Last-Event-ID", "1")
+	sc := openSSE(t, base+agents, "Last-Event-ID", fmt.Sprint(got[0].id))
 	ack := f.MustAppend(events.Event{Subject: "w1", Data: events.AgentStatusChanged{Status: events.StatusWorking, Source: "herdr"}})
-	got = readSSE(t, sc, 2)
-	if got[0].id != 2 || got[1].id != ack.Seq {
-		t.Fatalf("resumed at %d then %d, want 2 then %d", got[0].id, got[1].id, ack.Seq)
+	resumed := readSSE(t, sc, 2)
+	if resumed[0].id != got[1].id || resumed[1].id != ack.Seq {
+		t.Fatalf("resumed at %d then %d, want %d then %d", resumed[0].id, resumed[1].id, got[1].id, ack.Seq)
 	}
 }
 

@@ -66,6 +66,10 @@ type hostRow struct {
 	LastAt   time.Time `json:"last_at,omitzero"`
 	Down     bool      `json:"down,omitempty"`
 	Stale    bool      `json:"stale,omitempty"`
+	// Unheard: agents were registered for the host but it never announced
+	// itself; LastBeat is then the first registration, the start of its
+	// grace (HostTTL) to come up.
+	Unheard bool `json:"unheard,omitempty"`
 }
 
 // state is everything the fold knows.
@@ -434,6 +438,7 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 	// Its session is known again when its SessionStart hook reports (the
 	// same id, when it resumed one).
 	a.SessionID = ""
+	m.expectHost(d.Host, ev.Time, b)
 	a.Stale = m.hostStale(d.Host)
 	name := d.Session
 	if name == "" {
@@ -589,8 +594,8 @@ func (m *materializer) hostEvent(host string, t time.Time, up bool, b *batch) {
 		h = &hostRow{}
 		m.st.hosts[host] = h
 	}
-	if up && t.After(h.LastBeat) {
-		h.LastBeat = t
+	if up && (h.Unheard || t.After(h.LastBeat)) {
+		h.LastBeat, h.Unheard = t, false
 	}
 	if !t.Before(h.LastAt) {
 		h.Down, h.LastAt = !up, t
@@ -598,8 +603,24 @@ func (m *materializer) hostEvent(host string, t time.Time, up bool, b *batch) {
 	m.restale(host, h, m.o.Now(), b)
 }
 
-// hostStale reports whether a host is known and down or silent too long.
-// Agents of a host that never announced itself are not stale.
+// expectHost starts the clock on a host an agent is registered for but
+// that has never announced itself (a typo'd --host, a gateway that never
+// came up): unheard for HostTTL after its first agent, it is stale like a
+// silent one, so its agents are shown as such and take no role turns.
+func (m *materializer) expectHost(host string, t time.Time, b *batch) {
+	if host == "" {
+		return
+	}
+	if _, ok := m.st.hosts[host]; ok {
+		return
+	}
+	h := &hostRow{LastBeat: t, Unheard: true}
+	m.st.hosts[host] = h
+	m.restale(host, h, m.o.Now(), b)
+}
+
+// hostStale reports whether a host is down or silent too long (or never
+// heard from, HostTTL after its first agent was registered).
 func (m *materializer) hostStale(host string) bool {
 	h, ok := m.st.hosts[host]
 	return ok && h.Stale

@@ -273,9 +273,20 @@ func TestHostLivenessMarksAgentsStale(t *testing.T) {
 		}
 	}
 	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w1", false))
-	mu.set(at(20)) // h1 silent for 19s
+	// h2 never announced itself: it has HostTTL from its first agent.
+	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w2", false))
+	if h := p.Hosts(); len(h) != 2 || h[1].Host != "h2" || !h[1].Unheard || h[0].Unheard {
+		t.Fatalf("hosts %+v, want h2 unheard", h)
+	}
+	mu.set(at(20)) // h1 silent for 19s, h2 never heard from for 19s
 	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w1", true))
-	checkfor.Eventually(t, time.Second, 5*time.Millisecond, stale("w2", false)) // a host never seen is not judged
+	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w2", true))
+	// Its gateway coming up at last makes it an ordinary host.
+	e.append(t, events.Event{Subject: "h2", Time: at(20), Data: events.HostUp{Host: "h2"}})
+	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w2", false))
+	if h := p.Hosts(); h[1].Unheard || !h[1].LastBeat.Equal(at(20)) {
+		t.Fatalf("h2 after its up: %+v", h[1])
+	}
 	e.append(t, events.Event{Subject: "h1", Time: at(19), Data: events.HostUp{Host: "h1", Heartbeat: true}})
 	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w1", false))
 	e.append(t, events.Event{Subject: "h1", Time: at(20), Data: events.HostDown{Host: "h1"}})
@@ -406,6 +417,7 @@ func TestYoungTurnsPushedOutOfMemoryStillStayEnded(t *testing.T) {
 func TestTheRosterCountsRestartsAndShowsARestartingAgentNotReady(t *testing.T) {
 	e := newEnv(t)
 	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow}))
+	e.append(t, events.Event{Subject: "h1", Time: fixedNow(), Data: events.HostUp{Host: "h1"}})
 	e.append(t, reg("w1", "h1", ""))
 	e.append(t, events.Event{Subject: "w1", Time: at(1), Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}})
 	e.append(t, events.Event{Subject: "w1", Time: at(2), Data: events.AgentSession{SessionID: "s1", State: "ended", Reason: "died"}})

@@ -54,7 +54,7 @@ func (m *materializer) Hosts() []Host {
 	defer m.mu.RUnlock()
 	out := make([]Host, 0, len(m.st.hosts))
 	for name, h := range m.st.hosts {
-		out = append(out, Host{Host: name, LastBeat: h.LastBeat, Down: h.Down, Stale: h.Stale})
+		out = append(out, Host{Host: name, LastBeat: h.LastBeat, Down: h.Down, Stale: h.Stale, Unheard: h.Unheard})
 	}
 	slices.SortFunc(out, func(x, y Host) int { return cmp.Compare(x.Host, y.Host) })
 	return out

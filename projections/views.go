@@ -167,6 +167,10 @@ type Host struct {
 	// than Options.HostTTL; its agents are stale too.
 	Down  bool `json:"down,omitempty"`
 	Stale bool `json:"stale,omitempty"`
+	// Unheard: agents are registered for it but its gateway has never
+	// announced itself; LastBeat is then when its first agent was
+	// registered, and it is stale HostTTL after that.
+	Unheard bool `json:"unheard,omitempty"`
 }
 
 // Views is the read side the shim, the router and the CLI need. The

@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -846,6 +848,62 @@ func TestUpAgainstAnExternalNATSServesTurns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs fleetd up and an agent")
 	}
+	ext, h := upOnExternalNATS(t)
+	env, err := send(context.Background(), h, "role:w", "over external nats")
+	if err != nil || env.Reply != "SIM: over external nats" || env.Agent != "w-x" {
+		t.Fatalf("reply %+v, %v", env, err)
+	}
+	if _, err := os.Stat(filepath.Join(h.data, "jetstream")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("fleetd up --nats started a JetStream store of its own (%v)", err)
+	}
+	// The log lives in the external server.
+	if _, err := ext.JS.Stream(context.Background(), events.Stream); err != nil {
+		t.Errorf("no %s stream in the external server: %v", events.Stream, err)
+	}
+}
+
+// An agent registered for a host whose gateway never came up (a typo'd
+// --host, an old spawn) is owned by no one: HostTTL after it was
+// registered it is shown stale, `fleetd roster` says why, role turns go
+// to the live agent of its role and a turn sent to it by name is refused
+// at once instead of waiting out its deadline.
+func TestAnAgentOfAHostThatNeverCameUpIsShownStaleAndGetsNoTurns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs fleetd up and an agent")
+	}
+	ext, h := upOnExternalNATS(t, "--heartbeat", "500ms", "--host-ttl", "2s")
+	log := events.New(ext.JS, events.Options{Source: "fleetd/ghost/gateway"})
+	for _, ev := range []events.Event{
+		{Subject: "w-ghost", Data: events.AgentRegistered{Agent: "w-ghost", Host: "ghost", Pane: "p-ghost", Role: "w", Tier: 2, Origin: "spawned"}},
+		{Subject: "w-ghost", Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}},
+	} {
+		if _, err := log.Append(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRoster(t, h, 20*time.Second, "the agent of the unheard host stale", func(r map[string]projections.Agent) bool {
+		return r["w-ghost"].Stale && !r["w-x"].Stale
+	})
+	out, err := exec.Command(fleetdBin, "roster", "--url", h.httpURL).CombinedOutput()
+	if err != nil || !regexp.MustCompile(`w-ghost .*stale: its host is silent`).Match(out) {
+		t.Errorf("fleetd roster: %v\n%s\nwant w-ghost shown stale", err, out)
+	}
+	for i := range 3 {
+		env, err := send(context.Background(), h, "role:w", fmt.Sprintf("role turn %d", i))
+		if err != nil || env.Agent != "w-x" {
+			t.Fatalf("role turn %d: %+v, %v; want it served by w-x", i, env, err)
+		}
+	}
+	_, err = send(context.Background(), h, "w-ghost", "hello")
+	if err == nil || !strings.Contains(err.Error(), "409") || !strings.Contains(err.Error(), "host_unheard") || !strings.Contains(err.Error(), `"ghost"`) {
+		t.Errorf("a turn to the agent of the unheard host: %v, want 409 host_unheard naming the host", err)
+	}
+}
+
+// upOnExternalNATS starts a NATS server and `fleetd up --nats` against it
+// (host hx, with extra flags), with one idle simulated agent w-x of role w.
+func upOnExternalNATS(t *testing.T, extra ...string) (*natstest.Server, *fleetHost) {
+	t.Helper()
 	ext := natstest.Start(t, natstest.WithTCP())
 	roles := clusterRoles(t, 10*time.Millisecond, map[string]int{"w": 0})
 	sockDir, err := os.MkdirTemp("", "f6-")
@@ -858,28 +916,18 @@ func TestUpAgainstAnExternalNATSServesTurns(t *testing.T) {
 		natsURL: ext.ClientURL(), httpURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort)}
 	h.herdr = launch(t, "herdr-protocol server", "dev-herdr", "--socket", h.sock)
 	waitLaunched(t, h.herdr, 10*time.Second)
-	h.up = launch(t, "up on host", "up", "--nats", ext.ClientURL(), "--host", h.name, "--data-dir", h.data,
-		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--herdr", h.sock, "--roles", roles)
+	h.up = launch(t, "up on host", append([]string{"up", "--nats", ext.ClientURL(), "--host", h.name, "--data-dir", h.data,
+		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--herdr", h.sock, "--roles", roles}, extra...)...)
 	waitLaunched(t, h.up, 30*time.Second)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("---- fleetd up ----\n%s", h.up.Output())
 		}
 	})
-	if _, err := os.Stat(filepath.Join(h.data, "jetstream")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("fleetd up --nats started a JetStream store of its own (%v)", err)
-	}
 	f := &testFleet{t: t, roles: roles, hosts: []*fleetHost{h}}
 	f.spawn(h, "w", "w-x")
 	waitRoster(t, h, 30*time.Second, "agent idle", allIdle("w-x"))
-	env, err := send(context.Background(), h, "role:w", "over external nats")
-	if err != nil || env.Reply != "SIM: over external nats" || env.Agent != "w-x" {
-		t.Fatalf("reply %+v, %v", env, err)
-	}
-	// The log lives in the external server.
-	if _, err := ext.JS.Stream(context.Background(), events.Stream); err != nil {
-		t.Errorf("no %s stream in the external server: %v", events.Stream, err)
-	}
+	return ext, h
 }
 
 // With the server config and credentials `fleetd auth` writes, fleetd up

@@ -86,7 +86,7 @@ func agentStatus(a projections.Agent) string {
 	case a.Exited:
 		status += " (exited)"
 	case a.Stale:
-		status += " (stale)"
+		status += " (stale: its host is silent)"
 	case a.SessionEnded:
 		status += " (session ended)"
 	}

@@ -19,6 +19,36 @@ type Fleet struct {
 	Log   events.Log
 	Views projections.Views
 	Kind  Kind
+
+	beating sync.Once
+}
+
+// Host is the host every agent of the fabric is registered for.
+const Host = "h1"
+
+// heartbeat plays the gateway of Host from the first registration to the
+// end of the test: up, then a heartbeat every few seconds, so its agents
+// stay live (a host unheard for HostTTL after its first agent is stale).
+func (f *Fleet) heartbeat() {
+	f.MustAppend(events.Event{Subject: Host, Data: events.HostUp{Host: Host, Version: "test"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(3 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				// A failed append leaves the host to go stale, as a
+				// gateway that lost its NATS would.
+				_, _ = f.Log.Append(ctx, events.Event{Subject: Host, Data: events.HostUp{Host: Host, Heartbeat: true}})
+			}
+		}
+	}()
+	f.T.Cleanup(func() { cancel(); <-done })
 }
 
 // Kind is how a fabric runs the projection it reads through. Both run the
@@ -137,7 +167,8 @@ func (f *Fleet) MustAppend(ev events.Event) events.Ack {
 // Register adds an idle agent of role and waits until the views show it.
 func (f *Fleet) Register(agent, role string) {
 	f.T.Helper()
-	f.MustAppend(events.Event{Subject: agent, Data: events.AgentRegistered{Agent: agent, Host: "h1", Pane: "p-" + agent, Role: role, Tier: 2, Model: "model-" + role}})
+	f.beating.Do(f.heartbeat)
+	f.MustAppend(events.Event{Subject: agent, Data: events.AgentRegistered{Agent: agent, Host: Host, Pane: "p-" + agent, Role: role, Tier: 2, Model: "model-" + role}})
 	ack := f.MustAppend(events.Event{Subject: agent, Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}})
 	if err := f.Views.WaitSeq(Ctx(f.T), ack.Seq); err != nil {
 		f.T.Fatal(err)
