@@ -203,8 +203,12 @@ type turnSet struct {
 	// agent's span (typed stored → replied stored).
 	completion, fabric Sample
 	// span: typed stored → replied stored, the agent's part of a turn.
-	span   Sample
-	events uint64
+	span Sample
+	// The fabric's parts before the agent: admit is POST → queued
+	// stored (the shim and the log), dispatch queued stored → typed
+	// stored (the gateway's fold, readiness and its write-ahead append).
+	admit, dispatch Sample
+	events          uint64
 	// requests: herdr requests fleetd's gateway made for the turns.
 	requests uint64
 }
@@ -243,6 +247,12 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		if err != nil || replied == nil || replied.Sequence < typed.Sequence {
 			return ts, fmt.Errorf("turn %d: no replied event after typed (%v)", i+1, err)
 		}
+		queued, qev, err := r.last(ctx, subj+"queued")
+		if err != nil || queued == nil || qev.ID != env.ID {
+			return ts, fmt.Errorf("turn %d: no queued event for %s (%v)", i+1, env.ID, err)
+		}
+		ts.admit = append(ts.admit, queued.Time.Sub(t0))
+		ts.dispatch = append(ts.dispatch, typed.Time.Sub(queued.Time))
 		ts.whole = append(ts.whole, t1.Sub(t0))
 		ts.completion = append(ts.completion, t1.Sub(replied.Time))
 		ts.fabric = append(ts.fabric, t1.Sub(t0)-replied.Time.Sub(typed.Time))
@@ -264,8 +274,8 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		}
 		ts.floor = append(ts.floor, d)
 	}
-	r.progress("%s: whole turn p50 %s, floor p50 %s, agent span p50 %s, completion p99 %s, fabric p50 %s", agent, ts.whole.P50(),
-		ts.floor.P50(), ts.span.P50(), ts.completion.P99(), ts.fabric.P50())
+	r.progress("%s: whole turn p50 %s, floor p50 %s, agent span p50 %s, completion p99 %s, fabric p50 %s (admit %s, dispatch %s, completion %s)", agent, ts.whole.P50(),
+		ts.floor.P50(), ts.span.P50(), ts.completion.P99(), ts.fabric.P50(), ts.admit.P50(), ts.dispatch.P50(), ts.completion.P50())
 	return ts, nil
 }
 
@@ -342,7 +352,8 @@ func (r *fabricRun) overheadRows(ts turnSet, hop Sample) []Row {
 	floor := Ms(hop.P50()) * turnHops
 	fab := Row{Name: "fabric overhead per turn (think 0)", N: n, Unit: UnitMs, P50: Ms(ts.fabric.P50()),
 		P99: Ms(ts.fabric.P99()), Base: floor, BaseName: fmt.Sprintf("raw: %d hops", turnHops), Target: "≤ 1ms p50, ≤ 5ms p99",
-		Note: "POST → reply minus the agent's span (typed stored → replied stored: herdr's keystrokes, the agent, its hooks)"}
+		Note: fmt.Sprintf("POST → reply minus the agent's span (typed stored → replied stored: herdr's keystrokes, the agent, its hooks); p50 parts: admit (POST → queued stored) %s, dispatch (queued → typed stored) %s, completion %s",
+			fmtMs(ts.admit.P50()), fmtMs(ts.dispatch.P50()), fmtMs(ts.completion.P50()))}
 	fab.Check(fab.P50 <= 1 && fab.P99 <= 5)
 	fab.Ratio()
 	rt := Row{Name: "log hop: raw JetStream publish → consume", N: len(hop), Unit: UnitMs, P50: Ms(hop.P50()),
