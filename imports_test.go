@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	"retention":                         {"events", "lifecycle", "projections"},
 	"jobs":                              {"events"},
 	"inbox":                             {"events", "lifecycle", "internal/restart"},
-	"nudge":                             {"events", "lifecycle", "projections", "roles", "turns"},
+	"nudge":                             {"events", "lifecycle", "projections", "roles", "turns", "internal/restart"},
 	"leadshim":                          {"events", "lifecycle", "projections", "roles", "jobs", "turns", "inbox", "internal/restart"},
 	"orchestrator":                      {"events", "lifecycle", "projections", "jobs", "turns"},
 	"dashboard":                         {"events", "lifecycle", "projections", "jobs"},
