@@ -44,17 +44,6 @@ func TestAReplyRecordsTheBranchHeadAfterTheTurn(t *testing.T) {
 	}
 	head := git(wt.Path, "rev-parse", "HEAD")
 
-	last := func() events.AgentReplied {
-		t.Helper()
-		all := f.agentEvents(t)
-		for i := len(all) - 1; i >= 0; i-- {
-			if r, ok := all[i].Data.(events.AgentReplied); ok {
-				return r
-			}
-		}
-		t.Fatal("no replied event")
-		return events.AgentReplied{}
-	}
 	spool := t.TempDir()
 	for _, tc := range []struct {
 		name string
@@ -73,7 +62,7 @@ func TestAReplyRecordsTheBranchHeadAfterTheTurn(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)
 			}
-			if got := last(); got.Reply != "ECHO: second task" || got.Worktree != tc.want {
+			if got := f.lastReplied(t); got.Reply != "ECHO: second task" || got.Worktree != tc.want {
 				t.Errorf("replied %q with worktree %+v, want %+v (stderr %s)", got.Reply, got.Worktree, tc.want, stderr)
 			}
 		})
