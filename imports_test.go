@@ -45,6 +45,7 @@ var allowed = map[string][]string{
 	"natsauth":                          {"events", "lifecycle", "projections", "inbox", "internal/restart"},
 	"fakeapi":                           {},
 	"worktree":                          {},
+	"worktree/worktreetest":             {},
 	"bench": {"budget", "jobs", "turns", "demo", "gateway", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",
 		"dashboard", "herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "natsauth", "inbox", "nudge", "retention", "fakeapi", "worktree", "internal/restart"},
 	"gateway": {"budget", "jobs", "turns", "embeddednats", "events", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",

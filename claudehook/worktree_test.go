@@ -3,13 +3,12 @@ package claudehook
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/worktree"
+	"github.com/fleetd/fleetd/worktree/worktreetest"
 )
 
 // A Stop hook of an agent in its own worktree records where the branch
@@ -22,11 +21,7 @@ func TestAReplyRecordsTheBranchHeadAfterTheTurn(t *testing.T) {
 	repo := filepath.Join(root, "repo")
 	git := func(dir string, args ...string) string {
 		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
+		return worktreetest.Git(t, dir, args...)
 	}
 	git(root, "init", "-q", "-b", "main", repo)
 	git(repo, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init")
