@@ -17,22 +17,22 @@ type rosterCache struct {
 	body []byte
 }
 
-// rosterKey is what a roster body depends on: the projection's position
-// and, when a role has a budget, the second — a budget frees as time
-// passes, with no event to say so.
+// rosterKey is what a roster body depends on: the views' version (which
+// moves with every change, also one no event caused, such as a host
+// turning stale) and, when a role has a budget, the second — a budget
+// frees as time passes, with no event to say so.
 type rosterKey struct {
-	seq uint64
-	at  int64
+	version uint64
+	at      int64
 }
 
-// getRoster answers from the cache while the projection has applied
-// nothing new, with an ETag of that position so a poller that already
-// has it gets 304.
+// getRoster answers from the cache while the views have not changed,
+// with an ETag of their version so a poller that already has it gets 304.
 func (s *Server) getRoster(w http.ResponseWriter, r *http.Request) {
-	// The position is read before the roster: a body encoded from a
+	// The version is read before the roster: a body encoded from a
 	// roster newer than its label is only ever re-encoded early, never
-	// served for a later position than it shows.
-	key := rosterKey{seq: s.cfg.Views.Applied()}
+	// served for a later version than it shows.
+	key := rosterKey{version: s.cfg.Views.Version()}
 	if s.cfg.Budgets != nil && s.cfg.Roles.HasBudgets() {
 		key.at = s.cfg.Now().Unix()
 	}
@@ -44,7 +44,7 @@ func (s *Server) getRoster(w http.ResponseWriter, r *http.Request) {
 	body := c.body
 	c.mu.Unlock()
 
-	etag := `"r` + strconv.FormatUint(key.seq, 10)
+	etag := `"r` + strconv.FormatUint(key.version, 10)
 	if key.at != 0 {
 		etag += "-" + strconv.FormatInt(key.at, 10)
 	}

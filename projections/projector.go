@@ -141,6 +141,8 @@ type materializer struct {
 
 	wmu         sync.Mutex
 	turnWaiters map[string]*waiter
+	// version counts notified changes (Views.Version).
+	version atomic.Uint64
 	seqCh       chan struct{}
 
 	smu  sync.Mutex
@@ -786,6 +788,7 @@ func (m *materializer) setApplied(seq uint64) {
 // notify wakes WaitTurn callers of the turns that changed and the
 // subscribers of every change.
 func (m *materializer) notify(changes []Change) {
+	m.version.Add(1)
 	m.wmu.Lock()
 	for _, c := range changes {
 		if c.Kind != KindTurn {

@@ -183,6 +183,8 @@ func (m *materializer) WaitSeq(ctx context.Context, seq uint64) error {
 
 func (m *materializer) Applied() uint64 { return m.applied.Load() }
 
+func (m *materializer) Version() uint64 { return m.version.Load() }
+
 func (m *materializer) Subscribe() (<-chan Change, func()) {
 	ch := make(chan Change, 1024)
 	m.smu.Lock()

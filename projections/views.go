@@ -201,6 +201,11 @@ type Views interface {
 	WaitSeq(ctx context.Context, seq uint64) error
 	// Applied is the last stream sequence folded.
 	Applied() uint64
+	// Version counts the changes the views made visible: it moves
+	// whenever a roster row, session or turn changes — also with no new
+	// event, as when the clock makes a silent host stale — so a cache of
+	// an encoded view keys on it, not on Applied.
+	Version() uint64
 	// Usage is an agent's (kind KindAgent) or a role's (KindRole) model
 	// usage in rolling windows, for budgets; empty when it has none.
 	Usage(kind, id string) Usage

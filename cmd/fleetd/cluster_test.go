@@ -356,12 +356,24 @@ func checkOwnership(t *testing.T, evs []events.Event) (typedBy map[string]string
 				continue // the one extra Enter of an unconfirmed turn
 			}
 			if prev, twice := typedBy[id]; twice {
-				t.Errorf("turn %s typed twice (by %s, then %s)", id, prev, ev.Source)
+				t.Errorf("turn %s typed twice (by %s, then %s); its events:\n%s", id, prev, ev.Source, turnEvents(evs, id))
 			}
 			typedBy[id] = sourceHost(ev)
 		}
 	}
 	return typedBy
+}
+
+// turnEvents lists the events of turn id in evs, one a line, for a
+// failure message.
+func turnEvents(evs []events.Event, id string) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		if lifecycle.TurnID(ev) == id {
+			fmt.Fprintf(&b, "  #%d %s %s %s %+v\n", ev.Seq, ev.NATSSubject, ev.Source, ev.Time.Format("15:04:05.000"), ev.Data)
+		}
+	}
+	return b.String()
 }
 
 // A role turn sent at h1 is carried by the log to an idle agent of the
