@@ -143,7 +143,7 @@ type materializer struct {
 	turnWaiters map[string]*waiter
 	// version counts notified changes (Views.Version).
 	version atomic.Uint64
-	seqCh       chan struct{}
+	seqCh   chan struct{}
 
 	smu  sync.Mutex
 	subs map[chan Change]struct{}
