@@ -130,6 +130,16 @@ func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) er
 		try, cancel := context.WithTimeout(ctx, 2*time.Second)
 		c, err := r.l.js.CreateOrUpdateConsumer(try, Stream, cfg)
 		cancel()
+		if err == nil && !r.l.placedOnWholeCopy(ctx, c) {
+			// Made again elsewhere (placement is random among the
+			// stream's peers): a new name, so it is a new consumer.
+			r.l.release(c)
+			cfg.Name = "fleetd_" + nuid.Next()
+			if !sleepCtx(ctx, 50*time.Millisecond) {
+				return fmt.Errorf("read %v: %w", r.filters, ctx.Err())
+			}
+			continue
+		}
 		if err == nil {
 			// A 5 s heartbeat, as jetstream's ordered consumer has: a
 			// consumer gone quiet (lost with a cluster member, never
@@ -152,6 +162,41 @@ func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) er
 			return fmt.Errorf("read %v: %w", r.filters, err)
 		}
 	}
+}
+
+// placedOnWholeCopy reports whether consumer c reads a complete copy of
+// the stream: a replicated stream's leader, or a replica that is current
+// with no lag. JetStream places a reader's R1 consumer on any peer of the
+// stream, and one placed on a member that has just restarted and is still
+// catching up was seen to deliver later messages of its filter while
+// earlier ones were missing — a gateway that folded that would type a
+// turn that had already replied. Without a cluster, or without the right
+// to ask (the stream's info), any placement is taken.
+func (l *jsLog) placedOnWholeCopy(ctx context.Context, c jetstream.Consumer) bool {
+	ci := c.CachedInfo()
+	if ci == nil || ci.Cluster == nil || ci.Cluster.Leader == "" {
+		return true
+	}
+	ctx, cancel := withDefaultTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := l.js.Stream(ctx, Stream)
+	if err != nil {
+		return true
+	}
+	sc := st.CachedInfo().Cluster
+	if sc == nil || len(sc.Replicas) == 0 {
+		return true
+	}
+	on := ci.Cluster.Leader
+	if on == sc.Leader {
+		return true
+	}
+	for _, p := range sc.Replicas {
+		if p.Name == on {
+			return p.Current && p.Lag == 0 && !p.Offline
+		}
+	}
+	return false
 }
 
 // errGap means a consumer skipped a delivery: it was reset server-side.
