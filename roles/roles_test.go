@@ -180,3 +180,30 @@ func TestRestartPolicy(t *testing.T) {
 		}
 	}
 }
+
+// Worktrees names each repository and base once, under the first role by
+// name, and only the asked role's with only.
+func TestWorktreesListsEachRepositoryOnce(t *testing.T) {
+	c, err := roles.Parse([]byte(`{"roles":{
+  "b": {"worktree":{"repo":"/r1","base":"main"}},
+  "a": {"worktree":{"repo":"/r1","base":"main"}},
+  "c": {"worktree":{"repo":"/r1","base":"dev"}},
+  "d": {}
+}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := c.Worktrees(""), []roles.RoleWorktree{
+		{Role: "a", WorktreeSpec: roles.WorktreeSpec{Repo: "/r1", Base: "main"}},
+		{Role: "c", WorktreeSpec: roles.WorktreeSpec{Repo: "/r1", Base: "dev"}},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Worktrees(\"\") = %+v, want %+v", got, want)
+	}
+	if got := c.Worktrees("b"); len(got) != 1 || got[0].Role != "b" {
+		t.Errorf("Worktrees(b) = %+v", got)
+	}
+	if got := c.Worktrees("d"); len(got) != 0 {
+		t.Errorf("Worktrees(d) = %+v, want none", got)
+	}
+}
