@@ -8,10 +8,10 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/fleetd/fleetd/dashboard"
+	"github.com/fleetd/fleetd/internal/clitable"
 )
 
 // CostCmd prints what the agents' hooks recorded — each reply's tokens
@@ -52,22 +52,7 @@ func (c *CostCmd) Run(ctx context.Context, g *Globals) error {
 		return exitFor(err)
 	}
 	if c.JSON {
-		return writeJSONTo(c.out, r)
+		return clitable.JSON(c.out, r)
 	}
-	from := "the log's start"
-	if !r.From.IsZero() {
-		from = r.From.Local().Format("2006-01-02 15:04:05")
-	}
-	fmt.Fprintf(c.out, "from %s to %s, by %s\n", from, r.To.Local().Format("2006-01-02 15:04:05"), r.By)
-	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\tTURNS\tIN\tOUT\tCACHE READ\tCACHE WRITE\tUSD\t\n", strings.ToUpper(r.By))
-	for _, row := range append(r.Rows, r.Total) {
-		key := row.Key
-		if key == "" {
-			key = "TOTAL"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.6f\t\n", key, row.Turns, row.Tokens.In, row.Tokens.Out,
-			row.Tokens.CacheRead, row.Tokens.CacheCreation, row.CostUSD)
-	}
-	return tw.Flush()
+	return clitable.Cost(c.out, r)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/internal/clitable"
 	"github.com/fleetd/fleetd/roles"
 )
 
@@ -64,7 +65,7 @@ func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	fmt.Printf("spawned %s (role %s, %s) in pane %s on host %s: %s\n", reg.Agent, reg.Role, reg.EnvClass, reg.Pane, reg.Host, started)
 	if w := reg.Worktree; w.Path != "" {
-		fmt.Printf("  worktree %s on branch %s (from %s%s)\n", w.Path, w.Branch, w.Base, worktreeState(w))
+		fmt.Printf("  worktree %s on branch %s (from %s%s)\n", w.Path, w.Branch, w.Base, clitable.WorktreeState(w))
 	}
 	if reg.Sandbox != "" {
 		fmt.Printf("  in sandbox %s\n", reg.Sandbox)

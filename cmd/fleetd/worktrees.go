@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/samber/lo"
 
-	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/clitable"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
 	"github.com/fleetd/fleetd/worktree"
@@ -54,88 +52,8 @@ func (c *WorktreesCmd) Run(ctx context.Context, g *Globals) error {
 	if rosterErr != nil {
 		fmt.Fprintf(os.Stderr, "fleetd worktrees: no roster (%v): agents not shown\n", rosterErr)
 	}
-	header := "NAME\tBRANCH\tDIRTY\tAHEAD\tMERGED\tPUSHED\tAGENT\tPATH"
-	if c.Prune {
-		header += "\tPRUNE"
-	}
-	if err := printRows(c.listing, rows, header, "(no agent worktrees)", func(r worktree.Row, _ time.Time) string {
-		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Name, worktree.BranchPrefix+r.Name, dirtyColumn(r.Entry), r.Ahead,
-			yesNo(r.Merged), yesNo(r.Pushed), agentColumn(r), r.Path)
-		if c.Prune {
-			switch {
-			case r.Pruned:
-				line += "\tremoved"
-			case r.Live:
-				line += "\tin use"
-			default:
-				line += "\tKEPT: " + r.Kept
-			}
-		}
-		return line
-	}); err != nil {
+	if err := printRows(c.listing, rows, clitable.Worktrees(c.Prune)); err != nil {
 		return err
 	}
 	return errs
-}
-
-func dirtyColumn(e worktree.Entry) string {
-	switch {
-	case e.Missing:
-		return "missing"
-	case e.Err != "":
-		return "error: " + e.Err
-	}
-	return fmt.Sprint(e.Dirty)
-}
-
-func agentColumn(r worktree.Row) string {
-	switch {
-	case r.Agent == "":
-		return "-"
-	case r.Live:
-		return r.Agent
-	}
-	return r.Agent + " (exited)"
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-// worktreeState says where a worktree's branch stands, to follow its
-// name: ", 2 ahead, 3 dirty"; "" when it is level with its base and clean.
-func worktreeState(w events.Worktree) string {
-	var notes []string
-	if w.Ahead > 0 {
-		notes = append(notes, fmt.Sprintf("%d ahead", w.Ahead))
-	}
-	if w.Dirty > 0 {
-		notes = append(notes, fmt.Sprintf("%d dirty", w.Dirty))
-	}
-	if len(notes) == 0 {
-		return ""
-	}
-	return ", " + strings.Join(notes, ", ")
-}
-
-// branchColumn is the roster's BRANCH: the agent's branch, how far ahead
-// of its base and how many files are uncommitted after its last turn,
-// and once it exited, whether its worktree was removed or kept.
-func branchColumn(w events.Worktree) string {
-	if w.Branch == "" {
-		return "-"
-	}
-	switch {
-	case w.Removed:
-		return w.Branch + " (worktree removed)"
-	case w.Kept != "":
-		return w.Branch + " (worktree KEPT: " + w.Kept + ")"
-	}
-	if s := worktreeState(w); s != "" {
-		return w.Branch + " (" + strings.TrimPrefix(s, ", ") + ")"
-	}
-	return w.Branch
 }

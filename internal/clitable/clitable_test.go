@@ -1,0 +1,93 @@
+package clitable
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/worktree"
+)
+
+func TestAgentStatusSaysWhatToNotice(t *testing.T) {
+	tests := []struct {
+		name  string
+		agent projections.Agent
+		want  string
+	}{
+		{"idle", projections.Agent{Status: "idle"}, "idle"},
+		{"failed to start wins over exited", projections.Agent{Status: "idle", FailedToStart: "no claude", Exited: true}, "idle (failed to start: no claude)"},
+		{"stale", projections.Agent{Status: "working", Stale: true}, "working (stale: its host is silent)"},
+		{"restarted, needing a person, over its boundary",
+			projections.Agent{Status: "idle", Restarts: 2, NeedsAttention: "dialog open", Violation: "env"},
+			"idle restarts=2 NEEDS ATTENTION: dialog open BOUNDARY"},
+		{"near its budget",
+			projections.Agent{Status: "idle", Budget: &projections.BudgetState{State: projections.BudgetWarning, Scope: "role", Limit: "usd_per_day", Used: 17, Max: 20}},
+			"idle BUDGET 85% (role usd_per_day)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := agentStatus(tt.agent); got != tt.want {
+				t.Errorf("agentStatus = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBranchSaysWhereTheWorktreeStands(t *testing.T) {
+	tests := []struct {
+		w    events.Worktree
+		want string
+	}{
+		{events.Worktree{}, "-"},
+		{events.Worktree{Branch: "fleet/a"}, "fleet/a"},
+		{events.Worktree{Branch: "fleet/a", Ahead: 2, Dirty: 1}, "fleet/a (2 ahead, 1 dirty)"},
+		{events.Worktree{Branch: "fleet/a", Dirty: 3}, "fleet/a (3 dirty)"},
+		{events.Worktree{Branch: "fleet/a", Ahead: 2, Removed: true}, "fleet/a (worktree removed)"},
+		{events.Worktree{Branch: "fleet/a", Kept: "1 uncommitted file"}, "fleet/a (worktree KEPT: 1 uncommitted file)"},
+	}
+	for _, tt := range tests {
+		if got := branch(tt.w); got != tt.want {
+			t.Errorf("branch(%+v) = %q, want %q", tt.w, got, tt.want)
+		}
+	}
+}
+
+func TestAgoIsCoarse(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local)
+	tests := []struct {
+		ago  time.Duration
+		want string
+	}{
+		{0, "now"}, {42 * time.Second, "42s ago"}, {5 * time.Minute, "5m ago"}, {30 * time.Hour, "30h ago"}, {72 * time.Hour, "2026-11-27"},
+	}
+	for _, tt := range tests {
+		if got := ago(now, now.Add(-tt.ago)); got != tt.want {
+			t.Errorf("ago(%s) = %q, want %q", tt.ago, got, tt.want)
+		}
+	}
+	if got := ago(now, time.Time{}); got != "-" {
+		t.Errorf("ago(zero) = %q, want -", got)
+	}
+}
+
+func TestWorktreesSaysWhatPruneDid(t *testing.T) {
+	rows := []worktree.Row{
+		{Entry: worktree.Entry{Name: "a", Path: "/wt/a"}, Merged: true, Agent: "a", Live: true},
+		{Entry: worktree.Entry{Name: "b", Path: "/wt/b", Missing: true}, Agent: "b", Pruned: true},
+		{Entry: worktree.Entry{Name: "c", Path: "/wt/c"}, Kept: "1 commit not merged"},
+	}
+	var out bytes.Buffer
+	if err := Worktrees(true).Write(&out, rows, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	got, want := out.String(), `NAME  BRANCH   DIRTY    AHEAD  MERGED  PUSHED  AGENT       PATH   PRUNE
+a     fleet/a  0        0      yes     no      a           /wt/a  in use
+b     fleet/b  missing  0      no      no      b (exited)  /wt/b  removed
+c     fleet/c  0        0      no      no      -           /wt/c  KEPT: 1 commit not merged
+`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -1,0 +1,13 @@
+// Package clitable is the text fleetd's client commands print: a listing
+// as JSON or as an aligned table (Table), and the columns a person reads
+// in the roster, the sessions, the worktrees, a turn's timeline and the
+// cost report — an agent's status and what to notice about it, its branch
+// and how far it stands from its base, how long ago it was last seen.
+//
+// It only renders rows other packages define (the read models of
+// projections, the worktree listing, the dashboard's API answers): it
+// computes no fleet state and does no I/O beyond the io.Writer it is
+// given. So it imports none of the components that produce those rows at
+// run time (gateway, leadshim, herdrbridge, NATS), and cmd/fleetd keeps
+// only the flags and the fetching.
+package clitable
