@@ -3,16 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/herdrbridge"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/internal/clitable"
 	"github.com/fleetd/fleetd/roles"
 )
@@ -75,66 +69,28 @@ func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
 
 // bridge connects to the local herdr and to the fleet's NATS and returns a
 // bridge that is not running: enough to spawn or adopt. Without --host it
-// works for the host whose gateway drives that herdr (gateway.Owner), so
-// the agent belongs to a gateway that watches its pane.
+// works for the host whose gateway drives that herdr (gateway.Owner).
 func (f *herdrFlags) bridge(ctx context.Context, g *Globals) (*herdrbridge.Bridge, func(), error) {
 	rc, err := roles.Load(f.Roles)
 	if err != nil {
 		return nil, nil, err
 	}
-	socket := f.Herdr
-	if socket == "" {
-		if socket, err = herdrapi.SocketPath(os.Getenv); err != nil {
-			return nil, nil, err
-		}
+	cb := gateway.ClientBridge{Roles: rc, Socket: f.Herdr, NATSURL: g.NATS, Creds: g.Creds, NATSToken: g.natsToken(), FleetURL: g.URL,
+		DataDir: f.DataDir, Settings: f.Settings, Logger: g.Logger()}
+	if g.Host != "" {
+		cb.Host = g.hostName()
 	}
-	settings, err := f.settings()
-	if err != nil {
+	if err := cb.Prepare(); err != nil {
 		return nil, nil, err
 	}
 	nc, js, err := dialNATS(g, "fleetd herdr")
 	if err != nil {
 		return nil, nil, err
 	}
-	host := g.hostName()
-	if g.Host == "" {
-		machine, _ := os.Hostname()
-		log := events.New(js, events.Options{Source: "fleetd/cli"})
-		if host, err = gateway.Owner(ctx, log, machine, socket, time.Minute, time.Now()); err != nil {
-			nc.Close()
-			return nil, nil, err
-		}
-	}
-	natsURL := g.NATS
-	if natsURL == "" {
-		natsURL = nats.DefaultURL
-	}
-	b, err := herdrbridge.NewBridge(herdrbridge.BridgeConfig{
-		Host: host, SocketPath: socket, Roles: rc, Logger: g.Logger(),
-		Log: events.New(js, events.Options{Source: "fleetd/" + host + "/cli"}),
-		Launch: herdrbridge.Launch{NATSURL: natsURL, NATSCreds: g.Creds, AgentCreds: gateway.PaneCreds(g.Creds),
-			NATSToken: gateway.PaneToken(g.Creds, g.natsToken()), FleetURL: g.URL,
-			SpoolDir: filepath.Join(f.DataDir, "spool"), Settings: settings, StateDir: f.DataDir},
-	})
+	b, err := cb.Open(ctx, js)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err
 	}
 	return b, nc.Close, nil
-}
-
-// settings returns the hooks settings path, writing the file with
-// 'fleetd hooks settings' when it does not exist yet.
-func (f *herdrFlags) settings() (string, error) {
-	path := f.Settings
-	if path == "" {
-		path = filepath.Join(f.DataDir, "claude-settings.json")
-	}
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	if err := (&HooksSettingsCmd{Write: path, DefaultMode: "default"}).Run(); err != nil {
-		return "", fmt.Errorf("write hooks settings %s: %w", path, err)
-	}
-	return path, nil
 }

@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetd/fleetd/claudehook"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/roles"
+)
+
+// ClientBridge is a bridge to this machine's herdr for a command that runs
+// no gateway — fleetd spawn and adopt, orchestrate --spawn — so its agents
+// launch exactly as the gateway's do and belong to the gateway that
+// watches their panes.
+type ClientBridge struct {
+	Roles roles.Config
+	// Socket is herdr's socket; default as herdr resolves it.
+	Socket string
+	// Host is the agents' host; default the host whose gateway drives
+	// that herdr (Owner), so the agent belongs to a gateway that watches
+	// its pane.
+	Host string
+	// NATSURL (default nats.DefaultURL), Creds and NATSToken are what
+	// panes' hooks connect with; FleetURL is the lead shim's.
+	NATSURL   string
+	Creds     string
+	NATSToken string
+	FleetURL  string
+	// DataDir holds the spool and the agents' worktrees; Settings is the
+	// hooks settings file (default <DataDir>/claude-settings.json).
+	DataDir  string
+	Settings string
+	Logger   *slog.Logger
+}
+
+// Prepare resolves what the bridge needs on this machine before anything
+// connects — herdr's socket, and the hooks settings file, written (as
+// 'fleetd hooks settings' would) when it does not exist yet — so a
+// machine without herdr says so first.
+func (c *ClientBridge) Prepare() error {
+	if c.Socket == "" {
+		var err error
+		if c.Socket, err = herdrapi.SocketPath(os.Getenv); err != nil {
+			return err
+		}
+	}
+	if c.Settings == "" {
+		c.Settings = filepath.Join(c.DataDir, "claude-settings.json")
+	}
+	if _, err := os.Stat(c.Settings); err == nil {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		err = fmt.Errorf("hooks settings: find fleetd: %w", err)
+	} else if exe, err = filepath.Abs(exe); err == nil {
+		err = claudehook.SettingsConfig{Fleetd: exe, DefaultMode: "default"}.WriteFile(c.Settings)
+	}
+	if err != nil {
+		return fmt.Errorf("write hooks settings %s: %w", c.Settings, err)
+	}
+	return nil
+}
+
+// Open returns a bridge over js that is not running: enough to spawn or
+// adopt. Call Prepare first.
+func (c *ClientBridge) Open(ctx context.Context, js jetstream.JetStream) (*herdrbridge.Bridge, error) {
+	host := c.Host
+	if host == "" {
+		machine, _ := os.Hostname()
+		var err error
+		log := events.New(js, events.Options{Source: "fleetd/cli"})
+		if host, err = Owner(ctx, log, machine, c.Socket, time.Minute, time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	natsURL := c.NATSURL
+	if natsURL == "" {
+		natsURL = nats.DefaultURL
+	}
+	return herdrbridge.NewBridge(herdrbridge.BridgeConfig{
+		Host: host, SocketPath: c.Socket, Roles: c.Roles, Logger: c.Logger,
+		Log: events.New(js, events.Options{Source: "fleetd/" + host + "/cli"}),
+		Launch: herdrbridge.Launch{NATSURL: natsURL, NATSCreds: c.Creds, AgentCreds: PaneCreds(c.Creds),
+			NATSToken: PaneToken(c.Creds, c.NATSToken), FleetURL: c.FleetURL,
+			SpoolDir: filepath.Join(c.DataDir, "spool"), Settings: c.Settings, StateDir: c.DataDir},
+	})
+}

@@ -1,0 +1,39 @@
+package gateway_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fleetd/fleetd/gateway"
+)
+
+// Prepare writes the hooks settings a spawned pane launches with when
+// there are none yet, and leaves a file that is there alone.
+func TestClientBridgePrepareWritesMissingHookSettingsOnly(t *testing.T) {
+	dir := t.TempDir()
+	cb := gateway.ClientBridge{Socket: filepath.Join(dir, "herdr.sock"), DataDir: dir}
+	if err := cb.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cb.Settings, filepath.Join(dir, "claude-settings.json"); got != want {
+		t.Errorf("Settings = %q, want %q", got, want)
+	}
+	b, err := os.ReadFile(cb.Settings)
+	if err != nil || !strings.Contains(string(b), " hook ") {
+		t.Fatalf("settings %q (%v), want fleetd's hooks", b, err)
+	}
+
+	own := filepath.Join(dir, "own.json")
+	if err := os.WriteFile(own, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cb = gateway.ClientBridge{Socket: cb.Socket, DataDir: dir, Settings: own}
+	if err := cb.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(own); string(b) != "{}" {
+		t.Errorf("an existing settings file was rewritten: %q", b)
+	}
+}
