@@ -638,3 +638,20 @@ func TestAnAgentReadsOnlyItsOwnFleetInbox(t *testing.T) {
 	})
 	a1.deny("posting to a2's inbox itself", "fleet.agent.a2.inbox", appendEvent(a1, "a2", events.AgentInbox{From: "a1", Text: "forged"}))
 }
+
+// Connect is how a fleetd command reaches the fabric: as its key, with
+// JetStream over the connection; a wrong key is refused and said so.
+func TestConnectAsAKeyOrNotAtAll(t *testing.T) {
+	f := startAuthFleet(t)
+	nc, js, err := natsauth.Connect(f.srv.ClientURL(), "test", natsauth.KeyPath(f.dir, natsauth.GatewayName("h1")), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := js.Stream(context.Background(), events.Stream); err != nil {
+		t.Errorf("the gateway's key reads FLEET: %v", err)
+	}
+	if _, _, err := natsauth.Connect(f.srv.ClientURL(), "test", "", "not-a-token"); !errors.Is(err, natsauth.ErrNoServer) || !strings.Contains(err.Error(), "connect to fleetd's NATS at "+f.srv.ClientURL()) {
+		t.Errorf("connect without a key: %v, want refused, naming the URL", err)
+	}
+}

@@ -2,6 +2,7 @@ package clitable
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +90,18 @@ c     fleet/c  0        0      no      no      -           /wt/c  KEPT: 1 commit
 `
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestEventIsOneLineEitherWay(t *testing.T) {
+	ev := events.Event{Subject: "w-1", Data: events.AgentReplied{Reply: "two\nlines"}}
+	for _, asJSON := range []bool{false, true} {
+		var out bytes.Buffer
+		if err := Event(&out, ev, asJSON); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.String(); strings.Count(got, "\n") != 1 || !strings.HasSuffix(got, "\n") {
+			t.Errorf("Event(json=%t) = %q, want one line", asJSON, got)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package clitable is the text fleetd's client commands print: a listing
 // as JSON or as an aligned table (Table), and the columns a person reads
-// in the roster, the sessions, the worktrees, a turn's timeline and the
-// cost report — an agent's status and what to notice about it, its branch
+// in the roster, the sessions, the worktrees, a turn's timeline, the cost
+// report and the event log's lines — an agent's status and what to notice about it, its branch
 // and how far it stands from its base, how long ago it was last seen.
 //
 // It only renders rows other packages define (the read models of

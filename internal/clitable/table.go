@@ -6,6 +6,8 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/fleetd/fleetd/events"
 )
 
 // Table is how one listing prints as text: a header, one line a row, and
@@ -66,4 +68,19 @@ func ago(now, t time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return t.Local().Format("2006-01-02")
+}
+
+// Event writes one event a line, as 'fleetd tail' prints the log: as
+// events.Describe says it, or with asJSON its CloudEvents envelope.
+func Event(w io.Writer, ev events.Event, asJSON bool) error {
+	if !asJSON {
+		_, err := fmt.Fprintln(w, events.Describe(ev))
+		return err
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
