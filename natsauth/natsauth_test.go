@@ -655,3 +655,19 @@ func TestConnectAsAKeyOrNotAtAll(t *testing.T) {
 		t.Errorf("connect without a key: %v, want refused, naming the URL", err)
 	}
 }
+
+// HowTo names every key it wrote and the keys a host must not get.
+func TestHowToNamesEveryKeyAndWhereItGoes(t *testing.T) {
+	creds, err := natsauth.Generate(natsauth.Fleet{Hosts: map[string][]string{"h1": {"a1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	creds.HowTo(&out, "/keys")
+	for _, want := range []string{"wrote /keys/server.conf", natsauth.KeyPath("/keys", natsauth.AgentName("a1")),
+		"fleetd up --server-config /keys/server.conf --creds " + natsauth.KeyPath("/keys", natsauth.GatewayName("<host>")), "keep admin.nk off the hosts"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("HowTo lacks %q:\n%s", want, out.String())
+		}
+	}
+}
