@@ -1,12 +1,16 @@
 package gateway_test
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/fleetd/fleetd/embeddednats/natstest"
+	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/gateway"
+	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
 // Prepare writes the hooks settings a spawned pane launches with when
@@ -35,5 +39,24 @@ func TestClientBridgePrepareWritesMissingHookSettingsOnly(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(own); string(b) != "{}" {
 		t.Errorf("an existing settings file was rewritten: %q", b)
+	}
+}
+
+// ProvisionAs creates the fabric at one replica on a lone server and says
+// what it made.
+func TestProvisionAsSaysWhatItProvisioned(t *testing.T) {
+	srv := natstest.Start(t)
+	var out strings.Builder
+	p := gateway.Provisioner{Log: slog.New(slog.DiscardHandler), Roles: []string{"w"}}
+	if err := gateway.ProvisionAs(fleettest.Ctx(t), srv.NC, gateway.NewDenials(p.Log), p, &out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.JS.Stream(fleettest.Ctx(t), events.Stream); err != nil {
+		t.Errorf("no FLEET after provisioning: %v", err)
+	}
+	for _, want := range []string{"(R1): stream FLEET;", gateway.RouterConsumers([]string{"w"})[0]} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output %q lacks %q", out.String(), want)
+		}
 	}
 }
