@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,20 +12,20 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/internal/fleettest"
+	"github.com/fleetd/fleetd/natsauth"
 )
 
-// Prepare writes the hooks settings a spawned pane launches with when
-// there are none yet, and leaves a file that is there alone.
-func TestClientBridgePrepareWritesMissingHookSettingsOnly(t *testing.T) {
+// Open writes the hooks settings a spawned pane launches with when there
+// are none yet — before it connects, so also when no NATS answers — and
+// leaves a file that is there alone.
+func TestClientBridgeWritesMissingHookSettingsBeforeItConnects(t *testing.T) {
 	dir := t.TempDir()
-	cb := gateway.ClientBridge{Socket: filepath.Join(dir, "herdr.sock"), DataDir: dir}
-	if err := cb.Prepare(); err != nil {
-		t.Fatal(err)
+	noNATS := "nats://127.0.0.1:1"
+	cb := gateway.ClientBridge{Socket: filepath.Join(dir, "herdr.sock"), DataDir: dir, NATSURL: noNATS}
+	if err := cb.Open(fleettest.Ctx(t)); !errors.Is(err, natsauth.ErrNoServer) {
+		t.Fatalf("Open without NATS: %v, want ErrNoServer", err)
 	}
-	if got, want := cb.Settings, filepath.Join(dir, "claude-settings.json"); got != want {
-		t.Errorf("Settings = %q, want %q", got, want)
-	}
-	b, err := os.ReadFile(cb.Settings)
+	b, err := os.ReadFile(filepath.Join(dir, "claude-settings.json"))
 	if err != nil || !strings.Contains(string(b), " hook ") {
 		t.Fatalf("settings %q (%v), want fleetd's hooks", b, err)
 	}
@@ -33,9 +34,9 @@ func TestClientBridgePrepareWritesMissingHookSettingsOnly(t *testing.T) {
 	if err := os.WriteFile(own, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cb = gateway.ClientBridge{Socket: cb.Socket, DataDir: dir, Settings: own}
-	if err := cb.Prepare(); err != nil {
-		t.Fatal(err)
+	cb = gateway.ClientBridge{Socket: cb.Socket, DataDir: dir, Settings: own, NATSURL: noNATS}
+	if err := cb.Open(fleettest.Ctx(t)); !errors.Is(err, natsauth.ErrNoServer) {
+		t.Fatalf("Open without NATS: %v, want ErrNoServer", err)
 	}
 	if b, _ := os.ReadFile(own); string(b) != "{}" {
 		t.Errorf("an existing settings file was rewritten: %q", b)

@@ -15,6 +15,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/roles"
 )
 
@@ -23,7 +24,8 @@ import (
 // launch exactly as the gateway's do and belong to the gateway that
 // watches their panes.
 type ClientBridge struct {
-	Roles roles.Config
+	// RolesFile is the roles file (default: the built-in roles).
+	RolesFile string
 	// Socket is herdr's socket; default as herdr resolves it.
 	Socket string
 	// Host is the agents' host; default the host whose gateway drives
@@ -31,7 +33,8 @@ type ClientBridge struct {
 	// its pane.
 	Host string
 	// NATSURL (default nats.DefaultURL), Creds and NATSToken are what
-	// panes' hooks connect with; FleetURL is the lead shim's.
+	// this command and panes' hooks connect with; FleetURL is the lead
+	// shim's.
 	NATSURL   string
 	Creds     string
 	NATSToken string
@@ -41,13 +44,52 @@ type ClientBridge struct {
 	DataDir  string
 	Settings string
 	Logger   *slog.Logger
+
+	// Bridge is the bridge Open made: not running, enough to spawn or
+	// adopt.
+	Bridge *herdrbridge.Bridge
+	nc     *nats.Conn
 }
 
-// Prepare resolves what the bridge needs on this machine before anything
-// connects — herdr's socket, and the hooks settings file, written (as
-// 'fleetd hooks settings' would) when it does not exist yet — so a
-// machine without herdr says so first.
-func (c *ClientBridge) Prepare() error {
+// Open loads the roles, resolves herdr's socket and the hooks settings
+// file (written, as 'fleetd hooks settings' would, when it does not exist
+// yet) before it connects — so a machine without herdr says so first —
+// then connects to NATS and builds Bridge. Close releases it.
+func (c *ClientBridge) Open(ctx context.Context) error {
+	rc, err := roles.Load(c.RolesFile)
+	if err != nil {
+		return err
+	}
+	if err := c.prepare(); err != nil {
+		return err
+	}
+	nc, js, err := natsauth.Connect(c.NATSURL, "fleetd herdr", c.Creds, c.NATSToken)
+	if err != nil {
+		return err
+	}
+	if c.Bridge, err = c.open(ctx, js, rc); err != nil {
+		nc.Close()
+		return err
+	}
+	c.nc = nc
+	return nil
+}
+
+// Close closes the NATS connection Open made.
+func (c *ClientBridge) Close() {
+	if c.nc != nil {
+		c.nc.Close()
+	}
+}
+
+// SessionSpawner starts and closes a job's session panes through Bridge,
+// finding its agents in agents (orchestrate --spawn).
+func (c *ClientBridge) SessionSpawner(agents AgentLookup) *SessionSpawner {
+	return &SessionSpawner{Bridge: c.Bridge, Herdr: herdrapi.New(c.Socket), Agents: agents, Host: c.Bridge.Host()}
+}
+
+// prepare resolves the socket and writes missing hooks settings.
+func (c *ClientBridge) prepare() error {
 	if c.Socket == "" {
 		var err error
 		if c.Socket, err = herdrapi.SocketPath(os.Getenv); err != nil {
@@ -72,9 +114,9 @@ func (c *ClientBridge) Prepare() error {
 	return nil
 }
 
-// Open returns a bridge over js that is not running: enough to spawn or
-// adopt. Call Prepare first.
-func (c *ClientBridge) Open(ctx context.Context, js jetstream.JetStream) (*herdrbridge.Bridge, error) {
+// open builds the bridge over js, for the owner of herdr's socket unless
+// Host is set.
+func (c *ClientBridge) open(ctx context.Context, js jetstream.JetStream, rc roles.Config) (*herdrbridge.Bridge, error) {
 	host := c.Host
 	if host == "" {
 		machine, _ := os.Hostname()
@@ -89,7 +131,7 @@ func (c *ClientBridge) Open(ctx context.Context, js jetstream.JetStream) (*herdr
 		natsURL = nats.DefaultURL
 	}
 	return herdrbridge.NewBridge(herdrbridge.BridgeConfig{
-		Host: host, SocketPath: c.Socket, Roles: c.Roles, Logger: c.Logger,
+		Host: host, SocketPath: c.Socket, Roles: rc, Logger: c.Logger,
 		Log: events.New(js, events.Options{Source: "fleetd/" + host + "/cli"}),
 		Launch: herdrbridge.Launch{NATSURL: natsURL, NATSCreds: c.Creds, AgentCreds: PaneCreds(c.Creds),
 			NATSToken: PaneToken(c.Creds, c.NATSToken), FleetURL: c.FleetURL,

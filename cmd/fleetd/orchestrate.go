@@ -7,8 +7,6 @@ import (
 	"os"
 
 	"github.com/fleetd/fleetd/events"
-	"github.com/fleetd/fleetd/gateway"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
 )
@@ -58,14 +56,12 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 		Out: os.Stderr, Logger: g.Logger(),
 	}
 	if c.Spawn {
-		b, done, err := c.bridge(ctx, g)
+		cb, err := c.bridge(ctx, g)
 		if err != nil {
 			return err
 		}
-		defer done()
-		cfg.Spawner = func(views projections.Views) orchestrator.Spawner {
-			return &gateway.SessionSpawner{Bridge: b, Herdr: herdrapi.New(c.socket()), Agents: views, Host: b.Host()}
-		}
+		defer cb.Close()
+		cfg.Spawner = func(views projections.Views) orchestrator.Spawner { return cb.SessionSpawner(views) }
 	}
 	res, err := orchestrator.RunClient(ctx, cfg, plan, c.Job, c.Resume)
 	if err != nil {
@@ -73,13 +69,4 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	fmt.Println(res.Rollup)
 	return nil
-}
-
-// socket is the herdr socket path the spawner closes panes through.
-func (c *OrchestrateCmd) socket() string {
-	if c.Herdr != "" {
-		return c.Herdr
-	}
-	p, _ := herdrapi.SocketPath(os.Getenv)
-	return p
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/internal/clitable"
-	"github.com/fleetd/fleetd/roles"
 )
 
 // SpawnCmd starts an agent of a role in a new pane of this host's herdr.
@@ -37,16 +36,16 @@ type herdrFlags struct {
 
 // Run spawns the agent and prints its registration.
 func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
-	b, done, err := c.bridge(ctx, g)
+	cb, err := c.bridge(ctx, g)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer cb.Close()
 	wait := c.Wait
 	if c.NoWait {
 		wait = 0
 	}
-	reg, err := b.Spawn(ctx, herdrbridge.SpawnRequest{
+	reg, err := cb.Bridge.Spawn(ctx, herdrbridge.SpawnRequest{
 		Role: c.Role, Name: c.Name, Model: c.Model, Cwd: c.Cwd, Env: c.Env,
 		Parent: c.Parent, Tier: c.Tier, Session: c.Session, SplitFrom: c.SplitFrom, Wait: wait,
 	})
@@ -67,30 +66,14 @@ func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
 	return nil
 }
 
-// bridge connects to the local herdr and to the fleet's NATS and returns a
-// bridge that is not running: enough to spawn or adopt. Without --host it
-// works for the host whose gateway drives that herdr (gateway.Owner).
-func (f *herdrFlags) bridge(ctx context.Context, g *Globals) (*herdrbridge.Bridge, func(), error) {
-	rc, err := roles.Load(f.Roles)
-	if err != nil {
-		return nil, nil, err
-	}
-	cb := gateway.ClientBridge{Roles: rc, Socket: f.Herdr, NATSURL: g.NATS, Creds: g.Creds, NATSToken: g.natsToken(), FleetURL: g.URL,
-		DataDir: f.DataDir, Settings: f.Settings, Logger: g.Logger()}
+// bridge connects to the local herdr and to the fleet's NATS: a bridge
+// that is not running, enough to spawn or adopt. Without --host it works
+// for the host whose gateway drives that herdr (gateway.Owner).
+func (f *herdrFlags) bridge(ctx context.Context, g *Globals) (*gateway.ClientBridge, error) {
+	cb := &gateway.ClientBridge{RolesFile: f.Roles, Socket: f.Herdr, NATSURL: g.NATS, Creds: g.Creds, NATSToken: g.natsToken(),
+		FleetURL: g.URL, DataDir: f.DataDir, Settings: f.Settings, Logger: g.Logger()}
 	if g.Host != "" {
 		cb.Host = g.hostName()
 	}
-	if err := cb.Prepare(); err != nil {
-		return nil, nil, err
-	}
-	nc, js, err := dialNATS(g, "fleetd herdr")
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := cb.Open(ctx, js)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return b, nc.Close, nil
+	return cb, natsHint(cb.Open(ctx))
 }

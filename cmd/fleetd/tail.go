@@ -85,8 +85,13 @@ func (c *TailCmd) query() (events.Query, error) {
 // dialNATS connects a client command to a running fleetd.
 func dialNATS(g *Globals, name string, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
 	nc, js, err := natsauth.Connect(g.NATS, name, g.Creds, g.natsToken(), extra...)
+	return nc, js, natsHint(err)
+}
+
+// natsHint says what to check when no NATS answered.
+func natsHint(err error) error {
 	if errors.Is(err, natsauth.ErrNoServer) {
-		return nil, nil, fmt.Errorf("%w (is 'fleetd up' running? set --nats or FLEET_NATS_URL)", err)
+		return fmt.Errorf("%w (is 'fleetd up' running? set --nats or FLEET_NATS_URL)", err)
 	}
-	return nc, js, err
+	return err
 }
