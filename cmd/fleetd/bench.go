@@ -37,22 +37,8 @@ type BenchCmd struct {
 	StageSync bool   `hidden:""`
 }
 
-// size is the run's workload sizes: --size, else full or --quick's, with
-// --fan-out-think's T.
-func (c *BenchCmd) size() bench.Size {
-	name := c.Size
-	if name == "" {
-		name = "full"
-		if c.Quick {
-			name = "quick"
-		}
-	}
-	s, _ := bench.SizeNamed(name)
-	if c.Think > 0 {
-		s.Think = c.Think
-	}
-	return s
-}
+// size is the run's workload sizes, as the flags pick them.
+func (c *BenchCmd) size() bench.Size { return bench.SizeFor(c.Size, c.Quick, c.Think) }
 
 // Run runs every stage (or, as a child, one) and prints the report. It
 // fails when a stage could not run; a missed target is in the table, not
@@ -94,15 +80,15 @@ func (c *BenchCmd) compare(ctx context.Context) error {
 		}
 		fmt.Println()
 	}
-	cs := bench.Compare(before, now, c.Noise)
 	out := os.Stdout
 	if c.JSON {
 		out = os.Stderr
 	}
-	if err := bench.PrintComparison(out, before, now, cs, c.Noise); err != nil {
+	n, err := bench.WriteComparison(out, before, now, c.Noise)
+	if err != nil {
 		return err
 	}
-	if n := bench.Regressions(cs); n > 0 && c.Strict {
+	if n > 0 && c.Strict {
 		return exitError{code: 3, err: fmt.Errorf("bench: %d rows regressed against %s", n, c.Compare)}
 	}
 	return runErr
@@ -110,13 +96,7 @@ func (c *BenchCmd) compare(ctx context.Context) error {
 
 // run runs the stages, prints the report to w and returns it.
 func (c *BenchCmd) run(ctx context.Context, w io.Writer) (bench.Report, error) {
-	plan := bench.Plan{Stages: c.Stages, Size: c.size()}
-	switch c.Sync {
-	case "on":
-		plan.Syncs = []bool{true}
-	case "off":
-		plan.Syncs = []bool{false}
-	}
+	plan := bench.Plan{Stages: c.Stages, Size: c.size(), Syncs: bench.SyncsNamed(c.Sync)}
 	if err := plan.Validate(); err != nil {
 		return bench.Report{}, err
 	}
@@ -125,12 +105,7 @@ func (c *BenchCmd) run(ctx context.Context, w io.Writer) (bench.Report, error) {
 		return bench.Report{}, err
 	}
 	rep, failed := bench.RunAll(ctx, plan, child)
-	if c.JSON {
-		err = rep.JSON(w)
-	} else {
-		err = rep.Print(w)
-	}
-	if err != nil {
+	if err := rep.Write(w, c.JSON); err != nil {
 		return rep, err
 	}
 	if failed != nil {
