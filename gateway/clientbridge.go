@@ -102,10 +102,8 @@ func (c *ClientBridge) prepare() error {
 	if _, err := os.Stat(c.Settings); err == nil {
 		return nil
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		err = fmt.Errorf("hooks settings: find fleetd: %w", err)
-	} else if exe, err = filepath.Abs(exe); err == nil {
+	exe, err := claudehook.ThisFleetd()
+	if err == nil {
 		err = claudehook.SettingsConfig{Fleetd: exe, DefaultMode: "default"}.WriteFile(c.Settings)
 	}
 	if err != nil {
