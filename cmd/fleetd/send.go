@@ -71,7 +71,7 @@ func (c *SendCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	env, err := cl.Send(ctx, msg)
 	if err != nil {
-		if id, ok := timeoutID(err); ok {
+		if id, ok := leadshim.TimedOut(err); ok {
 			return exitError{code: exitTimeout, err: fmt.Errorf("timeout: turn %s did not finish within %s\n%s", id, c.Timeout, reattachHint(id))}
 		}
 		return exitFor(err)
