@@ -61,3 +61,12 @@ func TestProvisionAsSaysWhatItProvisioned(t *testing.T) {
 		}
 	}
 }
+
+func TestHostTokenIsTheNamedHostElseThisMachine(t *testing.T) {
+	if got := gateway.HostToken("Build.Box"); got != events.HostToken("Build.Box") {
+		t.Errorf("HostToken(Build.Box) = %q", got)
+	}
+	if got := gateway.HostToken(""); got == "" || events.ValidToken(got) != nil {
+		t.Errorf("HostToken(\"\") = %q, want this machine's token", got)
+	}
+}

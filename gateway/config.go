@@ -112,16 +112,23 @@ const (
 	DefaultHostTTL   = 15 * time.Second
 )
 
+// HostToken is the subject token of the host called name, or, when name
+// is empty, of this machine (the embedded server's default name): what a
+// gateway announces itself as and what a command means by "this host".
+func HostToken(name string) string {
+	if name == "" {
+		name = embeddednats.DefaultServerName()
+	}
+	return events.HostToken(name)
+}
+
 // setDefaults fills what was left zero. The host token is normalised
 // (events.HostToken) so a machine name with dots or capitals works.
 func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Host == "" {
-		c.Host = embeddednats.DefaultServerName()
-	}
-	c.Host = events.HostToken(c.Host)
+	c.Host = HostToken(c.Host)
 	if c.Version == "" {
 		c.Version = "dev"
 	}

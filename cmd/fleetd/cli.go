@@ -9,8 +9,6 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/fleetd/fleetd/embeddednats"
-	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/gateway"
 )
 
@@ -84,14 +82,8 @@ func cliOptions(ctx context.Context) []kong.Option {
 	}
 }
 
-// hostName is this host's subject token: --host, else the embedded
-// server's default name.
-func (g *Globals) hostName() string {
-	if g.Host == "" {
-		return events.HostToken(embeddednats.DefaultServerName())
-	}
-	return events.HostToken(g.Host)
-}
+// hostName is this host's subject token: --host, else this machine's.
+func (g *Globals) hostName() string { return gateway.HostToken(g.Host) }
 
 // Logger builds the process logger at the chosen level, on stderr.
 func (g *Globals) Logger() *slog.Logger {

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"os"
 	"time"
 
 	"github.com/fleetd/fleetd/gateway"
@@ -52,17 +52,7 @@ func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	started := "started"
-	if wait == 0 {
-		started = "starting"
-	}
-	fmt.Printf("spawned %s (role %s, %s) in pane %s on host %s: %s\n", reg.Agent, reg.Role, reg.EnvClass, reg.Pane, reg.Host, started)
-	if w := reg.Worktree; w.Path != "" {
-		fmt.Printf("  worktree %s on branch %s (from %s%s)\n", w.Path, w.Branch, w.Base, clitable.WorktreeState(w))
-	}
-	if reg.Sandbox != "" {
-		fmt.Printf("  in sandbox %s\n", reg.Sandbox)
-	}
+	clitable.Spawned(os.Stdout, reg, wait != 0)
 	return nil
 }
 

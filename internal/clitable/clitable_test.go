@@ -105,3 +105,15 @@ func TestEventIsOneLineEitherWay(t *testing.T) {
 		}
 	}
 }
+
+func TestSpawnedNamesTheWorktreeAndSandboxItHas(t *testing.T) {
+	var out bytes.Buffer
+	Spawned(&out, events.AgentRegistered{Agent: "w-1", Role: "w", EnvClass: "clean", Pane: "p1", Host: "h1", Sandbox: "bwrap",
+		Worktree: events.Worktree{Path: "/wt/w-1", Branch: "fleet/w-1", Base: "main", Ahead: 1}}, false)
+	want := "spawned w-1 (role w, clean) in pane p1 on host h1: starting\n" +
+		"  worktree /wt/w-1 on branch fleet/w-1 (from main, 1 ahead)\n" +
+		"  in sandbox bwrap\n"
+	if got := out.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

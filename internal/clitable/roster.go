@@ -118,3 +118,20 @@ func branch(w events.Worktree) string {
 	}
 	return w.Branch
 }
+
+// Spawned says what 'fleetd spawn' started: the agent, its role, pane and
+// host, whether its session has started yet, and its worktree and sandbox
+// when it has them.
+func Spawned(w io.Writer, reg events.AgentRegistered, started bool) {
+	state := "starting"
+	if started {
+		state = "started"
+	}
+	fmt.Fprintf(w, "spawned %s (role %s, %s) in pane %s on host %s: %s\n", reg.Agent, reg.Role, reg.EnvClass, reg.Pane, reg.Host, state)
+	if wt := reg.Worktree; wt.Path != "" {
+		fmt.Fprintf(w, "  worktree %s on branch %s (from %s%s)\n", wt.Path, wt.Branch, wt.Base, WorktreeState(wt))
+	}
+	if reg.Sandbox != "" {
+		fmt.Fprintf(w, "  in sandbox %s\n", reg.Sandbox)
+	}
+}
