@@ -40,7 +40,7 @@ var allowed = map[string][]string{
 	"orchestrator":                      {"events", "lifecycle", "projections", "jobs", "turns"},
 	"dashboard":                         {"events", "lifecycle", "projections", "jobs"},
 	"internal/checkfor":                 {},
-	"internal/clitable":                 {"events", "lifecycle", "projections", "jobs", "dashboard", "worktree"},
+	"internal/clitable":                 {"events", "lifecycle", "projections", "jobs", "dashboard", "worktree", "leadshim", "roles", "turns", "inbox"},
 	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "internal/checkfor", "events", "lifecycle", "projections", "jobs", "turns", "natsauth", "inbox"},
 	"natsauth":                          {"events", "lifecycle", "projections", "inbox"},
 	"fakeapi":                           {},

@@ -122,18 +122,14 @@ func (c *SendCmd) reattach(ctx context.Context, cl *leadshim.Client, id string) 
 // print writes the reply (or the envelope) and maps a failed turn to its
 // exit status.
 func (c *SendCmd) print(env leadshim.Envelope) error {
+	var err error
 	if c.JSON {
-		if err := clitable.JSON(c.out, env); err != nil {
-			return err
-		}
-	} else if env.Status == "replied" {
-		reply := env.Reply
-		if !strings.HasSuffix(reply, "\n") {
-			reply += "\n"
-		}
-		if _, err := io.WriteString(c.out, reply); err != nil {
-			return err
-		}
+		err = clitable.JSON(c.out, env)
+	} else {
+		err = clitable.Reply(c.out, env)
+	}
+	if err != nil {
+		return err
 	}
 	if env.Status == "failed" {
 		return exitError{code: exitFailed, err: fmt.Errorf("turn %s on %s failed: %s %s", env.ID, env.Agent, env.Reason, env.Message)}

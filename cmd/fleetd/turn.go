@@ -40,19 +40,16 @@ func (c *TurnCmd) Run(ctx context.Context, g *Globals) error {
 	if c.JSON {
 		return clitable.JSON(c.out, env)
 	}
-	fmt.Fprintf(c.out, "turn %s: %s  agent=%s role=%s model=%s tokens=%d/%d duration=%s\n",
-		env.ID, env.Status, clitable.Dash(env.Agent), clitable.Dash(env.Role), clitable.Dash(env.Model), env.Tokens.In, env.Tokens.Out,
-		(time.Duration(env.DurationMS) * time.Millisecond).String())
 	// The timeline is the dashboard's; a fleetd without one answers 404
-	// and the turn prints as before.
+	// and the turn prints without it.
 	var tl dashboard.Timeline
-	if err := newShimClient(g).Do(ctx, http.MethodGet, "/ui/api/turns/"+url.PathEscape(c.ID), nil, &tl); err == nil {
-		_ = clitable.Timeline(c.out, tl)
+	if err := newShimClient(g).Do(ctx, http.MethodGet, "/ui/api/turns/"+url.PathEscape(c.ID), nil, &tl); err != nil {
+		tl = dashboard.Timeline{}
 	}
-	switch env.Status {
-	case "replied":
-		fmt.Fprintln(c.out, env.Reply)
-	case "failed":
+	if err := clitable.Turn(c.out, env, tl); err != nil {
+		return err
+	}
+	if env.Status == "failed" {
 		return exitError{code: exitFailed, err: fmt.Errorf("turn %s failed: %s %s", env.ID, env.Reason, env.Message)}
 	}
 	return nil

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetd/fleetd/dashboard"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/worktree"
 )
@@ -115,5 +117,32 @@ func TestSpawnedNamesTheWorktreeAndSandboxItHas(t *testing.T) {
 		"  in sandbox bwrap\n"
 	if got := out.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestTurnShowsItsStateTimelineAndReply(t *testing.T) {
+	var out bytes.Buffer
+	env := leadshim.Envelope{ID: "T1", Status: "replied", Agent: "w-1", Tokens: leadshim.Tokens{In: 3, Out: 4}, DurationMS: 1500, Reply: "done"}
+	if err := Turn(&out, env, dashboard.Timeline{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "turn T1: replied  agent=w-1 role=- model=- tokens=3/4 duration=1.5s\ndone\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestReplyEndsInOneNewlineAndOnlyForARepliedTurn(t *testing.T) {
+	for _, tc := range []struct {
+		env  leadshim.Envelope
+		want string
+	}{
+		{leadshim.Envelope{Status: "replied", Reply: "ok"}, "ok\n"},
+		{leadshim.Envelope{Status: "replied", Reply: "ok\n"}, "ok\n"},
+		{leadshim.Envelope{Status: "failed", Reply: "partial"}, ""},
+	} {
+		var out bytes.Buffer
+		if err := Reply(&out, tc.env); err != nil || out.String() != tc.want {
+			t.Errorf("Reply(%+v) = %q, %v; want %q", tc.env, out.String(), err, tc.want)
+		}
 	}
 }

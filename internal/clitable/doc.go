@@ -5,9 +5,10 @@
 // and how far it stands from its base, how long ago it was last seen.
 //
 // It only renders rows other packages define (the read models of
-// projections, the worktree listing, the dashboard's API answers): it
-// computes no fleet state and does no I/O beyond the io.Writer it is
-// given. So it imports none of the components that produce those rows at
-// run time (gateway, leadshim, herdrbridge, NATS), and cmd/fleetd keeps
-// only the flags and the fetching.
+// projections, the worktree listing, the shim's and the dashboard's API
+// answers): it computes no fleet state, calls no component and does no
+// I/O beyond the io.Writer it is given. It imports leadshim and
+// dashboard for their wire types only, and must not import gateway,
+// herdrbridge or anything that runs; cmd/fleetd keeps the flags and the
+// fetching.
 package clitable

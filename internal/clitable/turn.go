@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/dashboard"
+	"github.com/fleetd/fleetd/leadshim"
 )
 
 // Timeline writes a turn's steps, one a line: when, the time since the
@@ -43,4 +44,34 @@ func Cost(w io.Writer, r dashboard.CostReport) error {
 			row.Tokens.CacheRead, row.Tokens.CacheCreation, row.CostUSD)
 	}
 	return tw.Flush()
+}
+
+// Turn writes a turn as 'fleetd turn' shows it: a line of its state and
+// usage, its timeline (when tl has steps) and, once replied, its reply.
+func Turn(w io.Writer, env leadshim.Envelope, tl dashboard.Timeline) error {
+	fmt.Fprintf(w, "turn %s: %s  agent=%s role=%s model=%s tokens=%d/%d duration=%s\n",
+		env.ID, env.Status, Dash(env.Agent), Dash(env.Role), Dash(env.Model), env.Tokens.In, env.Tokens.Out,
+		(time.Duration(env.DurationMS) * time.Millisecond).String())
+	if err := Timeline(w, tl); err != nil {
+		return err
+	}
+	if env.Status == "replied" {
+		_, err := fmt.Fprintln(w, env.Reply)
+		return err
+	}
+	return nil
+}
+
+// Reply writes a replied turn's reply as 'fleetd send' prints it: as the
+// agent wrote it, ending in one newline; nothing for a turn not replied.
+func Reply(w io.Writer, env leadshim.Envelope) error {
+	if env.Status != "replied" {
+		return nil
+	}
+	reply := env.Reply
+	if !strings.HasSuffix(reply, "\n") {
+		reply += "\n"
+	}
+	_, err := io.WriteString(w, reply)
+	return err
 }
