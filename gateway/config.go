@@ -123,10 +123,22 @@ func HostToken(name string) string {
 }
 
 // setDefaults fills what was left zero. The host token is normalised
-// (events.HostToken) so a machine name with dots or capitals works.
+// (HostToken) so a machine name with dots or capitals works.
 func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	// The embedded server is named for the host as given (a server
+	// name may hold what a subject token may not) and requires the token
+	// this gateway's own clients present, unless told otherwise.
+	if c.NATS.ServerName == "" {
+		c.NATS.ServerName = c.Host
+		if c.NATS.ServerName == "" {
+			c.NATS.ServerName = embeddednats.DefaultServerName()
+		}
+	}
+	if c.NATS.Token == "" {
+		c.NATS.Token = c.NATSToken
 	}
 	c.Host = HostToken(c.Host)
 	if c.Version == "" {

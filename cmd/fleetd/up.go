@@ -62,19 +62,14 @@ func (c *UpCmd) Run(ctx context.Context, g *Globals) error {
 }
 
 func (c *UpCmd) gatewayConfig(g *Globals) (gateway.Config, error) {
-	host := g.Host
-	if host == "" {
-		host = embeddednats.DefaultServerName()
-	}
+	// The server's name and token default to the host's and --nats-token.
 	ncfg := embeddednats.Config{
 		DataDir:    c.DataDir,
-		ServerName: host,
 		Listen:     c.Listen,
 		SyncAlways: c.SyncAlways,
 		MaxStore:   c.MaxStore,
 		MaxMemory:  c.MaxMemory,
 		ConfigFile: c.ServerConfig,
-		Token:      g.natsToken(),
 		Logger:     g.Logger(),
 	}
 	if c.Cluster != "" {
@@ -82,7 +77,7 @@ func (c *UpCmd) gatewayConfig(g *Globals) (gateway.Config, error) {
 	}
 	return gateway.Config{
 		Version:         version,
-		Host:            host,
+		Host:            g.Host,
 		NATS:            ncfg,
 		ExternalURL:     g.NATS,
 		Creds:           g.Creds,
