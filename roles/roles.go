@@ -226,8 +226,8 @@ type RoleWorktree struct {
 // Worktrees lists the repositories (and bases) the roles give their
 // agents worktrees of, each once, under the first role (by name) that
 // does; with only set, that role's alone. fleetd worktrees lists and
-// prunes what they hold.
-func (c Config) Worktrees(only string) []RoleWorktree {
+// prunes what they hold. None is an error that says what the file lacks.
+func (c Config) Worktrees(only string) ([]RoleWorktree, error) {
 	var out []RoleWorktree
 	for _, name := range c.Names() {
 		w := c.Roles[name].Worktree
@@ -238,7 +238,13 @@ func (c Config) Worktrees(only string) []RoleWorktree {
 			out = append(out, RoleWorktree{Role: name, WorktreeSpec: *w})
 		}
 	}
-	return out
+	switch {
+	case len(out) == 0 && only != "":
+		return nil, fmt.Errorf("role %q gives its agents no worktrees, or is not in the roles file", only)
+	case len(out) == 0:
+		return nil, errors.New("no role in the roles file gives its agents worktrees (\"worktree\": {\"repo\": …})")
+	}
+	return out, nil
 }
 
 // DefaultCommands are the commands a role allows when it names none: the

@@ -193,17 +193,21 @@ func TestWorktreesListsEachRepositoryOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, want := c.Worktrees(""), []roles.RoleWorktree{
+	got, err := c.Worktrees("")
+	want := []roles.RoleWorktree{
 		{Role: "a", WorktreeSpec: roles.WorktreeSpec{Repo: "/r1", Base: "main"}},
 		{Role: "c", WorktreeSpec: roles.WorktreeSpec{Repo: "/r1", Base: "dev"}},
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("Worktrees(\"\") = %+v, want %+v", got, want)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("Worktrees(\"\") = %+v, %v, want %+v", got, err, want)
 	}
-	if got := c.Worktrees("b"); len(got) != 1 || got[0].Role != "b" {
-		t.Errorf("Worktrees(b) = %+v", got)
+	if got, err := c.Worktrees("b"); err != nil || len(got) != 1 || got[0].Role != "b" {
+		t.Errorf("Worktrees(b) = %+v, %v", got, err)
 	}
-	if got := c.Worktrees("d"); len(got) != 0 {
-		t.Errorf("Worktrees(d) = %+v, want none", got)
+	if got, err := c.Worktrees("d"); err == nil || !strings.Contains(err.Error(), `role "d" gives its agents no worktrees`) {
+		t.Errorf("Worktrees(d) = %+v, %v, want an error naming d", got, err)
+	}
+	if _, err := roles.Default().Worktrees(""); err == nil {
+		t.Error("Worktrees of roles without worktrees: no error")
 	}
 }

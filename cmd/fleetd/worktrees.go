@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -30,15 +29,13 @@ func (c *WorktreesCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	sources := lo.Map(rc.Worktrees(c.Role), func(w roles.RoleWorktree, _ int) worktree.Source {
+	repos, err := rc.Worktrees(c.Role)
+	if err != nil {
+		return err
+	}
+	sources := lo.Map(repos, func(w roles.RoleWorktree, _ int) worktree.Source {
 		return worktree.Source{Role: w.Role, Repo: w.Repo, Base: w.Base}
 	})
-	if len(sources) == 0 && c.Role != "" {
-		return fmt.Errorf("role %q gives its agents no worktrees, or is not in the roles file", c.Role)
-	}
-	if len(sources) == 0 {
-		return errors.New("no role in the roles file gives its agents worktrees (\"worktree\": {\"repo\": …})")
-	}
 	roster, rosterErr := newShimClient(g).Roster(ctx)
 	if rosterErr != nil && c.Prune {
 		return exitFor(fmt.Errorf("--prune needs the roster, to leave live agents' worktrees alone: %w", rosterErr))
