@@ -37,12 +37,9 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	var plan orchestrator.Plan
 	if c.Plan != "" {
-		data, err := os.ReadFile(c.Plan)
-		if err != nil {
+		var err error
+		if plan, err = orchestrator.ReadPlan(c.Plan); err != nil {
 			return err
-		}
-		if plan, err = orchestrator.ParsePlan(data); err != nil {
-			return fmt.Errorf("%s: %w", c.Plan, err)
 		}
 	}
 	nc, js, err := dialNATS(g, "fleetd orchestrate")
