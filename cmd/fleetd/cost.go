@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/fleetd/fleetd/dashboard"
@@ -30,25 +27,19 @@ func (c *CostCmd) Run(ctx context.Context, g *Globals) error {
 	if c.out == nil {
 		c.out = os.Stdout
 	}
-	q := url.Values{"by": {c.By}, "since": {c.Since}}
+	var at dashboard.Point
 	if c.At != "" {
-		p, err := dashboard.ParseAt(c.At, time.Now())
-		if err != nil {
+		var err error
+		if at, err = dashboard.ParseAt(c.At, time.Now()); err != nil {
 			return exitError{code: exitRefused, err: fmt.Errorf("--at %w", err)}
 		}
-		q.Set("at", p.String())
 	}
-	if strings.Contains(c.Since, ":") {
-		// A time (durations have no colon) is read here, in this
-		// machine's zone, as --at is.
-		p, err := dashboard.ParseAt(c.Since, time.Now())
-		if err != nil || p.Time.IsZero() {
-			return exitError{code: exitRefused, err: fmt.Errorf("--since %q: want a duration (24h, 7d), a time or all", c.Since)}
-		}
-		q.Set("since", p.Time.UTC().Format(time.RFC3339Nano))
+	since, err := dashboard.SinceParam(c.Since, time.Now())
+	if err != nil {
+		return exitError{code: exitRefused, err: fmt.Errorf("--since %q: want a duration (24h, 7d), a time or all", c.Since)}
 	}
-	var r dashboard.CostReport
-	if err := newShimClient(g).Do(ctx, http.MethodGet, "/ui/api/cost?"+q.Encode(), nil, &r); err != nil {
+	r, err := dashboard.API{Get: newShimClient(g)}.Cost(ctx, c.By, since, at)
+	if err != nil {
 		return exitFor(err)
 	}
 	if c.JSON {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"time"
 
@@ -53,8 +51,8 @@ func (c *RosterCmd) rosterAt(ctx context.Context, g *Globals) ([]projections.Age
 	if err != nil {
 		return nil, exitError{code: exitRefused, err: fmt.Errorf("--at %w", err)}
 	}
-	var r dashboard.RosterAt
-	if err := newShimClient(g).Do(ctx, http.MethodGet, "/ui/api/roster?at="+url.QueryEscape(p.String()), nil, &r); err != nil {
+	r, err := dashboard.API{Get: newShimClient(g)}.RosterAt(ctx, p)
+	if err != nil {
 		return nil, err
 	}
 	if !c.JSON {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"time"
 
@@ -42,8 +40,8 @@ func (c *TurnCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	// The timeline is the dashboard's; a fleetd without one answers 404
 	// and the turn prints without it.
-	var tl dashboard.Timeline
-	if err := newShimClient(g).Do(ctx, http.MethodGet, "/ui/api/turns/"+url.PathEscape(c.ID), nil, &tl); err != nil {
+	tl, err := dashboard.API{Get: newShimClient(g)}.Timeline(ctx, c.ID)
+	if err != nil {
 		tl = dashboard.Timeline{}
 	}
 	if err := clitable.Turn(c.out, env, tl); err != nil {
