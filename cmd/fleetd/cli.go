@@ -78,7 +78,7 @@ func cliOptions(ctx context.Context) []kong.Option {
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, Summary: true}),
 		kong.Configuration(kong.JSON, defaultConfigPath()),
 		kong.BindTo(ctx, (*context.Context)(nil)),
-		kong.Vars{"version": version, "default_data_dir": defaultDataDir()},
+		kong.Vars{"version": version, "default_data_dir": gateway.DefaultDataDir()},
 	}
 }
 
@@ -101,9 +101,6 @@ func (g *Globals) quietLogger() *slog.Logger {
 	}
 	return g.Logger()
 }
-
-// defaultDataDir is $XDG_STATE_HOME/fleetd, else ~/.local/state/fleetd.
-func defaultDataDir() string { return gateway.DefaultDataDir() }
 
 // defaultConfigPath is $XDG_CONFIG_HOME/fleetd/config.json (read if present).
 func defaultConfigPath() string {

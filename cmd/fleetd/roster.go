@@ -37,7 +37,7 @@ func (c *RosterCmd) Run(ctx context.Context, g *Globals) error {
 		// ok or /healthz cannot be read.
 		defer func() {
 			if h, err := newShimClient(g).Health(ctx); err == nil {
-				clitable.Health(c.writer(), h.Status, h.Reasons)
+				clitable.Health(c.writer(), h)
 			}
 		}()
 	}
@@ -93,12 +93,9 @@ func (l listing) writer() io.Writer {
 
 // printRows writes rows as JSON, or as table t.
 func printRows[T any](l listing, rows []T, t clitable.Table[T]) error {
-	if l.JSON {
-		return clitable.JSON(l.writer(), rows)
-	}
 	now := time.Now()
 	if l.now != nil {
 		now = l.now()
 	}
-	return t.Write(l.writer(), rows, now)
+	return t.Print(l.writer(), rows, now, l.JSON)
 }

@@ -146,3 +146,24 @@ func TestReplyEndsInOneNewlineAndOnlyForARepliedTurn(t *testing.T) {
 		}
 	}
 }
+
+func TestHealthSaysWhyOnlyWhenDegraded(t *testing.T) {
+	var out bytes.Buffer
+	Health(&out, leadshim.Health{Status: "ok", Reasons: []string{"ignored"}})
+	Health(&out, leadshim.Health{Status: "degraded", Reasons: []string{"w-1 is dead"}})
+	if got, want := out.String(), "\nhealth: degraded\n  w-1 is dead\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestPrintIsJSONOrTheTable(t *testing.T) {
+	sessions := []projections.Session{{Name: "s1", Turns: 2}}
+	var out bytes.Buffer
+	if err := Sessions.Print(&out, sessions, time.Time{}, true); err != nil || !strings.HasPrefix(out.String(), "[\n  {\n    \"name\": \"s1\"") {
+		t.Errorf("JSON: %q, %v", out.String(), err)
+	}
+	out.Reset()
+	if err := Sessions.Print(&out, sessions, time.Time{}, false); err != nil || !strings.HasPrefix(out.String(), "SESSION") {
+		t.Errorf("table: %q, %v", out.String(), err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/projections"
 )
 
@@ -38,12 +39,12 @@ func AsOf(w io.Writer, at time.Time, seq uint64) {
 
 // Health is the footer under a live roster: why the fleet is degraded,
 // when /healthz says it is; nothing otherwise.
-func Health(w io.Writer, status string, reasons []string) {
-	if status != "degraded" {
+func Health(w io.Writer, h leadshim.Health) {
+	if h.Status != "degraded" {
 		return
 	}
 	fmt.Fprintln(w, "\nhealth: degraded")
-	for _, r := range reasons {
+	for _, r := range h.Reasons {
 		fmt.Fprintln(w, "  "+r)
 	}
 }

@@ -34,6 +34,15 @@ func (t Table[T]) Write(w io.Writer, rows []T, now time.Time) error {
 	return tw.Flush()
 }
 
+// Print writes rows as a listing command prints them: as JSON with
+// asJSON (a script's form), else as the table, as of now.
+func (t Table[T]) Print(w io.Writer, rows []T, now time.Time, asJSON bool) error {
+	if asJSON {
+		return JSON(w, rows)
+	}
+	return t.Write(w, rows, now)
+}
+
 // JSON writes v as indented JSON, with <, > and & as they are: the --json
 // form of every listing and reply, which scripts read and people grep.
 func JSON(w io.Writer, v any) error {
