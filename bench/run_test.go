@@ -97,3 +97,13 @@ func TestSizeForAndSyncsNamed(t *testing.T) {
 		}
 	}
 }
+
+// ServeStage writes nothing for a stage that cannot run, so InChild
+// reports the child's failure rather than rows.
+func TestServeStageWritesNoRowsForAStageThatFails(t *testing.T) {
+	var out strings.Builder
+	size, _ := bench.SizeNamed("tiny")
+	if err := bench.ServeStage(context.Background(), bench.StageConfig{Stage: "nope", Size: size, Progress: io.Discard}, &out); err == nil || out.Len() != 0 {
+		t.Errorf("ServeStage(nope) = %v, wrote %q", err, out.String())
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -130,10 +129,6 @@ func (c *BenchCmd) child(size bench.Size) (bench.StageFunc, error) {
 
 // runStage is the child: run one stage, print its rows as JSON.
 func (c *BenchCmd) runStage(ctx context.Context, g *Globals) error {
-	rows, err := bench.RunStage(ctx, bench.StageConfig{Stage: c.Stage, Size: c.size(), Sync: c.StageSync, Claude: c.Claude,
-		Version: version, Logger: g.quietLogger()})
-	if err != nil {
-		return err
-	}
-	return json.NewEncoder(os.Stdout).Encode(rows)
+	return bench.ServeStage(ctx, bench.StageConfig{Stage: c.Stage, Size: c.size(), Sync: c.StageSync, Claude: c.Claude,
+		Version: version, Logger: g.quietLogger()}, os.Stdout)
 }
