@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fleetd/fleetd/leadshim"
@@ -45,6 +46,16 @@ func Command() string {
 		}
 	}
 	return self
+}
+
+// URLFlags are the global flags the lead's fleetd commands need to reach
+// the fleetd at url: --url, unless url is the shim's default address —
+// the lead's shell may not have FLEET_URL.
+func URLFlags(url string) []string {
+	if u := strings.TrimRight(url, "/"); u != "" && u != "http://"+leadshim.DefaultAddr {
+		return []string{"--url", u}
+	}
+	return nil
 }
 
 // Summary tells the person who ran 'fleetd init lead' what Install wrote

@@ -41,3 +41,12 @@ func TestSummarySaysWhatWasWrittenAndAboutTheToken(t *testing.T) {
 		}
 	}
 }
+
+func TestURLFlagsOnlyOffTheDefaultAddress(t *testing.T) {
+	for url, want := range map[string]string{"http://" + leadshim.DefaultAddr: "", "http://" + leadshim.DefaultAddr + "/": "", "": "",
+		"http://h:1/": "--url http://h:1"} {
+		if got := strings.Join(leadkit.URLFlags(url), " "); got != want {
+			t.Errorf("URLFlags(%q) = %q, want %q", url, got, want)
+		}
+	}
+}

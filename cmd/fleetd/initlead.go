@@ -4,10 +4,8 @@ import (
 	"context"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/fleetd/fleetd/leadkit"
-	"github.com/fleetd/fleetd/leadshim"
 )
 
 // InitCmd prepares a directory for a role in the fleet.
@@ -34,12 +32,9 @@ func (c *InitLeadCmd) Run(ctx context.Context, g *Globals) error {
 		c.out = os.Stdout
 	}
 	roles, source := leadkit.Roles(ctx, newShimClient(g), g.URL)
-	kit := leadkit.Kit{Exe: c.bin, Agent: c.Agent, Role: c.Role, Token: g.Token != ""}
+	kit := leadkit.Kit{Exe: c.bin, Flags: leadkit.URLFlags(g.URL), Agent: c.Agent, Role: c.Role, Token: g.Token != ""}
 	if kit.Exe == "" {
 		kit.Exe = leadkit.Command()
-	}
-	if u := strings.TrimRight(g.URL, "/"); u != "" && u != "http://"+leadshim.DefaultAddr {
-		kit.Flags = []string{"--url", u} // the lead's shell may not have FLEET_URL
 	}
 	in, err := leadkit.Install(c.Dir, kit, roles)
 	if err != nil {
