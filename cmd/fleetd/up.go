@@ -43,11 +43,7 @@ type UpCmd struct {
 
 // Run starts the gateway and blocks until SIGINT or SIGTERM.
 func (c *UpCmd) Run(ctx context.Context, g *Globals) error {
-	cfg, err := c.gatewayConfig(g)
-	if err != nil {
-		return err
-	}
-	err = gateway.New(cfg).Run(ctx, func(gw *gateway.Gateway) { fmt.Fprint(os.Stdout, gw.Banner()) })
+	err := gateway.New(c.gatewayConfig(g)).Run(ctx, func(gw *gateway.Gateway) { fmt.Fprint(os.Stdout, gw.Banner()) })
 	if errors.Is(err, embeddednats.ErrUnauthenticated) {
 		return fmt.Errorf("%w\nNATS must be no more open than the shim. Either add --token TOKEN (every NATS client then needs it too: "+
 			"FLEET_TOKEN or --token for fleetd's commands, --token for the nats CLI; cluster routes authenticate with it), "+
@@ -61,7 +57,8 @@ func (c *UpCmd) Run(ctx context.Context, g *Globals) error {
 	return err
 }
 
-func (c *UpCmd) gatewayConfig(g *Globals) (gateway.Config, error) {
+// gatewayConfig maps the flags onto the gateway's config.
+func (c *UpCmd) gatewayConfig(g *Globals) gateway.Config {
 	// The server's name and token default to the host's and --nats-token.
 	ncfg := embeddednats.Config{
 		DataDir:    c.DataDir,
@@ -101,5 +98,5 @@ func (c *UpCmd) gatewayConfig(g *Globals) (gateway.Config, error) {
 		RetainTurns:     c.RetainTurns,
 		RecreateStream:  c.RecreateStream,
 		Logger:          g.Logger(),
-	}, nil
+	}
 }
