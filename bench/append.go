@@ -80,26 +80,21 @@ func RawPublish(js jetstream.JetStream) Op {
 
 // LogAppendBatch is events.Log.AppendBatch: one op is one atomic batch of
 // BatchSize events.
-func LogAppendBatch(log events.Log) Op {
-	batch := make([]events.Event, BatchSize)
-	return func(ctx context.Context, i int) error {
-		for k := range batch {
-			batch[k] = status((i-1)*BatchSize + k + 1)
-		}
-		_, err := log.AppendBatch(ctx, batch)
-		return err
-	}
-}
+func LogAppendBatch(log events.Log) Op { return batchOp(log.AppendBatch) }
 
 // LogAppendMany is events.Log.AppendMany: one op is BatchSize events
 // published asynchronously, not atomically, each waiting for its ack.
-func LogAppendMany(log events.Log) Op {
+func LogAppendMany(log events.Log) Op { return batchOp(log.AppendMany) }
+
+// batchOp hands send the op's BatchSize status events: op i carries
+// events (i-1)×BatchSize+1 to i×BatchSize.
+func batchOp(send func(context.Context, []events.Event) ([]events.Ack, error)) Op {
 	batch := make([]events.Event, BatchSize)
 	return func(ctx context.Context, i int) error {
 		for k := range batch {
 			batch[k] = status((i-1)*BatchSize + k + 1)
 		}
-		_, err := log.AppendMany(ctx, batch)
+		_, err := send(ctx, batch)
 		return err
 	}
 }

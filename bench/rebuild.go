@@ -68,8 +68,10 @@ func RawRead(ctx context.Context, js jetstream.JetStream) (time.Duration, int, e
 // Rebuild drops and refolds the projection (in buckets prefixed bench_,
 // beside any live ones) from the whole log, as `fleetd` does on a
 // rebuild, and returns how long it took and the sequence it reached.
-func Rebuild(ctx context.Context, log events.Log, js jetstream.JetStream) (time.Duration, uint64, error) {
-	p := projections.New(log, js, projections.Options{BucketPrefix: "bench_"})
+// syncAlways says the server fsyncs every write, as fleetd up sets
+// BatchWrites for it.
+func Rebuild(ctx context.Context, log events.Log, js jetstream.JetStream, syncAlways bool) (time.Duration, uint64, error) {
+	p := projections.New(log, js, projections.Options{BucketPrefix: "bench_", BatchWrites: syncAlways})
 	defer p.Close()
 	start := time.Now()
 	if err := p.Rebuild(ctx); err != nil {

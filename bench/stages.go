@@ -122,7 +122,7 @@ func (s stage) rebuild(ctx context.Context) ([]Row, error) {
 	}
 	decD := time.Since(start)
 	s.progress("decoded %d in %s", decoded, decD.Round(time.Millisecond))
-	rebD, applied, err := Rebuild(ctx, n.Log, n.JS)
+	rebD, applied, err := Rebuild(ctx, n.Log, n.JS, s.Sync)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -28,3 +29,6 @@ func (s Sample) P99() time.Duration { return s.Pct(0.99) }
 
 // Ms is d in milliseconds, for the table.
 func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// fmtMs prints d in milliseconds to two places, as the table does.
+func fmtMs(d time.Duration) string { return fmt.Sprintf("%.2fms", Ms(d)) }

@@ -101,6 +101,20 @@ func (f fleet) agentEvents(t testing.TB) []events.Event {
 	return eventstest.ReadAll(t, f.log, events.Query{Subjects: []string{s}})
 }
 
+// lastReplied is the agent's last replied event; it fails t when there is
+// none.
+func (f fleet) lastReplied(t testing.TB) events.AgentReplied {
+	t.Helper()
+	all := f.agentEvents(t)
+	for i := len(all) - 1; i >= 0; i-- {
+		if r, ok := all[i].Data.(events.AgentReplied); ok {
+			return r
+		}
+	}
+	t.Fatal("no replied event")
+	return events.AgentReplied{}
+}
+
 // paneEnv is a fleetd pane's environment.
 func paneEnv(url, spool string, extra ...string) func(string) string {
 	m := map[string]string{
@@ -529,14 +543,7 @@ func TestStopWaitsForTheReplyToReachTheTranscript(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Run: %v (stderr %q)", err, stderr.String())
 		}
-		all := f.agentEvents(t)
-		for i := len(all) - 1; i >= 0; i-- {
-			if r, ok := all[i].Data.(events.AgentReplied); ok {
-				return r
-			}
-		}
-		t.Fatal("no replied event")
-		return events.AgentReplied{}
+		return f.lastReplied(t)
 	}
 
 	path := filepath.Join(t.TempDir(), "late.jsonl")

@@ -3,13 +3,12 @@ package claudehook
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/worktree"
+	"github.com/fleetd/fleetd/worktree/worktreetest"
 )
 
 // A Stop hook of an agent in its own worktree records where the branch
@@ -22,11 +21,7 @@ func TestAReplyRecordsTheBranchHeadAfterTheTurn(t *testing.T) {
 	repo := filepath.Join(root, "repo")
 	git := func(dir string, args ...string) string {
 		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
+		return worktreetest.Git(t, dir, args...)
 	}
 	git(root, "init", "-q", "-b", "main", repo)
 	git(repo, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init")
@@ -44,17 +39,6 @@ func TestAReplyRecordsTheBranchHeadAfterTheTurn(t *testing.T) {
 	}
 	head := git(wt.Path, "rev-parse", "HEAD")
 
-	last := func() events.AgentReplied {
-		t.Helper()
-		all := f.agentEvents(t)
-		for i := len(all) - 1; i >= 0; i-- {
-			if r, ok := all[i].Data.(events.AgentReplied); ok {
-				return r
-			}
-		}
-		t.Fatal("no replied event")
-		return events.AgentReplied{}
-	}
 	spool := t.TempDir()
 	for _, tc := range []struct {
 		name string
@@ -73,7 +57,7 @@ func TestAReplyRecordsTheBranchHeadAfterTheTurn(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)
 			}
-			if got := last(); got.Reply != "ECHO: second task" || got.Worktree != tc.want {
+			if got := f.lastReplied(t); got.Reply != "ECHO: second task" || got.Worktree != tc.want {
 				t.Errorf("replied %q with worktree %+v, want %+v (stderr %s)", got.Reply, got.Worktree, tc.want, stderr)
 			}
 		})

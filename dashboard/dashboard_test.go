@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/samber/lo"
 
 	"github.com/fleetd/fleetd/dashboard"
 	"github.com/fleetd/fleetd/events"
@@ -198,6 +201,20 @@ func TestViewsAsOfAPointInTheLog(t *testing.T) {
 	}
 }
 
+// checkTimeline waits for turn id's end in f's fold and returns its
+// timeline as the API answers it, failing t unless its steps are want,
+// in order.
+func checkTimeline(t *testing.T, f *fleettest.Fleet, base, id string, want ...string) dashboard.Timeline {
+	t.Helper()
+	waitTurn(t, f, id)
+	tl := getJSON[dashboard.Timeline](t, base+"/ui/api/turns/"+id)
+	got := lo.Map(tl.Steps, func(s dashboard.Step, _ int) string { return s.Step })
+	if !slices.Equal(got, want) {
+		t.Errorf("steps %v, want %v", got, want)
+	}
+	return tl
+}
+
 // A turn's timeline is its events in order with the time between each:
 // queued, typed, submitted, replied; deferrals and extra Enters are steps.
 func TestTurnTimeline(t *testing.T) {
@@ -214,17 +231,7 @@ func TestTurnTimeline(t *testing.T) {
 	step(events.AgentTyped{Pane: "p1", Method: "pane.send_keys", Enter: 1})
 	step(events.AgentSubmitted{Via: "hook", PromptID: "p-1"})
 	step(events.AgentReplied{Reply: "hi", Tokens: events.Tokens{In: 10, Out: 2}, CostUSD: 0.5})
-	waitTurn(t, f, id)
-
-	tl := getJSON[dashboard.Timeline](t, base+"/ui/api/turns/"+id)
-	var got []string
-	for _, s := range tl.Steps {
-		got = append(got, s.Step)
-	}
-	want := []string{"queued", "typed", "deferred", "typed", "enter", "submitted", "replied"}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("steps %v, want %v", got, want)
-	}
+	tl := checkTimeline(t, f, base, id, "queued", "typed", "deferred", "typed", "enter", "submitted", "replied")
 	if !tl.FromLog || tl.Turn.Deferrals != 1 || tl.Turn.Enter != 1 || tl.Turn.From != "lead" || tl.TotalMS <= 0 {
 		t.Errorf("timeline %+v", tl)
 	}
@@ -458,17 +465,7 @@ func TestTheTimelineOfAReleasedTurn(t *testing.T) {
 	f.MustAppend(events.Event{Subject: "w-2", CorrelationID: id, Data: events.AgentQueued{From: "lead", Text: "any", AssignedFrom: "w"}})
 	f.MustAppend(events.Event{Subject: "w-2", CorrelationID: id, Data: events.AgentTyped{Pane: "p2", Method: "agent.prompt", Bytes: 3}})
 	f.MustAppend(events.Event{Subject: "w-2", CorrelationID: id, Data: events.AgentReplied{Reply: "done"}})
-	waitTurn(t, f, id)
-
-	tl := getJSON[dashboard.Timeline](t, base+"/ui/api/turns/"+id)
-	var got []string
-	for _, s := range tl.Steps {
-		got = append(got, s.Step)
-	}
-	want := []string{"queued", "assigned", "released", "queued", "assigned", "typed", "replied"}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("steps %v, want %v", got, want)
-	}
+	tl := checkTimeline(t, f, base, id, "queued", "assigned", "released", "queued", "assigned", "typed", "replied")
 	if tl.Turn.Releases != 1 || tl.Turn.ReleasedFrom != "w-1" || tl.Turn.Agent != "w-2" {
 		t.Errorf("turn %+v", tl.Turn)
 	}

@@ -309,14 +309,31 @@ func (s *Server) point(w http.ResponseWriter, r *http.Request) (Point, bool) {
 	return p, true
 }
 
-func (s *Server) apiRoster(w http.ResponseWriter, r *http.Request) {
+// sourceAt is the fold as of ?at=, or false once it answered why there
+// is none (400 for a bad point, statusOf the error otherwise).
+func (s *Server) sourceAt(w http.ResponseWriter, r *http.Request) (source, Point, bool) {
 	p, ok := s.point(w, r)
 	if !ok {
-		return
+		return source{}, p, false
 	}
+	src, ok := s.sourceOf(w, r, p)
+	return src, p, ok
+}
+
+// sourceOf is the fold as of p, or false once it answered why there is
+// none.
+func (s *Server) sourceOf(w http.ResponseWriter, r *http.Request, p Point) (source, bool) {
 	src, err := s.source(r.Context(), p)
 	if err != nil {
 		writeError(w, statusOf(err), "unavailable", err.Error())
+		return source{}, false
+	}
+	return src, true
+}
+
+func (s *Server) apiRoster(w http.ResponseWriter, r *http.Request) {
+	src, _, ok := s.sourceAt(w, r)
+	if !ok {
 		return
 	}
 	out := RosterAt{At: src.now, Seq: src.seq, Live: src.live(), Agents: src.views.Roster(), Hosts: src.views.Hosts()}
@@ -327,13 +344,8 @@ func (s *Server) apiRoster(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiTurn(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.point(w, r)
+	src, p, ok := s.sourceAt(w, r)
 	if !ok {
-		return
-	}
-	src, err := s.source(r.Context(), p)
-	if err != nil {
-		writeError(w, statusOf(err), "unavailable", err.Error())
 		return
 	}
 	tl, found, err := s.timeline(r.Context(), src, r.PathValue("id"))
@@ -372,9 +384,8 @@ func (s *Server) apiCost(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_since", err.Error())
 		return
 	}
-	src, err := s.source(r.Context(), p)
-	if err != nil {
-		writeError(w, statusOf(err), "unavailable", err.Error())
+	src, ok := s.sourceOf(w, r, p)
+	if !ok {
 		return
 	}
 	c, err := s.cost(r.Context(), src, by, since)

@@ -108,6 +108,10 @@ func (o *sse) view(b []byte) bool {
 	return o.send("view", b)
 }
 
+// ping sends a comment frame, so that a quiet stream's connection does
+// not look dead.
+func (o *sse) ping() bool { return o.write([]byte(": ping\n\n")) }
+
 // write sends a frame within the write timeout, or gives the reader up.
 func (o *sse) write(frame []byte) bool {
 	_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
@@ -146,6 +150,20 @@ func (p *pacer) sent(now time.Time, n int) {
 	p.next = now.Add(wait)
 }
 
+// show renders a view, sends it unless it is the one sent last, and
+// records it sent; errGone when the reader is gone.
+func (p *pacer) show(out *sse, render func() ([]byte, error)) error {
+	b, err := render()
+	if err != nil {
+		return err
+	}
+	if !out.view(b) {
+		return errGone
+	}
+	p.sent(time.Now(), len(b))
+	return nil
+}
+
 // relevant says whether a change can alter view sp.
 func relevant(sp spec, c projections.Change) bool {
 	switch sp.View {
@@ -168,18 +186,8 @@ func (s *Server) liveFold(ctx context.Context, sp spec, out *sse) error {
 	changes, cancel := s.cfg.Fleet.Subscribe()
 	defer cancel()
 	p := &pacer{batch: s.cfg.Batch, dirty: true}
-	render := func() error {
-		b, err := s.render(ctx, sp)
-		if err != nil {
-			return err
-		}
-		if !out.view(b) {
-			return errGone
-		}
-		p.sent(time.Now(), len(b))
-		return nil
-	}
-	if err := render(); err != nil {
+	render := func() ([]byte, error) { return s.render(ctx, sp) }
+	if err := p.show(out, render); err != nil {
 		return err
 	}
 	tick := time.NewTicker(s.cfg.Batch)
@@ -204,12 +212,12 @@ func (s *Server) liveFold(ctx context.Context, sp spec, out *sse) error {
 				p.dirty = true
 			}
 		case <-ping.C:
-			if !out.write([]byte(": ping\n\n")) {
+			if !out.ping() {
 				return nil
 			}
 		case now := <-tick.C:
 			if p.due(now) {
-				if err := render(); err != nil {
+				if err := p.show(out, render); err != nil {
 					return err
 				}
 			}
@@ -260,7 +268,7 @@ func (s *Server) liveLog(ctx context.Context, sp spec, out *sse) error {
 				pending = pending[len(pending)-s.cfg.LogRows:]
 			}
 		case <-ping.C:
-			if !out.write([]byte(": ping\n\n")) {
+			if !out.ping() {
 				return nil
 			}
 		case <-tick.C:
@@ -317,19 +325,10 @@ func (s *Server) liveCost(ctx context.Context, sp spec, out *sse) error {
 // then applies each later event and renders again, paced.
 func (s *Server) liveLogView(ctx context.Context, sp spec, out *sse, subject string, end uint64, apply func(events.Event), model func() any) error {
 	p := &pacer{batch: s.cfg.Batch, dirty: true}
-	render := func() error {
-		src := source{views: s.cfg.Fleet, now: s.cfg.Now()}
-		b, err := s.exec(sp, src, model())
-		if err != nil {
-			return err
-		}
-		if !out.view(b) {
-			return errGone
-		}
-		p.sent(time.Now(), len(b))
-		return nil
+	render := func() ([]byte, error) {
+		return s.exec(sp, source{views: s.cfg.Fleet, now: s.cfg.Now()}, model())
 	}
-	if err := render(); err != nil {
+	if err := p.show(out, render); err != nil {
 		return err
 	}
 	f, err := s.follow(ctx, subject, end+1)
@@ -352,12 +351,12 @@ func (s *Server) liveLogView(ctx context.Context, sp spec, out *sse, subject str
 			apply(ev)
 			p.dirty = true
 		case <-ping.C:
-			if !out.write([]byte(": ping\n\n")) {
+			if !out.ping() {
 				return nil
 			}
 		case now := <-tick.C:
 			if p.due(now) {
-				if err := render(); err != nil {
+				if err := p.show(out, render); err != nil {
 					return err
 				}
 			}

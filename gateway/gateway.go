@@ -203,7 +203,10 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	replicas := max(g.cfg.Replicas, 1)
 
 	g.goRun("log watcher", g.Watcher.Run, runCtx)
-	g.Views = projections.New(g.Log, g.js, projections.Options{Replicas: replicas, Logger: g.log, HostTTL: g.cfg.HostTTL, TurnTTL: g.turnTTL})
+	g.Views = projections.New(g.Log, g.js, projections.Options{Replicas: replicas, Logger: g.log, HostTTL: g.cfg.HostTTL, TurnTTL: g.turnTTL,
+		// The embedded server fsyncs each write with SyncAlways: a batch
+		// is synced once (what an external server does is not known).
+		BatchWrites: g.cfg.ExternalURL == "" && g.cfg.NATS.SyncAlways})
 	g.goRun("projections", g.whileForming(g.Views.Run), runCtx)
 	select {
 	case <-g.Views.Ready():

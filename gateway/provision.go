@@ -82,7 +82,12 @@ func (p Provisioner) Run(ctx context.Context) error {
 	}
 	for _, cfg := range projections.BucketConfigs(projections.Options{Replicas: p.Replicas}) {
 		if err := ensure("bucket "+cfg.Bucket, "KV_"+cfg.Bucket, func(ctx context.Context) error {
-			_, err := p.JS.CreateOrUpdateKeyValue(ctx, cfg)
+			if _, err := p.JS.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+				return err
+			}
+			// A KV update writes the stream's config without atomic
+			// batches: allow them again, for the views' large flushes.
+			_, err := projections.AllowBatchWrites(ctx, p.JS, cfg.Bucket)
 			return err
 		}); err != nil {
 			return fmt.Errorf("ensure bucket %s: %w", cfg.Bucket, err)

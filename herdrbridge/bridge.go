@@ -221,6 +221,8 @@ type Bridge struct {
 	client *herdrapi.Client
 	log    *slog.Logger
 	source string
+	// roots are the panes' first processes, for the shell check.
+	roots paneRoots
 
 	mu       sync.Mutex
 	book     *lifecycle.Book

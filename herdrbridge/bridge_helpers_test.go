@@ -115,18 +115,24 @@ func (f *fleet) start(mod func(*herdrbridge.BridgeConfig)) *running {
 	return r
 }
 
-func testRoles(t *testing.T) roles.Config {
+// mustRoles parses a roles file, failing t when it does not parse.
+func mustRoles(t *testing.T, file string) roles.Config {
 	t.Helper()
-	c, err := roles.Parse([]byte(`{"roles":{
-		"w-claude":{"env_class":"clean","tier":2},
-		"w-gw":{"env_class":"gateway","base_url":"http://127.0.0.1:9/v1","tier":2},
-		"w-sh":{"env_class":"clean","command":["sh","-c","echo LAUNCHED $FLEET_AGENT_ID $FLEET_ROLE $FLEET_HOST; exec sleep 60"]},
-		"w-nats":{"env_class":"clean","command":["sh","-c","echo NATS creds=${FLEET_NATS_CREDS:-none} token=${FLEET_NATS_TOKEN:-none} END; exec sleep 60"]},
-		"w-rs":{"env_class":"clean","command":["sh","-c","echo ARGS \"$*\" END; exec sleep 60","sh","{resume}"]}}}`))
+	c, err := roles.Parse([]byte(file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func testRoles(t *testing.T) roles.Config {
+	t.Helper()
+	return mustRoles(t, `{"roles":{
+		"w-claude":{"env_class":"clean","tier":2},
+		"w-gw":{"env_class":"gateway","base_url":"http://127.0.0.1:9/v1","tier":2},
+		"w-sh":{"env_class":"clean","command":["sh","-c","echo LAUNCHED $FLEET_AGENT_ID $FLEET_ROLE $FLEET_HOST; exec sleep 60"]},
+		"w-nats":{"env_class":"clean","command":["sh","-c","echo NATS creds=${FLEET_NATS_CREDS:-none} token=${FLEET_NATS_TOKEN:-none} END; exec sleep 60"]},
+		"w-rs":{"env_class":"clean","command":["sh","-c","echo ARGS \"$*\" END; exec sleep 60","sh","{resume}"]}}}`)
 }
 
 func (f *fleet) add(agent string, d events.Data, turn string) events.Ack {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -90,6 +91,9 @@ var shells = map[string]bool{
 type procStat struct {
 	pid, ppid, pgrp, tpgid int
 	comm                   string
+	// start is the process's start time (clock ticks after boot): with
+	// the pid, it names one process, whatever pids are reused for later.
+	start uint64
 }
 
 func readStat(dir string) (procStat, bool) {
@@ -112,32 +116,80 @@ func readStat(dir string) (procStat, bool) {
 	s.pgrp, errs[2] = strconv.Atoi(f[2])
 	s.tpgid, errs[3] = strconv.Atoi(f[5])
 	s.comm = string(raw[open+1 : end])
+	if len(f) > 19 {
+		s.start, _ = strconv.ParseUint(f[19], 10, 64)
+	}
 	return s, errs == [4]error{}
 }
 
-// paneShowsShell reports whether the foreground of a pane is the shell the
-// pane started with — the agent that ran in it has exited, and anything
-// typed would run as a command. known is false when the pane's processes
-// cannot be read here: then only the hooks and herdr can say. A pane whose
-// first process is not an interactive shell (a program launched directly,
-// a script) never counts as showing one.
-func paneShowsShell(procRoot, socket, pane string) (shell, known bool) {
+// paneRoot finds the pane's first process: the one whose parent is not
+// of the pane. Whether it is a shell in the foreground says whether the
+// agent that ran in the pane has exited (anything typed would run as a
+// command); a pane whose first process is not an interactive shell (a
+// program launched directly, a script) never counts as showing one.
+func paneRoot(procRoot, socket, pane string) (paneProc, bool) {
 	procs := paneProcs(procRoot, socket, pane)
 	pids := map[int]bool{}
 	for _, p := range procs {
 		pids[p.stat.pid] = true
 	}
 	for _, p := range procs {
-		if pids[p.stat.ppid] {
-			continue
+		if !pids[p.stat.ppid] {
+			return p, true
 		}
-		// p is the pane's first process.
-		if !shells[p.stat.comm] || !interactive(p.dir) {
-			return false, true
-		}
-		return p.foreground(), true
 	}
-	return false, false
+	return paneProc{}, false
+}
+
+// showsShell reports whether p, a pane's first process, is an
+// interactive shell in its terminal's foreground.
+func (p paneProc) showsShell() bool {
+	return shells[p.stat.comm] && interactive(p.dir) && p.foreground()
+}
+
+// paneRoots remembers each pane's first process, so a check before every
+// turn reads two files of /proc — that process's stat and cmdline — and
+// not the environment of every process on the machine (hundreds on a
+// developer's machine: milliseconds on the turn's critical path).
+type paneRoots struct {
+	mu    sync.Mutex
+	roots map[[2]string]procID // socket, pane → its first process
+}
+
+// procID names one process: pids are reused, start times are not.
+type procID struct {
+	pid   int
+	start uint64
+}
+
+// showsShell reports whether the pane's foreground is the shell it
+// started with; known is false when the pane's processes cannot be read
+// here (then only the hooks and herdr can say). It looks at the
+// remembered first process while that lives (its pid has the same start
+// time), else scans /proc for the pane.
+func (r *paneRoots) showsShell(procRoot, socket, pane string) (shell, known bool) {
+	key := [2]string{socket, pane}
+	r.mu.Lock()
+	id, ok := r.roots[key]
+	r.mu.Unlock()
+	if ok {
+		dir := filepath.Join(procRoot, strconv.Itoa(id.pid))
+		if st, ok := readStat(dir); ok && st.start == id.start {
+			return paneProc{dir: dir, stat: st}.showsShell(), true
+		}
+	}
+	root, ok := paneRoot(procRoot, socket, pane)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !ok {
+		delete(r.roots, key)
+		return false, false
+	}
+	if r.roots == nil {
+		r.roots = map[[2]string]procID{}
+	}
+	r.roots[key] = procID{root.stat.pid, root.stat.start}
+	return root.showsShell(), true
 }
 
 // interactive reports whether the shell in dir reads commands from its
@@ -172,7 +224,7 @@ type launchWatch struct {
 }
 
 // exited reports whether the shell being in the foreground (shell, as
-// paneShowsShell says, known) means the command exited: it was seen
+// showsShell says, known) means the command exited: it was seen
 // running before, or LaunchGrace has passed since it was typed.
 func (w *launchWatch) exited(shell, known bool, now time.Time) bool {
 	switch {

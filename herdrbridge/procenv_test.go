@@ -18,7 +18,7 @@ func fakeProc(t *testing.T, root string, pid, ppid, pgrp, tpgid int, comm string
 	}
 	files := map[string]string{
 		"environ": "HERDR_PANE_ID=w1:p1\x00HERDR_SOCKET_PATH=/sock\x00",
-		"stat":    fmt.Sprintf("%d (%s) S %d %d %d 34816 %d 4194560", pid, comm, ppid, pgrp, pgrp, tpgid),
+		"stat":    fmt.Sprintf("%d (%s) S %d %d %d 34816 %d 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %d", pid, comm, ppid, pgrp, pgrp, tpgid, 5000+pid),
 		"cmdline": strings.Join(argv, "\x00") + "\x00",
 	}
 	for name, body := range files {
@@ -57,10 +57,56 @@ func TestPaneShowsShell(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			tt.procs(t, root)
-			shell, known := paneShowsShell(root, "/sock", "w1:p1")
+			shell, known := new(paneRoots).showsShell(root, "/sock", "w1:p1")
 			if shell != tt.shell || known != tt.known {
-				t.Errorf("paneShowsShell = %v, %v; want %v, %v", shell, known, tt.shell, tt.known)
+				t.Errorf("showsShell = %v, %v; want %v, %v", shell, known, tt.shell, tt.known)
 			}
 		})
 	}
+}
+
+// The check before every turn finds the pane's first process once and
+// then reads only its own files: it follows that process (claude exits,
+// the shell is back in the foreground) and notices when the pid now
+// names another process.
+func TestThePanesFirstProcessIsRememberedWhileItLives(t *testing.T) {
+	root := t.TempDir()
+	fakeProc(t, root, 100, 1, 100, 200, "bash", "bash")
+	fakeProc(t, root, 200, 100, 200, 200, "claude", "claude")
+	var r paneRoots
+	check := func(what string, wantShell, wantKnown bool) {
+		t.Helper()
+		if shell, known := r.showsShell(root, "/sock", "w1:p1"); shell != wantShell || known != wantKnown {
+			t.Errorf("%s: showsShell = %v, %v; want %v, %v", what, shell, known, wantShell, wantKnown)
+		}
+	}
+	check("claude in the foreground", false, true)
+	// Remembered: the pane's environments are not read again.
+	for _, pid := range []string{"100", "200"} {
+		if err := os.Remove(filepath.Join(root, pid, "environ")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("from the remembered shell", false, true)
+	// claude exits: the shell's group is the foreground again.
+	if err := os.RemoveAll(filepath.Join(root, "200")); err != nil {
+		t.Fatal(err)
+	}
+	fakeProc(t, root, 100, 1, 100, 100, "bash", "bash")
+	check("the shell back in the foreground", true, true)
+	// The pid now names another process (another start time) that is not
+	// of the pane: the pane is looked for again, and not found.
+	if err := os.RemoveAll(filepath.Join(root, "100")); err != nil {
+		t.Fatal(err)
+	}
+	fakeProc(t, root, 100, 1, 100, 100, "bash", "bash")
+	stat := filepath.Join(root, "100", "stat")
+	raw, _ := os.ReadFile(stat)
+	if err := os.WriteFile(stat, []byte(strings.Replace(string(raw), " 5100", " 9999", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "100", "environ"), []byte("HERDR_PANE_ID=w9:p9\x00HERDR_SOCKET_PATH=/sock\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("a reused pid", false, false)
 }

@@ -60,7 +60,7 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		// is idle, and an agent without hooks cannot.
 		return false
 	}
-	if shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), tg.pane); known && shell {
+	if shell, known := b.roots.showsShell(b.cfg.ProcRoot, b.client.Path(), tg.pane); known && shell {
 		b.checkDied(ctx, agent)
 		b.attend(ctx, agent, AttentionShell, "the pane's foreground is its shell, not the agent: nothing is typed into a shell")
 		b.backoff(agent)

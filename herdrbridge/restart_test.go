@@ -17,14 +17,10 @@ import (
 // short backoff.
 func restartRoles(t *testing.T) roles.Config {
 	t.Helper()
-	c, err := roles.Parse([]byte(`{"roles":{
+	return mustRoles(t, `{"roles":{
 		"w-crash":{"command":["sh","-c","exit 3"],"restart":"on-failure","restart_max":3,"restart_backoff":"50ms"},
 		"w-brief":{"command":["sh","-c","echo ARGS \"$*\" END; sleep 2","sh","{resume}"],"restart":"on-failure","restart_max":1,"restart_backoff":"50ms"},
-		"w-once":{"command":["sh","-c","exit 3"]}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+		"w-once":{"command":["sh","-c","exit 3"]}}}`)
 }
 
 // restarts lists the agent's AgentRestart events.

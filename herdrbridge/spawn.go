@@ -256,7 +256,7 @@ func (b *Bridge) awaitStart(ctx context.Context, agent, pane string, after uint6
 		if _, err := b.client.Pane(ctx, pane); errors.Is(err, herdrapi.ErrPaneNotFound) {
 			return fmt.Errorf("%w: its pane %s closed", ErrNotStarted, pane)
 		}
-		if shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), pane); shell && launch.exited(shell, known, b.cfg.Now()) {
+		if shell, known := b.roots.showsShell(b.cfg.ProcRoot, b.client.Path(), pane); shell && launch.exited(shell, known, b.cfg.Now()) {
 			return fmt.Errorf("%w: its command exited and the shell is back; the pane shows: %s", ErrNotStarted, shows())
 		}
 		select {

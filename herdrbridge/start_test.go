@@ -13,13 +13,9 @@ import (
 
 func startRoles(t *testing.T) roles.Config {
 	t.Helper()
-	c, err := roles.Parse([]byte(`{"roles":{
+	return mustRoles(t, `{"roles":{
 		"w-missing":{"command":["no-such-agent-binary-here","--settings","{settings}"]},
-		"w-silent":{"command":["sh","-c","echo UP; exec sleep 60"]}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+		"w-silent":{"command":["sh","-c","echo UP; exec sleep 60"]}}}`)
 }
 
 func TestASpawnThatWaitsFailsWithWhatThePaneShowsAndLeavesNothing(t *testing.T) {

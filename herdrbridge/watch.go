@@ -504,7 +504,7 @@ func (b *Bridge) checkDied(ctx context.Context, agent string) {
 	}
 	pane, session, marked, started := a.pane, a.sessionID, mark(), a.sessionSeen
 	b.mu.Unlock()
-	shell, known := paneShowsShell(b.cfg.ProcRoot, b.client.Path(), pane)
+	shell, known := b.roots.showsShell(b.cfg.ProcRoot, b.client.Path(), pane)
 	b.mu.Lock()
 	// A session never started: the shell in the foreground may only not
 	// have run the typed command yet.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/roles"
 	"github.com/fleetd/fleetd/worktree"
+	"github.com/fleetd/fleetd/worktree/worktreetest"
 )
 
 // wtFleet is a fleet whose roles give agents worktrees of a test
@@ -33,12 +33,7 @@ const agentScript = `echo LAUNCHED $FLEET_AGENT_ID in $(pwd) wt=$FLEET_WORKTREE 
 func newWTFleet(t *testing.T) *wtFleet {
 	t.Helper()
 	f := &wtFleet{fleet: newFleet(t), repo: filepath.Join(t.TempDir(), "repo"), state: t.TempDir()}
-	f.git("", "init", "-q", "-b", "main", f.repo)
-	f.git(f.repo, "config", "user.name", "Test")
-	f.git(f.repo, "config", "user.email", "test@example.com")
-	f.write(f.repo, "shared.txt", "from main\n")
-	f.git(f.repo, "add", "-A")
-	f.git(f.repo, "commit", "-q", "-m", "init")
+	worktreetest.NewRepo(t, f.repo)
 	rc, err := roles.Parse(fmt.Appendf(nil, `{
 	  "sandboxes": {
 	    "sh-box": {"launch": ["sh", "-c", "exec \"$@\"", "box", "{command}"]},
@@ -70,14 +65,7 @@ func (f *wtFleet) config(c *herdrbridge.BridgeConfig) {
 
 func (f *wtFleet) git(dir string, args ...string) string {
 	f.t.Helper()
-	if dir != "" {
-		args = append([]string{"-C", dir}, args...)
-	}
-	out, err := exec.Command("git", args...).CombinedOutput()
-	if err != nil {
-		f.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return worktreetest.Git(f.t, dir, args...)
 }
 
 func (f *wtFleet) write(dir, name, text string) {

@@ -12,5 +12,6 @@
 // inbox is exactly that, one consumer per reading agent, not per
 // aggregate.
 //
-// inbox imports events only.
+// inbox imports events and lifecycle, and internal/restart to run its
+// notifier again after a failure.
 package inbox

@@ -13,6 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/restart"
 	"github.com/fleetd/fleetd/lifecycle"
 )
 
@@ -57,28 +58,9 @@ func (n *Notifier) Run(ctx context.Context) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	backoff, last := time.Second, ""
-	for ctx.Err() == nil {
-		began := time.Now()
-		err := n.consume(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		if time.Since(began) > time.Minute {
-			backoff, last = time.Second, "" // it worked for a while: a new trouble
-		}
-		// Once per trouble, not every retry: a lost stream fails every
-		// attempt the same way until it is back.
-		if msg := fmt.Sprint(err); msg != last {
-			logger.Warn("inbox notifier restarts", "err", err, "backoff", backoff)
-			last = msg
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 30*time.Second)
-	}
+	restart.Loop(ctx, n.consume, func(err error, wait time.Duration) {
+		logger.Warn("inbox notifier restarts", "err", err, "backoff", wait)
+	})
 	return nil
 }
 

@@ -74,13 +74,19 @@ func (c *Client) SendAsync(ctx context.Context, m Message) (Accepted, error) {
 // Turn reads a turn, long-polling up to wait (0: answer at once) until it
 // is final.
 func (c *Client) Turn(ctx context.Context, id, wait string) (Envelope, error) {
-	p := "/message/" + url.PathEscape(id)
-	if wait != "" {
-		p += "?wait=" + url.QueryEscape(wait)
-	}
 	var env Envelope
-	err := c.Do(ctx, http.MethodGet, p, nil, &env)
+	err := c.Do(ctx, http.MethodGet, longPoll("/message/"+url.PathEscape(id), wait), nil, &env)
 	return env, err
+}
+
+// longPoll is path with the ?wait= that has the shim hold its answer up
+// to wait while the turn or job is not final; path itself when wait is
+// empty.
+func longPoll(path, wait string) string {
+	if wait == "" {
+		return path
+	}
+	return path + "?wait=" + url.QueryEscape(wait)
 }
 
 // Roster lists the fleet's agents.

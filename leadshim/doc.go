@@ -62,6 +62,7 @@
 // can decide alone — role, name, permission — before a spawn reaches the
 // Spawner, so a refusal never touches herdr.
 //
-// leadshim imports events, lifecycle, projections, roles, jobs and turns;
+// leadshim imports events, lifecycle, projections, roles, jobs and turns
+// (and internal/restart to follow turn outcomes again after a failure);
 // never orchestrator, router, herdrbridge or cmd.
 package leadshim

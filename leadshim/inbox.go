@@ -59,30 +59,25 @@ type InboxAcked struct {
 // maxPull bounds the messages one GET /inbox hands out.
 const maxPull = 100
 
-func (s *Server) inboxOrFail() (Inbox, *apiError) {
+// inboxOf is the inbox a request's path names: 404 when this fleetd
+// serves no inboxes, 400 when {agent} is not an agent id.
+func (s *Server) inboxOf(r *http.Request) (Inbox, string, *apiError) {
 	if s.cfg.Inbox == nil {
-		return nil, fail(http.StatusNotFound, "no_inbox", "this fleetd serves no inboxes")
+		return nil, "", fail(http.StatusNotFound, "no_inbox", "this fleetd serves no inboxes")
 	}
-	return s.cfg.Inbox, nil
-}
-
-func inboxAgent(r *http.Request) (string, *apiError) {
 	agent := r.PathValue("agent")
 	if err := events.ValidAgentID(agent); err != nil {
-		return "", fail(http.StatusBadRequest, "bad_agent", "%v", err)
+		return nil, "", fail(http.StatusBadRequest, "bad_agent", "%v", err)
 	}
-	return agent, nil
+	return s.cfg.Inbox, agent, nil
 }
 
 // getInbox hands out agent's waiting messages, long-polling up to wait
 // for the first when none waits.
 func (s *Server) getInbox(w http.ResponseWriter, r *http.Request) {
-	ib, aerr := s.inboxOrFail()
+	ib, agent, aerr := s.inboxOf(r)
 	if aerr == nil {
-		var agent string
-		if agent, aerr = inboxAgent(r); aerr == nil {
-			aerr = s.pullInbox(w, r, ib, agent)
-		}
+		aerr = s.pullInbox(w, r, ib, agent)
 	}
 	if aerr != nil {
 		writeError(w, aerr)
@@ -123,11 +118,7 @@ func (s *Server) pullInbox(w http.ResponseWriter, r *http.Request, ib Inbox, age
 
 // ackInbox acknowledges agent's messages by id.
 func (s *Server) ackInbox(w http.ResponseWriter, r *http.Request) {
-	ib, aerr := s.inboxOrFail()
-	var agent string
-	if aerr == nil {
-		agent, aerr = inboxAgent(r)
-	}
+	ib, agent, aerr := s.inboxOf(r)
 	var body InboxAck
 	if aerr == nil {
 		aerr = decodeBody(r, &body)
@@ -158,11 +149,7 @@ func (s *Server) ackInbox(w http.ResponseWriter, r *http.Request) {
 // one that has opened its inbox (a lead outside the fleet); anyone else
 // is 404, so a typo does not leave a message no one will ever read.
 func (s *Server) postInbox(w http.ResponseWriter, r *http.Request) {
-	ib, aerr := s.inboxOrFail()
-	var agent string
-	if aerr == nil {
-		agent, aerr = inboxAgent(r)
-	}
+	ib, agent, aerr := s.inboxOf(r)
 	var body InboxPost
 	if aerr == nil {
 		aerr = decodeBody(r, &body)

@@ -221,11 +221,7 @@ func (c *Client) StartJob(ctx context.Context, j JobStart) (JobAccepted, error) 
 // Job reads a job's state, long-polling up to wait (empty: at once) while
 // it runs.
 func (c *Client) Job(ctx context.Context, job, wait string) (JobState, error) {
-	p := "/jobs/" + url.PathEscape(job)
-	if wait != "" {
-		p += "?wait=" + url.QueryEscape(wait)
-	}
 	var st JobState
-	err := c.Do(ctx, http.MethodGet, p, nil, &st)
+	err := c.Do(ctx, http.MethodGet, longPoll("/jobs/"+url.PathEscape(job), wait), nil, &st)
 	return st, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/restart"
 )
 
 // Server is the lead shim: HTTP and the NATS micro service over one set of
@@ -147,28 +148,9 @@ func (s *Server) Run(ctx context.Context) error {
 		defer func() { _ = svc.Stop() }()
 	}
 	wg.Go(func() {
-		backoff, failing := time.Second, false
-		for runCtx.Err() == nil {
-			began := time.Now()
-			err := s.countOutcomes(runCtx)
-			if err == nil || runCtx.Err() != nil {
-				// Stopping is not a failure to report.
-				continue
-			}
-			if time.Since(began) > time.Minute {
-				backoff, failing = time.Second, false
-			}
-			// A lost stream fails every restart the same way: say it once.
-			if !failing {
-				s.cfg.Logger.Warn("leadshim: outcome follower stopped; restarting with backoff", "err", err)
-				failing = true
-			}
-			select {
-			case <-runCtx.Done():
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, 30*time.Second)
-		}
+		restart.Loop(runCtx, s.countOutcomes, func(err error, _ time.Duration) {
+			s.cfg.Logger.Warn("leadshim: outcome follower stopped; restarting with backoff", "err", err)
+		})
 	})
 
 	// No ReadTimeout or WriteTimeout: a blocking send answers after

@@ -46,33 +46,27 @@ func (s *Server) addTools() {
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "roster",
 		Description: "List the fleet's agents: id, host, role, tier, status (idle, working, blocked), current turn, queue depth, model, tokens, and why one needs attention.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ NoInput) (*mcp.CallToolResult, any, error) {
-		agents, err := s.cfg.Fleet.Roster(ctx)
-		if err != nil {
-			return nil, nil, toolError("roster", err)
-		}
-		return result(agents)
-	})
+	}, list("roster", s.cfg.Fleet.Roster))
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "sessions",
 		Description: "List the named, resumable agent sessions: name, the agent serving it, state, turns, tokens; send to one with to=session:<name>.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ NoInput) (*mcp.CallToolResult, any, error) {
-		sessions, err := s.cfg.Fleet.Sessions(ctx)
-		if err != nil {
-			return nil, nil, toolError("sessions", err)
-		}
-		return result(sessions)
-	})
+	}, list("sessions", s.cfg.Fleet.Sessions))
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "roles",
 		Description: "List the roles you can route to (to=role:<role>): what each is for, its model, its cap, how many agents it has and how many are ready, and which roles its agents may spawn (may_spawn).",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, _ NoInput) (*mcp.CallToolResult, any, error) {
-		roles, err := s.cfg.Fleet.Roles(ctx)
+	}, list("roles", s.cfg.Fleet.Roles))
+}
+
+// list is the handler of a tool that takes no arguments and returns what
+// get lists (roster, sessions, roles); name words get's errors.
+func list[T any](name string, get func(context.Context) (T, error)) mcp.ToolHandlerFor[NoInput, any] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, _ NoInput) (*mcp.CallToolResult, any, error) {
+		v, err := get(ctx)
 		if err != nil {
-			return nil, nil, toolError("roles", err)
+			return nil, nil, toolError(name, err)
 		}
-		return result(roles)
-	})
+		return result(v)
+	}
 }
 
 // target resolves session:<name> to the agent serving it (the shim takes

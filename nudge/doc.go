@@ -11,6 +11,7 @@
 // message is nudged for once: a main that ignores a nudge is nudged again
 // only when another message arrives.
 //
-// nudge imports events, lifecycle, projections, roles and turns; the
-// inboxes it reads through a small interface (inbox.Inboxes has it).
+// nudge imports events, lifecycle, projections, roles and turns, and
+// internal/restart to follow the log again after a failure; the inboxes
+// it reads through a small interface (inbox.Inboxes has it).
 package nudge

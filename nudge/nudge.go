@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/restart"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
 	"github.com/fleetd/fleetd/turns"
@@ -106,22 +107,9 @@ func Text(unread int) string {
 // gone) only pauses it: it follows again once it can, looking over the
 // roster first for what it missed meanwhile.
 func (n *Nudger) Run(ctx context.Context) error {
-	backoff, last := time.Second, ""
-	for ctx.Err() == nil {
-		err := n.follow(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		if msg := fmt.Sprint(err); msg != last {
-			n.cfg.Logger.Warn("nudge: following the log again", "err", err, "backoff", backoff)
-			last = msg
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 30*time.Second)
-	}
+	restart.Loop(ctx, n.follow, func(err error, wait time.Duration) {
+		n.cfg.Logger.Warn("nudge: following the log again", "err", err, "backoff", wait)
+	})
 	return nil
 }
 

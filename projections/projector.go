@@ -414,27 +414,66 @@ func (m *materializer) setStream(t time.Time) {
 func (m *materializer) catchUp(ctx context.Context) error {
 	m.bulk = true
 	defer func() { m.bulk = false }()
-	batch := make([]events.Event, 0, batchSize)
-	for ev, err := range m.log.Read(ctx, events.Query{FromSeq: m.Applied() + 1, ToSeq: m.o.UpTo, Skips: true}) {
-		if err != nil {
-			return err
+	// The log is read and decoded ahead, in batches, while the fold and
+	// its view writes work on the ones before: on a rebuild the two are
+	// about even, and one waits on the server while the other computes.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan []events.Event, readAhead)
+	var readErr error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		defer close(batches)
+		batch := make([]events.Event, 0, batchSize)
+		for ev, err := range m.log.Read(ctx, events.Query{FromSeq: m.Applied() + 1, ToSeq: m.o.UpTo, Skips: true}) {
+			if err != nil {
+				readErr = err
+				return
+			}
+			if batch = append(batch, ev); len(batch) < batchSize {
+				continue
+			}
+			select {
+			case batches <- batch:
+			case <-ctx.Done():
+				return
+			}
+			batch = make([]events.Event, 0, batchSize)
 		}
-		batch = append(batch, ev)
-		if len(batch) == batchSize {
+		if len(batch) > 0 {
+			select {
+			case batches <- batch:
+			case <-ctx.Done():
+			}
+		}
+	}()
+	fold := func() error {
+		for batch := range batches {
 			if err := m.fold(ctx, batch); err != nil {
 				return err
 			}
-			batch = batch[:0]
 			if err := m.maybeFlush(ctx); err != nil {
 				return err
 			}
 		}
+		return nil
 	}
-	if err := m.fold(ctx, batch); err != nil {
+	if err := fold(); err != nil {
+		cancel()
+		<-read
 		return err
+	}
+	<-read
+	if readErr != nil {
+		return readErr
 	}
 	return m.flush(ctx, true)
 }
+
+// readAhead is how many decoded batches a catch-up reads ahead of its
+// fold.
+const readAhead = 4
 
 var errFollowEnded = errors.New("follower ended")
 

@@ -245,14 +245,7 @@ func TestEndedTurnsLeaveMemoryAndAreReadFromKV(t *testing.T) {
 	turns := endSixTurns(t, e, p, func(int) string { return ids() })
 	// A queued event re-appended after its turn left memory does not open
 	// the turn again.
-	last := republish(t, e, queued("w1", turns[0], "t0"))
-	waitSeq(t, p, last)
-	if tu, _, _ := p.Turn(context.Background(), turns[0]); tu.State != lifecycle.StateFailed {
-		t.Fatalf("re-appended queued reopened an ended turn: %s", tu.State)
-	}
-	if a, _ := p.Agent("w1"); a.QueueDepth != 0 {
-		t.Fatalf("queue depth %d, want 0", a.QueueDepth)
-	}
+	checkRequeueIgnored(t, e, p, turns[0])
 }
 
 func TestHostLivenessMarksAgentsStale(t *testing.T) {
@@ -404,14 +397,7 @@ func TestYoungTurnsPushedOutOfMemoryStillStayEnded(t *testing.T) {
 	turns := endSixTurns(t, e, p, func(i int) string {
 		return ulid.MustNew(ulid.Timestamp(future.Add(time.Duration(i)*time.Millisecond)), ulid.DefaultEntropy()).String()
 	})
-	last := republish(t, e, queued("w1", turns[0], "t0"))
-	waitSeq(t, p, last)
-	if tu, _, _ := p.Turn(context.Background(), turns[0]); tu.State != lifecycle.StateFailed {
-		t.Fatalf("a re-appended queued reopened a young turn pushed out of memory: %s", tu.State)
-	}
-	if a, _ := p.Agent("w1"); a.QueueDepth != 0 {
-		t.Fatalf("queue depth %d, want 0", a.QueueDepth)
-	}
+	checkRequeueIgnored(t, e, p, turns[0])
 }
 
 func TestTheRosterCountsRestartsAndShowsARestartingAgentNotReady(t *testing.T) {
@@ -433,6 +419,19 @@ func TestTheRosterCountsRestartsAndShowsARestartingAgentNotReady(t *testing.T) {
 	waitSeq(t, p, last)
 	if a, _ := p.Agent("w1"); a.Restarting || a.Restarts != 1 || a.SessionEnded || !a.Ready() {
 		t.Errorf("after the restart: %+v", a)
+	}
+}
+
+// checkRequeueIgnored re-appends w1's queued event of turn, an ended
+// turn, and fails t if that opened the turn again or queued it for w1.
+func checkRequeueIgnored(t *testing.T, e *env, p projections.Views, turn string) {
+	t.Helper()
+	waitSeq(t, p, republish(t, e, queued("w1", turn, "t0")))
+	if tu, _, _ := p.Turn(context.Background(), turn); tu.State != lifecycle.StateFailed {
+		t.Fatalf("a re-appended queued reopened ended turn %s: %s", turn, tu.State)
+	}
+	if a, _ := p.Agent("w1"); a.QueueDepth != 0 {
+		t.Fatalf("queue depth %d, want 0", a.QueueDepth)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/lifecycle"
@@ -66,6 +65,8 @@ func RosterGetSubject(agent string) string {
 
 type buckets struct {
 	roster, sessions, turns, checkpoints jetstream.KeyValue
+	// batched are the buckets whose streams take atomic batches.
+	batched map[string]bool
 }
 
 func bucketNames(o Options) [4]string {
@@ -128,7 +129,18 @@ func ensureBuckets(ctx context.Context, js jetstream.JetStream, o Options) (*buc
 		}
 		kvs[i] = kv
 	}
-	return &buckets{roster: kvs[0], sessions: kvs[1], turns: kvs[2], checkpoints: kvs[3]}, nil
+	b := &buckets{roster: kvs[0], sessions: kvs[1], turns: kvs[2], checkpoints: kvs[3], batched: map[string]bool{}}
+	for _, kv := range kvs[:3] {
+		if !o.BatchWrites {
+			break
+		}
+		ok, err := AllowBatchWrites(ctx, js, kv.Bucket())
+		if err != nil {
+			o.Logger.Debug("projections: view writes go one by one", "bucket", kv.Bucket(), "err", err)
+		}
+		b.batched[kv.Bucket()] = ok
+	}
+	return b, nil
 }
 
 // probe looks, once, for the buckets a memory fold may read: the turns
@@ -287,6 +299,7 @@ func (m *materializer) write(ctx context.Context, puts []put) error {
 	ctx, cancel := withTimeout(ctx, m.o.Timeout)
 	defer cancel()
 	var errs []error
+	puts = m.writeBatches(ctx, puts)
 	// In windows: nats.go stalls an async publish beyond its pending
 	// limit (4,000 by default), and a catch-up's flush can be larger.
 	for len(puts) > 0 {
@@ -311,12 +324,7 @@ func (m *materializer) writeWindow(ctx context.Context, puts []put) []error {
 	futures := make([]jetstream.PubAckFuture, len(puts))
 	var errs []error
 	for i, p := range puts {
-		msg := nats.NewMsg("$KV." + p.bucket + "." + Key(p.name))
-		msg.Data = p.data
-		if p.ttl > 0 {
-			msg.Header.Set(jetstream.MsgTTLHeader, p.ttl.String())
-		}
-		f, err := m.js.PublishMsgAsync(msg)
+		f, err := m.js.PublishMsgAsync(putMsg(p))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("put %s/%s: %w", p.bucket, p.name, err))
 			p.retry()

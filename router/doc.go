@@ -58,6 +58,7 @@
 // id to re-attach; the deadline rides on the AgentQueued, so the owning
 // gateway can fail it once assigned.
 //
-// router imports events, lifecycle, projections, roles and turns; never
+// router imports events, lifecycle, projections, roles and turns, and
+// internal/restart to run a role's worker again after a failure; never
 // herdrbridge, leadshim or cmd.
 package router

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/restart"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
 )
@@ -143,27 +144,9 @@ func (r *Router) Run(ctx context.Context) error {
 	// that appears in between is seen by one or the other. A follower that
 	// stops (the stream lost, say) is followed again with backoff: the
 	// router outlives its stream and resumes when the stream is back.
-	backoff, failing := time.Second, false
-	for ctx.Err() == nil {
-		began := time.Now()
-		err := r.watchRoles(ctx, start)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if time.Since(began) > time.Minute {
-			backoff, failing = time.Second, false
-		}
-		if !failing {
-			r.cfg.Logger.Warn("router: following role queues failed; retrying with backoff", "err", err)
-			failing = true
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 30*time.Second)
-	}
+	restart.Loop(ctx, func(ctx context.Context) error { return r.watchRoles(ctx, start) }, func(err error, _ time.Duration) {
+		r.cfg.Logger.Warn("router: following role queues failed; retrying with backoff", "err", err)
+	})
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/samber/lo"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/restart"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/turns"
@@ -26,28 +27,9 @@ func ConsumerName(role string) string { return "router-" + role }
 // consumer after errors.
 func (r *Router) work(ctx context.Context, role string) {
 	log := r.cfg.Logger.With("role", role)
-	backoff, last := time.Second, ""
-	for ctx.Err() == nil {
-		began := time.Now()
-		err := r.consume(ctx, role)
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(began) > time.Minute {
-			backoff, last = time.Second, "" // it worked for a while: a new trouble
-		}
-		// Log a failure once, not every retry: a lost stream fails every
-		// attempt the same way until it is back.
-		if msg := fmt.Sprint(err); msg != last {
-			log.Warn("router: role worker restarts", "err", err, "backoff", backoff)
-			last = msg
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 30*time.Second)
-	}
+	restart.Loop(ctx, func(ctx context.Context) error { return r.consume(ctx, role) }, func(err error, wait time.Duration) {
+		log.Warn("router: role worker restarts", "err", err, "backoff", wait)
+	})
 }
 
 // ConsumerConfig is the durable consumer of role's queue (on the FLEET

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/fleetd/fleetd/worktree"
+	"github.com/fleetd/fleetd/worktree/worktreetest"
 )
 
 // repo is a test repository: a main checkout on branch main with one
@@ -26,24 +26,13 @@ func newRepo(t *testing.T) *repo {
 	t.Helper()
 	root := t.TempDir()
 	r := &repo{t: t, path: filepath.Join(root, "repo"), dir: filepath.Join(root, "worktrees")}
-	r.git(root, "init", "-q", "-b", "main", r.path)
-	r.git(r.path, "config", "user.name", "Test")
-	r.git(r.path, "config", "user.email", "test@example.com")
-	r.write(r.path, "shared.txt", "from main\n")
-	r.git(r.path, "add", "-A")
-	r.git(r.path, "commit", "-q", "-m", "init")
+	worktreetest.NewRepo(t, r.path)
 	return r
 }
 
 func (r *repo) git(dir string, args ...string) string {
 	r.t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return worktreetest.Git(r.t, dir, args...)
 }
 
 func (r *repo) write(dir, name, text string) {

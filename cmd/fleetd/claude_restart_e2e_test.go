@@ -32,8 +32,7 @@ func TestRealClaudeWorkerKilledIsRestartedAndResumesItsSession(t *testing.T) {
 	claudeBin := fakeapi.RequireClaude(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	started := time.Now()
-	phase := func(what string) { t.Logf("%6.1fs %s", time.Since(started).Seconds(), what) }
+	phase := phases(t)
 
 	fleet := startClaudeFleet(t, []string{"work-1", "work-2"}, func(baseURL string, env map[string]string) map[string]any {
 		return map[string]any{"w-local": map[string]any{

@@ -22,6 +22,7 @@ func TestAgentStatusSaysWhatToNotice(t *testing.T) {
 		{"idle", projections.Agent{Status: "idle"}, "idle"},
 		{"failed to start wins over exited", projections.Agent{Status: "idle", FailedToStart: "no claude", Exited: true}, "idle (failed to start: no claude)"},
 		{"stale", projections.Agent{Status: "working", Stale: true}, "working (stale: its host is silent)"},
+		{"stale wins over starting", projections.Agent{Status: "idle", Stale: true, Starting: true}, "idle (stale: its host is silent)"},
 		{"restarted, needing a person, over its boundary",
 			projections.Agent{Status: "idle", Restarts: 2, NeedsAttention: "dialog open", Violation: "env"},
 			"idle restarts=2 NEEDS ATTENTION: dialog open BOUNDARY"},

@@ -58,12 +58,14 @@ func agentStatus(a projections.Agent) string {
 		status += " (failed to start: " + a.FailedToStart + ")"
 	case a.Restarting:
 		status += " (restarting)"
+	case a.Stale:
+		// Nothing its host's gateway would say is heard: not even
+		// whether it started.
+		status += " (stale: its host is silent)"
 	case a.Starting:
 		status += " (starting)"
 	case a.Exited:
 		status += " (exited)"
-	case a.Stale:
-		status += " (stale: its host is silent)"
 	case a.SessionEnded:
 		status += " (session ended)"
 	}

@@ -1,0 +1,146 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// Atomic batch publishing (nats-server 2.12+): the messages of a batch
+// carry its id and their place in it, the last one commits, and the
+// server stores all or none. A server that syncs every write (SyncAlways)
+// syncs a committed batch once, not once per message — a rebuild or a
+// catch-up writing tens of thousands of view entries is then bounded by
+// encoding, not by fsync.
+const (
+	hdrBatchID     = "Nats-Batch-Id"
+	hdrBatchSeq    = "Nats-Batch-Sequence"
+	hdrBatchCommit = "Nats-Batch-Commit"
+	// maxBatch is the server's default limit of messages in one atomic
+	// batch (JetStream limits' max_batch_size).
+	maxBatch = 1000
+	// minBatch is the fewest writes to one bucket worth a batch: a live
+	// flush of a handful of rows goes out as plain asynchronous puts.
+	minBatch = 32
+)
+
+// AllowBatchWrites turns on atomic batch publishing for a projection
+// bucket's stream, unless it is on already, and reports whether it is on.
+// A KV update (jetstream's UpdateKeyValue, CreateOrUpdateKeyValue) writes
+// a stream config without it, so whoever provisions a bucket calls this
+// after. An identity that may not edit streams gets an error; its writes
+// then go one by one.
+func AllowBatchWrites(ctx context.Context, js jetstream.JetStream, bucket string) (bool, error) {
+	st, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return false, err
+	}
+	cfg := st.CachedInfo().Config
+	if cfg.AllowAtomicPublish {
+		return true, nil
+	}
+	cfg.AllowAtomicPublish = true
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return false, fmt.Errorf("allow atomic batches on %s: %w", bucket, err)
+	}
+	return true, nil
+}
+
+// batchReply is the server's answer to a batch's commit.
+type batchReply struct {
+	Stream string `json:"stream"`
+	Seq    uint64 `json:"seq"`
+	Count  int    `json:"count"`
+	Error  *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error,omitempty"`
+}
+
+// writeBatch publishes puts (all to one bucket, at most maxBatch) as one
+// atomic batch and waits for its commit. An error means none was stored.
+func writeBatch(ctx context.Context, nc *nats.Conn, puts []put) error {
+	id := nuid.Next()
+	for i, p := range puts {
+		msg := putMsg(p)
+		msg.Header.Set(hdrBatchID, id)
+		msg.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
+		if i < len(puts)-1 {
+			if err := nc.PublishMsg(msg); err != nil {
+				return err
+			}
+			continue
+		}
+		msg.Header.Set(hdrBatchCommit, "1")
+		res, err := nc.RequestMsgWithContext(ctx, msg)
+		if err != nil {
+			return err
+		}
+		var r batchReply
+		if err := json.Unmarshal(res.Data, &r); err != nil {
+			return fmt.Errorf("batch commit: %w", err)
+		}
+		if r.Error != nil {
+			return fmt.Errorf("batch commit: %s (%d)", r.Error.Description, r.Error.ErrCode)
+		}
+		if r.Count != len(puts) {
+			return fmt.Errorf("batch commit stored %d of %d", r.Count, len(puts))
+		}
+	}
+	return nil
+}
+
+// putMsg is the KV put of p: its subject, value and, for an ended turn,
+// its TTL.
+func putMsg(p put) *nats.Msg {
+	msg := nats.NewMsg("$KV." + p.bucket + "." + Key(p.name))
+	msg.Data = p.data
+	if p.ttl > 0 {
+		msg.Header.Set(jetstream.MsgTTLHeader, p.ttl.String())
+	}
+	return msg
+}
+
+// writeBatches writes the puts of every bucket that allows batches in
+// atomic batches and returns the rest, with the puts of any batch that
+// failed, for the one-by-one path (which retries and reports each).
+func (m *materializer) writeBatches(ctx context.Context, puts []put) (rest []put) {
+	b := m.kvBuckets()
+	if !m.o.BatchWrites || b == nil || len(b.batched) == 0 || len(puts) < minBatch {
+		return puts
+	}
+	byBucket := map[string][]put{}
+	for _, p := range puts {
+		if b.batched[p.bucket] {
+			byBucket[p.bucket] = append(byBucket[p.bucket], p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	nc := m.js.Conn()
+	for bucket, ps := range byBucket {
+		if len(ps) < minBatch {
+			rest = append(rest, ps...)
+			continue
+		}
+		for len(ps) > 0 {
+			n := min(len(ps), maxBatch)
+			if err := writeBatch(ctx, nc, ps[:n]); err != nil {
+				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					return append(rest, ps...)
+				}
+				m.o.Logger.Warn("projections: a batch of view writes failed; writing them one by one", "bucket", bucket, "writes", n, "err", err)
+				rest = append(rest, ps[:n]...)
+			}
+			ps = ps[n:]
+		}
+	}
+	return rest
+}

@@ -1,0 +1,95 @@
+package projections_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/embeddednats/natstest"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
+	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/projections/projectionstest"
+)
+
+// On a store that syncs every write, a rebuild writes its views in atomic
+// batches; what lands in KV is exactly what one-by-one writes leave.
+func TestBatchedViewWritesLeaveWhatOneByOneWritesDo(t *testing.T) {
+	srv, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/projections"}, natstest.WithSyncAlways())
+	ctx := context.Background()
+	w := projectionstest.Generate(projectionstest.Config{Seed: 5, Events: 4000 / workloadScale})
+	if _, err := projectionstest.Play(ctx, log, srv.JS, w.Ops); err != nil {
+		t.Fatal(err)
+	}
+	now := func() time.Time { return w.End }
+	for _, o := range []projections.Options{
+		{Now: now, BucketPrefix: "one_"},
+		{Now: now, BucketPrefix: "bat_", BatchWrites: true},
+	} {
+		p := projections.New(log, srv.JS, o)
+		if err := p.Rebuild(ctx); err != nil {
+			t.Fatalf("rebuild %s: %v", o.BucketPrefix, err)
+		}
+		p.Close()
+	}
+	one, bat := kvView(t, srv.JS, "one_"), kvView(t, srv.JS, "bat_")
+	if len(one.Turns) < 100/workloadScale {
+		t.Fatalf("workload too thin: %d turns", len(one.Turns))
+	}
+	if err := diff("batched vs one by one", bat, one); err != nil {
+		t.Fatal(err)
+	}
+	for prefix, want := range map[string]bool{"one_": false, "bat_": true} {
+		st, err := srv.JS.Stream(ctx, "KV_"+prefix+"turns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.CachedInfo().Config.AllowAtomicPublish; got != want {
+			t.Errorf("%sturns allows atomic batches: %v, want %v", prefix, got, want)
+		}
+	}
+}
+
+// A batch the server refuses (here: someone turned atomic batches off on
+// the turns bucket after the projection opened it) loses nothing: its
+// writes go again one by one.
+func TestARefusedBatchOfViewWritesIsWrittenOneByOne(t *testing.T) {
+	e := newEnv(t)
+	start(t, projections.New(e.log, e.js, projections.Options{BatchWrites: true, FlushInterval: 50 * time.Millisecond}))
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, "KV_"+projections.BucketTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	if !cfg.AllowAtomicPublish {
+		t.Fatal("the projection did not allow atomic batches on its turns bucket")
+	}
+	cfg.AllowAtomicPublish = false
+	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	ids := events.NewULIDSource(time.Now)
+	batch := []events.Event{reg("w1", "h1", "")}
+	var turns []string
+	for i := range 200 {
+		id := ids()
+		turns = append(turns, id)
+		batch = append(batch, queued("w1", id, fmt.Sprint("t", i)))
+	}
+	if _, err := e.log.AppendBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		for _, id := range turns {
+			tu, err := kvGet[lifecycle.Turn](e.js, projections.BucketTurns, id)
+			if err != nil || tu.State != lifecycle.StateQueued {
+				return fmt.Errorf("turn %s in KV: %+v %v", id, tu, err)
+			}
+		}
+		return nil
+	})
+}
