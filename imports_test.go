@@ -40,6 +40,7 @@ var allowed = map[string][]string{
 	"orchestrator":                      {"events", "lifecycle", "projections", "jobs", "turns"},
 	"dashboard":                         {"events", "lifecycle", "projections", "jobs"},
 	"internal/checkfor":                 {},
+	"internal/clitable":                 {"events", "lifecycle", "projections", "jobs", "dashboard", "worktree", "leadshim", "roles", "turns", "inbox", "internal/restart"},
 	"internal/restart":                  {},
 	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "internal/checkfor", "events", "lifecycle", "projections", "jobs", "turns", "natsauth", "inbox", "internal/restart"},
 	"natsauth":                          {"events", "lifecycle", "projections", "inbox", "internal/restart"},

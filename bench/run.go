@@ -214,6 +214,16 @@ func RunStage(ctx context.Context, cfg StageConfig) ([]Row, error) {
 	return rows, nil
 }
 
+// ServeStage is the child's side of InChild: it runs one stage and writes
+// its rows to w as the JSON InChild reads back.
+func ServeStage(ctx context.Context, cfg StageConfig, w io.Writer) error {
+	rows, err := RunStage(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(w).Encode(rows)
+}
+
 // stage is one stage's run: its config and its temp dir.
 type stage struct {
 	StageConfig
@@ -225,8 +235,8 @@ func (s stage) progress(format string, args ...any) {
 }
 
 // InChild is the StageFunc that runs each stage in a fresh process: exe
-// with args(stage, sync), which must call RunStage and print its rows as
-// JSON on stdout (its stderr is this process's).
+// with args(stage, sync), which must call ServeStage with its stdout (its
+// stderr is this process's).
 func InChild(exe string, args func(stage string, sync bool) []string) StageFunc {
 	return func(ctx context.Context, stage string, sync bool) ([]Row, error) {
 		cmd := exec.CommandContext(ctx, exe, args(stage, sync)...)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetd/fleetd/bench"
 )
@@ -76,5 +77,33 @@ func TestRunStageRefusesUnknownStage(t *testing.T) {
 	_, err := bench.RunStage(context.Background(), bench.StageConfig{Stage: "warp", Fleetd: "/bin/false", Progress: io.Discard})
 	if err == nil || !strings.Contains(err.Error(), `unknown stage "warp"`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// The bench's flags pick a size and its SyncAlways settings.
+func TestSizeForAndSyncsNamed(t *testing.T) {
+	if s := bench.SizeFor("", false, 0); s.Name != "full" {
+		t.Errorf("default size %q, want full", s.Name)
+	}
+	if s := bench.SizeFor("", true, 5*time.Second); s.Name != "quick" || s.Think != 5*time.Second {
+		t.Errorf("--quick --fan-out-think 5s: %q, T %s", s.Name, s.Think)
+	}
+	if s := bench.SizeFor("tiny", true, 0); s.Name != "tiny" {
+		t.Errorf("--size tiny --quick: %q, want tiny", s.Name)
+	}
+	for name, want := range map[string][]bool{"on": {true}, "off": {false}, "both": nil} {
+		if got := bench.SyncsNamed(name); !slices.Equal(got, want) {
+			t.Errorf("SyncsNamed(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// ServeStage writes nothing for a stage that cannot run, so InChild
+// reports the child's failure rather than rows.
+func TestServeStageWritesNoRowsForAStageThatFails(t *testing.T) {
+	var out strings.Builder
+	size, _ := bench.SizeNamed("tiny")
+	if err := bench.ServeStage(context.Background(), bench.StageConfig{Stage: "nope", Size: size, Progress: io.Discard}, &out); err == nil || out.Len() != 0 {
+		t.Errorf("ServeStage(nope) = %v, wrote %q", err, out.String())
 	}
 }

@@ -9,6 +9,17 @@ import (
 	"strings"
 )
 
+// ThisFleetd is the fleetd hooks run when no other is named: this
+// process's executable, as an absolute path, so a hook does not depend on
+// the pane's PATH.
+func ThisFleetd() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("hooks settings: find fleetd: %w", err)
+	}
+	return filepath.Abs(exe)
+}
+
 // SettingsConfig describes the `claude --settings` file of a fleetd pane.
 type SettingsConfig struct {
 	// Fleetd is the fleetd executable the hooks run (an absolute path, so

@@ -41,3 +41,10 @@ func TestWriteFileLeavesOnlyAWholePrivateSettingsFile(t *testing.T) {
 		t.Error("a config without the fleetd path was written")
 	}
 }
+
+func TestThisFleetdIsAnAbsolutePath(t *testing.T) {
+	got, err := ThisFleetd()
+	if err != nil || !filepath.IsAbs(got) {
+		t.Errorf("ThisFleetd = %q, %v, want an absolute path", got, err)
+	}
+}

@@ -23,7 +23,7 @@
 // It also serves the JSON the CLI reads: the roster as of a point
 // (/ui/api/roster, `fleetd roster --at`), a turn's timeline
 // (/ui/api/turns/{id}, `fleetd turn`) and costs (/ui/api/cost, `fleetd
-// cost`).
+// cost`), and API reads it back for them, so the routes live only here.
 //
 // It reads through projections.Views and events.Log, and jobs' fold; it
 // writes nothing. dashboard imports events, lifecycle, projections and

@@ -112,16 +112,35 @@ const (
 	DefaultHostTTL   = 15 * time.Second
 )
 
+// HostToken is the subject token of the host called name, or, when name
+// is empty, of this machine (the embedded server's default name): what a
+// gateway announces itself as and what a command means by "this host".
+func HostToken(name string) string {
+	if name == "" {
+		name = embeddednats.DefaultServerName()
+	}
+	return events.HostToken(name)
+}
+
 // setDefaults fills what was left zero. The host token is normalised
-// (events.HostToken) so a machine name with dots or capitals works.
+// (HostToken) so a machine name with dots or capitals works.
 func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Host == "" {
-		c.Host = embeddednats.DefaultServerName()
+	// The embedded server is named for the host as given (a server
+	// name may hold what a subject token may not) and requires the token
+	// this gateway's own clients present, unless told otherwise.
+	if c.NATS.ServerName == "" {
+		c.NATS.ServerName = c.Host
+		if c.NATS.ServerName == "" {
+			c.NATS.ServerName = embeddednats.DefaultServerName()
+		}
 	}
-	c.Host = events.HostToken(c.Host)
+	if c.NATS.Token == "" {
+		c.NATS.Token = c.NATSToken
+	}
+	c.Host = HostToken(c.Host)
 	if c.Version == "" {
 		c.Version = "dev"
 	}

@@ -10,7 +10,10 @@
 // New does no I/O; Run (or Start, Done, Err and Close) runs the whole and
 // tears it down in a fixed order: components first, the log's host-down
 // event, then NATS. `fleetd up`, `fleetd demo`, `fleetd bench` and the
-// end-to-end tests all start a Gateway.
+// end-to-end tests all start a Gateway. A command that runs no gateway
+// but opens panes in this machine's herdr (spawn, adopt, orchestrate
+// --spawn) goes through ClientBridge, so its agents launch as the
+// gateway's do and belong to the gateway that drives that herdr.
 //
 // gateway wires; nothing but cmd and the demo and bench packages import
 // it.

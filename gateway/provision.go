@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -198,4 +199,34 @@ func (d *Denials) watch(fn func(subject string)) (stop func()) {
 		defer d.mu.Unlock()
 		delete(d.watchers, id)
 	}
+}
+
+// ProvisionAs is 'fleetd provision': p run over nc, as nc's identity
+// (den is nc's error handler, which hears the refusals), strictly — a
+// refusal is an error that names the admin's key, not "what exists will
+// do" — and within ProvisionTimeout. Replicas 0 is 1, or 3 when nc's
+// server is in a cluster. It writes what it provisioned to w.
+func ProvisionAs(ctx context.Context, nc *nats.Conn, den *Denials, p Provisioner, w io.Writer) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	p.JS, p.Denials, p.Strict = js, den, true
+	if p.Replicas == 0 {
+		p.Replicas = 1
+		if nc.ConnectedClusterName() != "" {
+			p.Replicas = 3
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
+	defer cancel()
+	if err := p.Run(pctx); err != nil {
+		if errors.Is(err, ErrDenied) {
+			return fmt.Errorf("%w (provision with the admin's key: --creds <dir>/%s.nk from 'fleetd auth')", err, natsauth.AdminName)
+		}
+		return err
+	}
+	_, err = fmt.Fprintf(w, "provisioned at %s (R%d): stream %s; buckets %s; consumers %s\n", nc.ConnectedUrlRedacted(), p.Replicas,
+		events.Stream, strings.Join(FabricBuckets, ", "), strings.Join(RouterConsumers(p.Roles), ", "))
+	return err
 }

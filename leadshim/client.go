@@ -39,6 +39,16 @@ func (e *ClientError) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.Status, e.Body.Code, e.Body.Message)
 }
 
+// TimedOut returns the id of the turn a 504 from the shim carries, when
+// err is one: the turn goes on, and a caller re-attaches to it by id.
+func TimedOut(err error) (turnID string, ok bool) {
+	var ce *ClientError
+	if errors.As(err, &ce) && ce.Status == http.StatusGatewayTimeout && ce.Body.ID != "" {
+		return ce.Body.ID, true
+	}
+	return "", false
+}
+
 // ErrUnreachable means no shim answered at the client's address.
 var ErrUnreachable = errors.New("fleetd unreachable")
 

@@ -3,6 +3,7 @@ package leadshim_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -46,5 +47,24 @@ func TestTheClientSpeaksTheShimsAPI(t *testing.T) {
 	}
 	if _, err := leadshim.NewClient("http://127.0.0.1:1", "").Roster(ctx); !errors.Is(err, leadshim.ErrUnreachable) {
 		t.Errorf("no shim: %v, want ErrUnreachable", err)
+	}
+}
+
+// TimedOut finds the turn id in a 504 and in nothing else.
+func TestTimedOutIsA504WithItsTurnID(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		wantID string
+	}{
+		{&leadshim.ClientError{Status: http.StatusGatewayTimeout, Body: leadshim.ErrorBody{ID: "T1"}}, "T1"},
+		{fmt.Errorf("wrapped: %w", &leadshim.ClientError{Status: http.StatusGatewayTimeout, Body: leadshim.ErrorBody{ID: "T2"}}), "T2"},
+		{&leadshim.ClientError{Status: http.StatusGatewayTimeout}, ""},
+		{&leadshim.ClientError{Status: http.StatusConflict, Body: leadshim.ErrorBody{ID: "T3"}}, ""},
+		{leadshim.ErrUnreachable, ""},
+	} {
+		id, ok := leadshim.TimedOut(tc.err)
+		if id != tc.wantID || ok != (tc.wantID != "") {
+			t.Errorf("TimedOut(%v) = %q, %t, want %q", tc.err, id, ok, tc.wantID)
+		}
 	}
 }

@@ -638,3 +638,36 @@ func TestAnAgentReadsOnlyItsOwnFleetInbox(t *testing.T) {
 	})
 	a1.deny("posting to a2's inbox itself", "fleet.agent.a2.inbox", appendEvent(a1, "a2", events.AgentInbox{From: "a1", Text: "forged"}))
 }
+
+// Connect is how a fleetd command reaches the fabric: as its key, with
+// JetStream over the connection; a wrong key is refused and said so.
+func TestConnectAsAKeyOrNotAtAll(t *testing.T) {
+	f := startAuthFleet(t)
+	nc, js, err := natsauth.Connect(f.srv.ClientURL(), "test", natsauth.KeyPath(f.dir, natsauth.GatewayName("h1")), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := js.Stream(context.Background(), events.Stream); err != nil {
+		t.Errorf("the gateway's key reads FLEET: %v", err)
+	}
+	if _, _, err := natsauth.Connect(f.srv.ClientURL(), "test", "", "not-a-token"); !errors.Is(err, natsauth.ErrNoServer) || !strings.Contains(err.Error(), "connect to fleetd's NATS at "+f.srv.ClientURL()) {
+		t.Errorf("connect without a key: %v, want refused, naming the URL", err)
+	}
+}
+
+// HowTo names every key it wrote and the keys a host must not get.
+func TestHowToNamesEveryKeyAndWhereItGoes(t *testing.T) {
+	creds, err := natsauth.Generate(natsauth.Fleet{Hosts: map[string][]string{"h1": {"a1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	creds.HowTo(&out, "/keys")
+	for _, want := range []string{"wrote /keys/server.conf", natsauth.KeyPath("/keys", natsauth.AgentName("a1")),
+		"fleetd up --server-config /keys/server.conf --creds " + natsauth.KeyPath("/keys", natsauth.GatewayName("<host>")), "keep admin.nk off the hosts"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("HowTo lacks %q:\n%s", want, out.String())
+		}
+	}
+}

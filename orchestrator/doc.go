@@ -76,7 +76,8 @@
 // and the read models, through projections.Views or the narrower
 // SessionViews and TurnWaiter. It folds nothing itself: the gateway
 // passes its projection, and a client such as `fleetd orchestrate` runs
-// the same fold in memory (projections.Options Memory). Targets
+// the same fold in memory (projections.Options Memory) through RunClient,
+// which also prints the run's progress. Targets
 // ("<agent>", "role:R", "session:<name>") are read by turns.ParseTarget;
 // a session is resolved to its agent here.
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -70,6 +71,20 @@ func ParsePlan(data []byte) (Plan, error) {
 	}
 	if err := p.Validate(); err != nil {
 		return Plan{}, err
+	}
+	return p, nil
+}
+
+// ReadPlan reads and parses the plan file at path; a plan it rejects is
+// an error that names the file.
+func ReadPlan(path string) (Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Plan{}, err
+	}
+	p, err := ParsePlan(data)
+	if err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
 }

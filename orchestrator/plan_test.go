@@ -2,6 +2,8 @@ package orchestrator_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,5 +49,24 @@ func TestParsePlan(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestReadPlanNamesTheFileOfABadPlan(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.json"), filepath.Join(dir, "bad.json")
+	for path, plan := range map[string]string{good: `{"goal":"g","tasks":[{"id":"a","to":"w-1","instructions":"x"}]}`, bad: `{"goal":"g"}`} {
+		if err := os.WriteFile(path, []byte(plan), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := orchestrator.ReadPlan(good); err != nil || p.Goal != "g" {
+		t.Errorf("ReadPlan(good) = %+v, %v", p, err)
+	}
+	if _, err := orchestrator.ReadPlan(bad); !errors.Is(err, orchestrator.ErrInvalidPlan) || !strings.HasPrefix(err.Error(), bad+": ") {
+		t.Errorf("ReadPlan(bad) = %v, want ErrInvalidPlan prefixed with the path", err)
+	}
+	if _, err := orchestrator.ReadPlan(filepath.Join(dir, "none.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadPlan(missing) = %v", err)
 	}
 }

@@ -217,6 +217,36 @@ type WorktreeSpec struct {
 	Base string `json:"base,omitempty"`
 }
 
+// RoleWorktree is where one role's agents get their worktrees from.
+type RoleWorktree struct {
+	Role string
+	WorktreeSpec
+}
+
+// Worktrees lists the repositories (and bases) the roles give their
+// agents worktrees of, each once, under the first role (by name) that
+// does; with only set, that role's alone. fleetd worktrees lists and
+// prunes what they hold. None is an error that says what the file lacks.
+func (c Config) Worktrees(only string) ([]RoleWorktree, error) {
+	var out []RoleWorktree
+	for _, name := range c.Names() {
+		w := c.Roles[name].Worktree
+		if w == nil || (only != "" && name != only) {
+			continue
+		}
+		if !slices.ContainsFunc(out, func(o RoleWorktree) bool { return o.WorktreeSpec == *w }) {
+			out = append(out, RoleWorktree{Role: name, WorktreeSpec: *w})
+		}
+	}
+	switch {
+	case len(out) == 0 && only != "":
+		return nil, fmt.Errorf("role %q gives its agents no worktrees, or is not in the roles file", only)
+	case len(out) == 0:
+		return nil, errors.New("no role in the roles file gives its agents worktrees (\"worktree\": {\"repo\": …})")
+	}
+	return out, nil
+}
+
 // DefaultCommands are the commands a role allows when it names none: the
 // two that manage the agent's context.
 var DefaultCommands = []string{"/clear", "/compact"}

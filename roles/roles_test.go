@@ -180,3 +180,34 @@ func TestRestartPolicy(t *testing.T) {
 		}
 	}
 }
+
+// Worktrees names each repository and base once, under the first role by
+// name, and only the asked role's with only.
+func TestWorktreesListsEachRepositoryOnce(t *testing.T) {
+	c, err := roles.Parse([]byte(`{"roles":{
+  "b": {"worktree":{"repo":"/r1","base":"main"}},
+  "a": {"worktree":{"repo":"/r1","base":"main"}},
+  "c": {"worktree":{"repo":"/r1","base":"dev"}},
+  "d": {}
+}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Worktrees("")
+	want := []roles.RoleWorktree{
+		{Role: "a", WorktreeSpec: roles.WorktreeSpec{Repo: "/r1", Base: "main"}},
+		{Role: "c", WorktreeSpec: roles.WorktreeSpec{Repo: "/r1", Base: "dev"}},
+	}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("Worktrees(\"\") = %+v, %v, want %+v", got, err, want)
+	}
+	if got, err := c.Worktrees("b"); err != nil || len(got) != 1 || got[0].Role != "b" {
+		t.Errorf("Worktrees(b) = %+v, %v", got, err)
+	}
+	if got, err := c.Worktrees("d"); err == nil || !strings.Contains(err.Error(), `role "d" gives its agents no worktrees`) {
+		t.Errorf("Worktrees(d) = %+v, %v, want an error naming d", got, err)
+	}
+	if _, err := roles.Default().Worktrees(""); err == nil {
+		t.Error("Worktrees of roles without worktrees: no error")
+	}
+}

@@ -8,10 +8,12 @@
 // a session resumed), Inspect says where its branch is (head, uncommitted
 // files, commits ahead of the base), Remove takes it away only when that
 // loses nothing — clean, and merged into the base or pushed — and says
-// why it kept it otherwise, and List shows a repository's fleet
-// worktrees. Changes to a repository's worktrees are serialised by a lock
-// file in its git directory, so a spawn that reuses a worktree and a reap
-// that removes it cannot interleave.
+// why it kept it otherwise, List shows a repository's fleet worktrees,
+// and Survey lists those of several repositories with the agents that
+// work in them, pruning what loses nothing when asked (fleetd
+// worktrees). Changes to a repository's worktrees are serialised by a
+// lock file in its git directory, so a spawn that reuses a worktree and a
+// reap that removes it cannot interleave.
 //
 // It never forces: git refuses to remove a worktree with changes, and
 // Remove asks before git would. It never fetches or pushes.

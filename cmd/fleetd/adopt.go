@@ -15,12 +15,12 @@ type AdoptCmd struct {
 
 // Run adopts the pane.
 func (c *AdoptCmd) Run(ctx context.Context, g *Globals) error {
-	b, done, err := c.bridge(ctx, g)
+	cb, err := c.bridge(ctx, g)
 	if err != nil {
 		return err
 	}
-	defer done()
-	reg, err := b.Adopt(ctx, c.Pane, c.As, c.Role)
+	defer cb.Close()
+	reg, err := cb.Bridge.Adopt(ctx, c.Pane, c.As, c.Role)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
+	"os"
 
 	"github.com/fleetd/fleetd/natsauth"
 )
@@ -28,16 +28,6 @@ func (c *AuthCmd) Run() error {
 	if err := natsauth.Write(c.Dir, creds); err != nil {
 		return err
 	}
-	conf := filepath.Join(c.Dir, natsauth.ServerConfigFile)
-	fmt.Printf("wrote %s (users, permissions, the cluster route secret) and %d keys, all mode 0600:\n", conf, len(creds.Identities))
-	for _, id := range creds.Identities {
-		fmt.Printf("  %-24s %s\n", id.Name, natsauth.KeyPath(c.Dir, id.Name))
-	}
-	admin := natsauth.KeyPath(c.Dir, natsauth.AdminName)
-	fmt.Printf("\nrun each host with:  fleetd up --server-config %s --creds %s\n", conf, natsauth.KeyPath(c.Dir, natsauth.GatewayName("<host>")))
-	fmt.Printf("provision once:      fleetd provision --nats nats://<host>:4222 --creds %s   (or: fleetd up … --admin-creds %s)\n", admin, admin)
-	fmt.Printf("a host needs server.conf, its gateway key and its agents' keys (%s); keep %s off the hosts.\n",
-		filepath.Join(c.Dir, natsauth.AgentsDir, natsauth.AgentName("<id>")+".nk"), filepath.Base(admin))
-	fmt.Printf("panes get their agent's own key (FLEET_NATS_CREDS); the nats CLI: nats --nkey %s …\n", admin)
+	creds.HowTo(os.Stdout, c.Dir)
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -37,22 +36,8 @@ type BenchCmd struct {
 	StageSync bool   `hidden:""`
 }
 
-// size is the run's workload sizes: --size, else full or --quick's, with
-// --fan-out-think's T.
-func (c *BenchCmd) size() bench.Size {
-	name := c.Size
-	if name == "" {
-		name = "full"
-		if c.Quick {
-			name = "quick"
-		}
-	}
-	s, _ := bench.SizeNamed(name)
-	if c.Think > 0 {
-		s.Think = c.Think
-	}
-	return s
-}
+// size is the run's workload sizes, as the flags pick them.
+func (c *BenchCmd) size() bench.Size { return bench.SizeFor(c.Size, c.Quick, c.Think) }
 
 // Run runs every stage (or, as a child, one) and prints the report. It
 // fails when a stage could not run; a missed target is in the table, not
@@ -94,15 +79,15 @@ func (c *BenchCmd) compare(ctx context.Context) error {
 		}
 		fmt.Println()
 	}
-	cs := bench.Compare(before, now, c.Noise)
 	out := os.Stdout
 	if c.JSON {
 		out = os.Stderr
 	}
-	if err := bench.PrintComparison(out, before, now, cs, c.Noise); err != nil {
+	n, err := bench.WriteComparison(out, before, now, c.Noise)
+	if err != nil {
 		return err
 	}
-	if n := bench.Regressions(cs); n > 0 && c.Strict {
+	if n > 0 && c.Strict {
 		return exitError{code: 3, err: fmt.Errorf("bench: %d rows regressed against %s", n, c.Compare)}
 	}
 	return runErr
@@ -110,13 +95,7 @@ func (c *BenchCmd) compare(ctx context.Context) error {
 
 // run runs the stages, prints the report to w and returns it.
 func (c *BenchCmd) run(ctx context.Context, w io.Writer) (bench.Report, error) {
-	plan := bench.Plan{Stages: c.Stages, Size: c.size()}
-	switch c.Sync {
-	case "on":
-		plan.Syncs = []bool{true}
-	case "off":
-		plan.Syncs = []bool{false}
-	}
+	plan := bench.Plan{Stages: c.Stages, Size: c.size(), Syncs: bench.SyncsNamed(c.Sync)}
 	if err := plan.Validate(); err != nil {
 		return bench.Report{}, err
 	}
@@ -125,12 +104,7 @@ func (c *BenchCmd) run(ctx context.Context, w io.Writer) (bench.Report, error) {
 		return bench.Report{}, err
 	}
 	rep, failed := bench.RunAll(ctx, plan, child)
-	if c.JSON {
-		err = rep.JSON(w)
-	} else {
-		err = rep.Print(w)
-	}
-	if err != nil {
+	if err := rep.Write(w, c.JSON); err != nil {
 		return rep, err
 	}
 	if failed != nil {
@@ -155,10 +129,6 @@ func (c *BenchCmd) child(size bench.Size) (bench.StageFunc, error) {
 
 // runStage is the child: run one stage, print its rows as JSON.
 func (c *BenchCmd) runStage(ctx context.Context, g *Globals) error {
-	rows, err := bench.RunStage(ctx, bench.StageConfig{Stage: c.Stage, Size: c.size(), Sync: c.StageSync, Claude: c.Claude,
-		Version: version, Logger: g.quietLogger()})
-	if err != nil {
-		return err
-	}
-	return json.NewEncoder(os.Stdout).Encode(rows)
+	return bench.ServeStage(ctx, bench.StageConfig{Stage: c.Stage, Size: c.size(), Sync: c.StageSync, Claude: c.Claude,
+		Version: version, Logger: g.quietLogger()}, os.Stdout)
 }

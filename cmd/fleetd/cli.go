@@ -9,8 +9,6 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/fleetd/fleetd/embeddednats"
-	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/gateway"
 )
 
@@ -80,18 +78,12 @@ func cliOptions(ctx context.Context) []kong.Option {
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, Summary: true}),
 		kong.Configuration(kong.JSON, defaultConfigPath()),
 		kong.BindTo(ctx, (*context.Context)(nil)),
-		kong.Vars{"version": version, "default_data_dir": defaultDataDir()},
+		kong.Vars{"version": version, "default_data_dir": gateway.DefaultDataDir()},
 	}
 }
 
-// hostName is this host's subject token: --host, else the embedded
-// server's default name.
-func (g *Globals) hostName() string {
-	if g.Host == "" {
-		return events.HostToken(embeddednats.DefaultServerName())
-	}
-	return events.HostToken(g.Host)
-}
+// hostName is this host's subject token: --host, else this machine's.
+func (g *Globals) hostName() string { return gateway.HostToken(g.Host) }
 
 // Logger builds the process logger at the chosen level, on stderr.
 func (g *Globals) Logger() *slog.Logger {
@@ -109,9 +101,6 @@ func (g *Globals) quietLogger() *slog.Logger {
 	}
 	return g.Logger()
 }
-
-// defaultDataDir is $XDG_STATE_HOME/fleetd, else ~/.local/state/fleetd.
-func defaultDataDir() string { return gateway.DefaultDataDir() }
 
 // defaultConfigPath is $XDG_CONFIG_HOME/fleetd/config.json (read if present).
 func defaultConfigPath() string {

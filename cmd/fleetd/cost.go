@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/fleetd/fleetd/dashboard"
+	"github.com/fleetd/fleetd/internal/clitable"
 )
 
 // CostCmd prints what the agents' hooks recorded — each reply's tokens
@@ -30,44 +27,23 @@ func (c *CostCmd) Run(ctx context.Context, g *Globals) error {
 	if c.out == nil {
 		c.out = os.Stdout
 	}
-	q := url.Values{"by": {c.By}, "since": {c.Since}}
+	var at dashboard.Point
 	if c.At != "" {
-		p, err := dashboard.ParseAt(c.At, time.Now())
-		if err != nil {
+		var err error
+		if at, err = dashboard.ParseAt(c.At, time.Now()); err != nil {
 			return exitError{code: exitRefused, err: fmt.Errorf("--at %w", err)}
 		}
-		q.Set("at", p.String())
 	}
-	if strings.Contains(c.Since, ":") {
-		// A time (durations have no colon) is read here, in this
-		// machine's zone, as --at is.
-		p, err := dashboard.ParseAt(c.Since, time.Now())
-		if err != nil || p.Time.IsZero() {
-			return exitError{code: exitRefused, err: fmt.Errorf("--since %q: want a duration (24h, 7d), a time or all", c.Since)}
-		}
-		q.Set("since", p.Time.UTC().Format(time.RFC3339Nano))
+	since, err := dashboard.SinceParam(c.Since, time.Now())
+	if err != nil {
+		return exitError{code: exitRefused, err: fmt.Errorf("--since %q: want a duration (24h, 7d), a time or all", c.Since)}
 	}
-	var r dashboard.CostReport
-	if err := newShimClient(g).Do(ctx, http.MethodGet, "/ui/api/cost?"+q.Encode(), nil, &r); err != nil {
+	r, err := dashboard.API{Get: newShimClient(g)}.Cost(ctx, c.By, since, at)
+	if err != nil {
 		return exitFor(err)
 	}
 	if c.JSON {
-		return writeJSONTo(c.out, r)
+		return clitable.JSON(c.out, r)
 	}
-	from := "the log's start"
-	if !r.From.IsZero() {
-		from = r.From.Local().Format("2006-01-02 15:04:05")
-	}
-	fmt.Fprintf(c.out, "from %s to %s, by %s\n", from, r.To.Local().Format("2006-01-02 15:04:05"), r.By)
-	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s\tTURNS\tIN\tOUT\tCACHE READ\tCACHE WRITE\tUSD\t\n", strings.ToUpper(r.By))
-	for _, row := range append(r.Rows, r.Total) {
-		key := row.Key
-		if key == "" {
-			key = "TOTAL"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.6f\t\n", key, row.Turns, row.Tokens.In, row.Tokens.Out,
-			row.Tokens.CacheRead, row.Tokens.CacheCreation, row.CostUSD)
-	}
-	return tw.Flush()
+	return clitable.Cost(c.out, r)
 }

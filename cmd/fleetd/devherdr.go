@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 )
@@ -19,17 +17,5 @@ type DevHerdrCmd struct {
 
 // Run serves until interrupted.
 func (c *DevHerdrCmd) Run(ctx context.Context) error {
-	if err := os.MkdirAll(filepath.Dir(c.Socket), 0o700); err != nil {
-		return err
-	}
-	srv, err := herdrtest.New(herdrtest.Config{SocketPath: c.Socket, SeenOnCompletion: c.Seen})
-	if err != nil {
-		return err
-	}
-	if err := srv.Start(ctx); err != nil {
-		return err
-	}
-	fmt.Printf("herdr-protocol server (protocol 20) on %s\n", c.Socket)
-	<-ctx.Done()
-	return srv.Close()
+	return herdrtest.Serve(ctx, herdrtest.Config{SocketPath: c.Socket, SeenOnCompletion: c.Seen}, os.Stdout)
 }

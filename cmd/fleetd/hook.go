@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -78,11 +77,8 @@ type HooksSettingsCmd struct {
 func (c *HooksSettingsCmd) Run() error {
 	bin := c.Fleetd
 	if bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("hooks settings: find fleetd: %w", err)
-		}
-		if bin, err = filepath.Abs(exe); err != nil {
+		var err error
+		if bin, err = claudehook.ThisFleetd(); err != nil {
 			return err
 		}
 	}

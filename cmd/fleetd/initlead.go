@@ -2,16 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/fleetd/fleetd/leadkit"
-	"github.com/fleetd/fleetd/leadshim"
 )
 
 // InitCmd prepares a directory for a role in the fleet.
@@ -29,7 +23,7 @@ type InitLeadCmd struct {
 	Role  string `help:"The lead's role in the roles file, whose may_spawn says what it may spawn (written to .mcp.json as FLEET_ROLE)." default:"lead"`
 
 	out io.Writer
-	bin string // how the lead calls fleetd; default fleetdCommand()
+	bin string // how the lead calls fleetd; default leadkit.Command()
 }
 
 // Run writes the files and says what it wrote.
@@ -37,56 +31,15 @@ func (c *InitLeadCmd) Run(ctx context.Context, g *Globals) error {
 	if c.out == nil {
 		c.out = os.Stdout
 	}
-	roles, source := c.roles(ctx, g)
-	kit := leadkit.Kit{Exe: c.bin, Agent: c.Agent, Role: c.Role, Token: g.Token != ""}
+	roles, source := leadkit.Roles(ctx, newShimClient(g), g.URL)
+	kit := leadkit.Kit{Exe: c.bin, Flags: leadkit.URLFlags(g.URL), Agent: c.Agent, Role: c.Role, Token: g.Token != ""}
 	if kit.Exe == "" {
-		kit.Exe = fleetdCommand()
+		kit.Exe = leadkit.Command()
 	}
-	if u := strings.TrimRight(g.URL, "/"); u != "" && u != "http://"+leadshim.DefaultAddr {
-		kit.Flags = []string{"--url", u} // the lead's shell may not have FLEET_URL
-	}
-	bin := kit.Bin()
 	in, err := leadkit.Install(c.Dir, kit, roles)
 	if err != nil {
 		return err
 	}
-	verb := "added the team charter to"
-	if in.Replaced {
-		verb = "replaced the team charter in"
-	}
-	fmt.Fprintf(c.out, "fleetd init lead:\n  %s %s (roles %s)\n  wrote %s: /delegate <role> \"<task>\" calls the fleetd MCP tool send\n  set the fleetd server in %s: '%s mcp' as agent %s\n",
-		verb, in.ClaudeMD, source, in.Command, in.MCP, bin, kit.Agent)
-	fmt.Fprintf(c.out, "Start the lead's Claude Code in %s; it learns the live roster with '%s roster'.\n", c.Dir, bin)
-	if g.Token != "" {
-		fmt.Fprintln(c.out, "The shim needs a token: export FLEET_TOKEN in the lead's environment (it is not written to any file).")
-	}
+	in.Summary(c.out, kit, c.Dir, source)
 	return nil
-}
-
-// roles asks the running fleetd for its roles; without one, the defaults.
-func (c *InitLeadCmd) roles(ctx context.Context, g *Globals) ([]leadshim.RoleState, string) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	roles, err := newShimClient(g).Roles(ctx)
-	if err != nil || len(roles) == 0 {
-		return leadkit.DefaultRoles, "from the Team design's defaults; fleetd at " + g.URL + " did not answer"
-	}
-	return leadkit.Workers(roles), "from fleetd at " + g.URL
-}
-
-// fleetdCommand is how the lead's shell should call this fleetd: by name
-// when it is on PATH, else by absolute path.
-func fleetdCommand() string {
-	self, err := os.Executable()
-	if err != nil {
-		return "fleetd"
-	}
-	if onPath, err := exec.LookPath("fleetd"); err == nil {
-		a, _ := filepath.EvalSymlinks(onPath)
-		b, _ := filepath.EvalSymlinks(self)
-		if a == b {
-			return "fleetd"
-		}
-	}
-	return self
 }

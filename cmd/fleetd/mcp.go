@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/fleetd/fleetd/mcpserver"
 )
@@ -20,12 +16,5 @@ type McpCmd struct {
 
 // Run serves until the client disconnects (stdin closes) or a signal.
 func (c *McpCmd) Run(ctx context.Context, g *Globals) error {
-	// stdout is the protocol: logs go to stderr, which Claude Code keeps
-	// as the server's log.
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := mcpserver.New(mcpserver.Config{Fleet: newShimClient(g), Agent: c.Agent, Role: c.Role, Version: version, Logger: logger})
-	if err != nil {
-		return err
-	}
-	return srv.Run(ctx, &mcp.StdioTransport{})
+	return mcpserver.ServeStdio(ctx, mcpserver.Config{Fleet: newShimClient(g), Agent: c.Agent, Role: c.Role, Version: version})
 }

@@ -4,14 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sync"
-	"time"
 
 	"github.com/fleetd/fleetd/events"
-	"github.com/fleetd/fleetd/gateway"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
 )
@@ -42,112 +37,33 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	var plan orchestrator.Plan
 	if c.Plan != "" {
-		data, err := os.ReadFile(c.Plan)
-		if err != nil {
+		var err error
+		if plan, err = orchestrator.ReadPlan(c.Plan); err != nil {
 			return err
 		}
-		if plan, err = orchestrator.ParsePlan(data); err != nil {
-			return fmt.Errorf("%s: %w", c.Plan, err)
-		}
-	}
-	from := c.From
-	if from == "" {
-		from = "orchestrator"
 	}
 	nc, js, err := dialNATS(g, "fleetd orchestrate")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	log := events.New(js, events.Options{Source: "fleetd/" + g.hostName() + "/orchestrator"})
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// The client runs the projection's fold in memory: the materialized
-	// projection is the gateway's, a second one would write the same
-	// buckets, and this identity may not write them at all. It starts
-	// from the gateway's checkpoint when it may read it.
-	views := projections.New(log, js, projections.Options{Memory: true, Logger: g.Logger()})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := views.Run(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "views: %v\n", err)
-		}
-	}()
-
-	tier, err := c.tier(ctx, log, views, from)
-	if err != nil {
-		return err
+	cfg := orchestrator.ClientConfig{
+		Log: events.New(js, events.Options{Source: "fleetd/" + g.hostName() + "/orchestrator"}), JS: js,
+		SessionRole: c.SessionRole, From: c.From, Tier: c.Tier, ParentJob: c.ParentJob, Budget: c.Budget, ContextCap: c.ContextCap,
+		Out: os.Stderr, Logger: g.Logger(),
 	}
-	var spawner orchestrator.Spawner = orchestrator.NoSpawner{}
 	if c.Spawn {
-		b, done, err := c.bridge(ctx, g)
+		cb, err := c.bridge(ctx, g)
 		if err != nil {
 			return err
 		}
-		defer done()
-		spawner = &gateway.SessionSpawner{Bridge: b, Herdr: herdrapi.New(c.socket()), Agents: views, Host: b.Host()}
+		defer cb.Close()
+		cfg.Spawner = func(views projections.Views) orchestrator.Spawner { return cb.SessionSpawner(views) }
 	}
-	sessions, err := orchestrator.NewSessions(orchestrator.SessionConfig{
-		Log: log, Views: views, Spawner: spawner, Role: c.SessionRole,
-		Tier: tier + 1, Parent: from, ContextCap: c.ContextCap,
-	})
-	if err != nil {
-		return err
-	}
-	o, err := orchestrator.New(orchestrator.Config{
-		Log: log, Views: views, Sessions: sessions, From: from, ParentJob: c.ParentJob, Budget: c.Budget,
-		OnProgress: progressPrinter(os.Stderr),
-	})
-	if err != nil {
-		return err
-	}
-	var res orchestrator.Result
-	if c.Resume != "" {
-		fmt.Fprintf(os.Stderr, "resuming job %s\n", c.Resume)
-		res, err = o.Resume(ctx, c.Resume)
-	} else {
-		job := c.Job
-		if job == "" {
-			job = o.NewJobID()
-		}
-		fmt.Fprintf(os.Stderr, "job %s: %s (resume with: fleetd orchestrate --resume %s)\n", job, plan.Goal, job)
-		res, err = o.Run(ctx, plan, job)
-	}
+	res, err := orchestrator.RunClient(ctx, cfg, plan, c.Job, c.Resume)
 	if err != nil {
 		return err
 	}
 	fmt.Println(res.Rollup)
 	return nil
-}
-
-// tier is --tier, else the sender's tier in the roster.
-func (c *OrchestrateCmd) tier(ctx context.Context, log events.Log, views projections.Views, from string) (int, error) {
-	if c.Tier >= 0 {
-		return c.Tier, nil
-	}
-	return orchestrator.TierOf(ctx, log, views, from)
-}
-
-// socket is the herdr socket path the spawner closes panes through.
-func (c *OrchestrateCmd) socket() string {
-	if c.Herdr != "" {
-		return c.Herdr
-	}
-	p, _ := herdrapi.SocketPath(os.Getenv)
-	return p
-}
-
-// progressPrinter writes one time-stamped line per task transition.
-func progressPrinter(w io.Writer) func(orchestrator.Progress) {
-	var mu sync.Mutex
-	return func(p orchestrator.Progress) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(w, "%s %s\n", time.Now().Format("15:04:05"), p)
-	}
 }

@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/gateway"
-	"github.com/fleetd/fleetd/natsauth"
 	"github.com/fleetd/fleetd/roles"
 )
 
@@ -32,28 +27,10 @@ func (c *ProvisionCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	log := g.Logger()
 	den := gateway.NewDenials(log)
-	nc, js, err := dialNATS(g, "fleetd provision", nats.ErrorHandler(den.Handle))
+	nc, _, err := dialNATS(g, "fleetd provision", nats.ErrorHandler(den.Handle))
 	if err != nil {
 		return exitError{code: exitUnavailable, err: err}
 	}
 	defer nc.Close()
-	replicas := c.Replicas
-	if replicas == 0 {
-		replicas = 1
-		if nc.ConnectedClusterName() != "" {
-			replicas = 3
-		}
-	}
-	p := gateway.Provisioner{JS: js, Log: log, Denials: den, Replicas: replicas, Roles: rc.Names(), Strict: true}
-	pctx, cancel := context.WithTimeout(ctx, gateway.ProvisionTimeout)
-	defer cancel()
-	if err := p.Run(pctx); err != nil {
-		if errors.Is(err, gateway.ErrDenied) {
-			return fmt.Errorf("%w (provision with the admin's key: --creds <dir>/%s.nk from 'fleetd auth')", err, natsauth.AdminName)
-		}
-		return err
-	}
-	fmt.Fprintf(os.Stdout, "provisioned at %s (R%d): stream %s; buckets %s; consumers %s\n", nc.ConnectedUrlRedacted(), replicas,
-		events.Stream, strings.Join(gateway.FabricBuckets, ", "), strings.Join(gateway.RouterConsumers(rc.Names()), ", "))
-	return nil
+	return gateway.ProvisionAs(ctx, nc, den, gateway.Provisioner{Log: log, Replicas: c.Replicas, Roles: rc.Names()}, os.Stdout)
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/fleetd/fleetd/dashboard"
+	"github.com/fleetd/fleetd/internal/clitable"
 	"github.com/fleetd/fleetd/projections"
 )
 
@@ -35,18 +33,15 @@ func (c *RosterCmd) Run(ctx context.Context, g *Globals) error {
 		return exitFor(err)
 	}
 	if c.At == "" && !c.JSON {
-		out := c.out
-		if out == nil {
-			out = os.Stdout
-		}
-		defer healthFooter(ctx, g, out)
+		// The footer says why the fleet is degraded; nothing when it is
+		// ok or /healthz cannot be read.
+		defer func() {
+			if h, err := newShimClient(g).Health(ctx); err == nil {
+				clitable.Health(c.writer(), h)
+			}
+		}()
 	}
-	return printRows(c.listing, agents, "AGENT\tHOST\tROLE\tSTATUS\tTURN\tQUEUE\tMODEL\tTOKENS\tBRANCH\tLAST SEEN",
-		"(no agents: spawn one with 'fleetd spawn' or adopt a pane with 'fleetd adopt')",
-		func(a projections.Agent, now time.Time) string {
-			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s\t%s", a.Agent, dash(a.Host), dash(a.Role), agentStatus(a),
-				dash(a.CurrentTurn), a.QueueDepth, dash(a.Model), a.Tokens.In, a.Tokens.Out, branchColumn(a.Worktree), ago(now, a.LastSeen))
-		})
+	return printRows(c.listing, agents, clitable.Roster)
 }
 
 // rosterAt reads the roster as of --at (read here, in this machine's
@@ -56,71 +51,16 @@ func (c *RosterCmd) rosterAt(ctx context.Context, g *Globals) ([]projections.Age
 	if err != nil {
 		return nil, exitError{code: exitRefused, err: fmt.Errorf("--at %w", err)}
 	}
-	var r dashboard.RosterAt
-	if err := newShimClient(g).Do(ctx, http.MethodGet, "/ui/api/roster?at="+url.QueryEscape(p.String()), nil, &r); err != nil {
+	r, err := dashboard.API{Get: newShimClient(g)}.RosterAt(ctx, p)
+	if err != nil {
 		return nil, err
 	}
 	if !c.JSON {
-		out := c.out
-		if out == nil {
-			out = os.Stdout
-		}
-		fmt.Fprintf(out, "as of %s (log #%d)\n", r.At.Local().Format("2006-01-02 15:04:05.000"), r.Seq)
+		clitable.AsOf(c.writer(), r.At, r.Seq)
 	}
 	at := r.At
 	c.now = func() time.Time { return at }
 	return r.Agents, nil
-}
-
-// agentStatus is the STATUS column: the status, then whatever a person
-// should notice about the agent.
-func agentStatus(a projections.Agent) string {
-	status := string(a.Status)
-	switch {
-	case a.FailedToStart != "":
-		status += " (failed to start: " + a.FailedToStart + ")"
-	case a.Restarting:
-		status += " (restarting)"
-	case a.Stale:
-		// Nothing its host's gateway would say is heard: not even
-		// whether it started.
-		status += " (stale: its host is silent)"
-	case a.Starting:
-		status += " (starting)"
-	case a.Exited:
-		status += " (exited)"
-	case a.SessionEnded:
-		status += " (session ended)"
-	}
-	if a.Restarts > 0 {
-		status += fmt.Sprintf(" restarts=%d", a.Restarts)
-	}
-	if a.NeedsAttention != "" {
-		status += " NEEDS ATTENTION: " + a.NeedsAttention
-	}
-	if a.Violation != "" {
-		status += " BOUNDARY"
-	}
-	switch b := a.Budget; {
-	case b.Exhausted():
-		status += fmt.Sprintf(" OUT OF BUDGET (%s %s) until %s", b.Scope, b.Limit, b.FreesAt.Local().Format("15:04"))
-	case b != nil:
-		status += fmt.Sprintf(" BUDGET %.0f%% (%s %s)", 100*b.Used/b.Max, b.Scope, b.Limit)
-	}
-	return status
-}
-
-// healthFooter says, under the roster, why the fleet is degraded, when
-// /healthz says it is; nothing when it is ok or cannot be read.
-func healthFooter(ctx context.Context, g *Globals, out io.Writer) {
-	h, err := newShimClient(g).Health(ctx)
-	if err != nil || h.Status != "degraded" {
-		return
-	}
-	fmt.Fprintln(out, "\nhealth: degraded")
-	for _, r := range h.Reasons {
-		fmt.Fprintln(out, "  "+r)
-	}
 }
 
 // SessionsCmd prints the named, resumable agent sessions.
@@ -132,11 +72,7 @@ func (c *SessionsCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return exitFor(err)
 	}
-	return printRows(c.listing, sessions, "SESSION\tAGENT\tSTATE\tTURNS\tTOKENS\tMODEL\tLAST ACTIVE\tRESUME", "(no sessions yet)",
-		func(s projections.Session, now time.Time) string {
-			return fmt.Sprintf("%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s", s.Name, dash(s.Agent), dash(s.State), s.Turns,
-				s.Tokens.In, s.Tokens.Out, dash(s.Model), ago(now, s.LastActive), dash(s.Resume))
-		})
+	return printRows(c.listing, sessions, clitable.Sessions)
 }
 
 // listing is what the listing commands share: --json, and where and
@@ -148,45 +84,18 @@ type listing struct {
 	now func() time.Time
 }
 
-// printRows writes rows as JSON, or as a table under header with one line a
-// row (empty when there are none).
-func printRows[T any](l listing, rows []T, header, empty string, line func(T, time.Time) string) error {
-	out, now := l.out, time.Now()
-	if out == nil {
-		out = os.Stdout
+func (l listing) writer() io.Writer {
+	if l.out == nil {
+		return os.Stdout
 	}
+	return l.out
+}
+
+// printRows writes rows as JSON, or as table t.
+func printRows[T any](l listing, rows []T, t clitable.Table[T]) error {
+	now := time.Now()
 	if l.now != nil {
 		now = l.now()
 	}
-	if l.JSON {
-		return writeJSONTo(out, rows)
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, header)
-	for _, r := range rows {
-		fmt.Fprintln(tw, line(r, now))
-	}
-	if len(rows) == 0 {
-		fmt.Fprintln(tw, empty)
-	}
-	return tw.Flush()
-}
-
-// ago renders how long ago t was, coarsely.
-func ago(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Second:
-		return "now"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return t.Local().Format("2006-01-02")
+	return t.Print(l.writer(), rows, now, l.JSON)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetd/fleetd/internal/clitable"
 	"github.com/fleetd/fleetd/leadshim"
 )
 
@@ -64,14 +64,14 @@ func (c *SendCmd) Run(ctx context.Context, g *Globals) error {
 			return exitFor(err)
 		}
 		if c.JSON {
-			return writeJSONTo(c.out, acc)
+			return clitable.JSON(c.out, acc)
 		}
 		_, err = fmt.Fprintln(c.out, acc.ID)
 		return err
 	}
 	env, err := cl.Send(ctx, msg)
 	if err != nil {
-		if id, ok := timeoutID(err); ok {
+		if id, ok := leadshim.TimedOut(err); ok {
 			return exitError{code: exitTimeout, err: fmt.Errorf("timeout: turn %s did not finish within %s\n%s", id, c.Timeout, reattachHint(id))}
 		}
 		return exitFor(err)
@@ -112,7 +112,7 @@ func (c *SendCmd) reattach(ctx context.Context, cl *leadshim.Client, id string) 
 	}
 	if env.Status != "replied" && env.Status != "failed" {
 		if c.JSON {
-			_ = writeJSONTo(c.out, env)
+			_ = clitable.JSON(c.out, env)
 		}
 		return exitError{code: exitTimeout, err: fmt.Errorf("turn %s is %s after %s\n%s", id, env.Status, c.Timeout, reattachHint(id))}
 	}
@@ -122,28 +122,17 @@ func (c *SendCmd) reattach(ctx context.Context, cl *leadshim.Client, id string) 
 // print writes the reply (or the envelope) and maps a failed turn to its
 // exit status.
 func (c *SendCmd) print(env leadshim.Envelope) error {
+	var err error
 	if c.JSON {
-		if err := writeJSONTo(c.out, env); err != nil {
-			return err
-		}
-	} else if env.Status == "replied" {
-		reply := env.Reply
-		if !strings.HasSuffix(reply, "\n") {
-			reply += "\n"
-		}
-		if _, err := io.WriteString(c.out, reply); err != nil {
-			return err
-		}
+		err = clitable.JSON(c.out, env)
+	} else {
+		err = clitable.Reply(c.out, env)
+	}
+	if err != nil {
+		return err
 	}
 	if env.Status == "failed" {
 		return exitError{code: exitFailed, err: fmt.Errorf("turn %s on %s failed: %s %s", env.ID, env.Agent, env.Reason, env.Message)}
 	}
 	return nil
-}
-
-func writeJSONTo(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }

@@ -40,12 +40,3 @@ func exitFor(err error) error {
 func reattachHint(id string) string {
 	return fmt.Sprintf("turn %s is still open; re-attach with: fleetd send --wait %s   (or: fleetd turn %s --wait 10m)", id, id, id)
 }
-
-// timeoutID returns the turn id a 504 carries, if err is one.
-func timeoutID(err error) (string, bool) {
-	var ce *leadshim.ClientError
-	if errors.As(err, &ce) && ce.Status == http.StatusGatewayTimeout && ce.Body.ID != "" {
-		return ce.Body.ID, true
-	}
-	return "", false
-}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/fleetd/fleetd/simagent"
@@ -27,23 +25,8 @@ type SimAgentCmd struct {
 
 // Run serves prompts on stdin/stdout until /exit or the terminal closes.
 func (c *SimAgentCmd) Run(ctx context.Context) error {
-	bin := c.Fleetd
-	if bin == "" && !c.NoHooks {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("sim-agent: find fleetd: %w", err)
-		}
-		bin = exe
-	}
-	if restore, err := simagent.MakeRaw(int(os.Stdin.Fd())); err == nil {
-		defer restore()
-	}
-	agent, err := simagent.New(simagent.Config{
-		Think: c.Think, Model: c.Model, ReplyPrefix: c.ReplyPrefix, Fleetd: bin, NoHooks: c.NoHooks,
-		TranscriptDir: c.TranscriptDir, Resume: c.Resume, In: os.Stdin, Out: os.Stdout,
+	return simagent.RunOnTerminal(ctx, simagent.Config{
+		Think: c.Think, Model: c.Model, ReplyPrefix: c.ReplyPrefix, Fleetd: c.Fleetd, NoHooks: c.NoHooks,
+		TranscriptDir: c.TranscriptDir, Resume: c.Resume,
 	})
-	if err != nil {
-		return err
-	}
-	return agent.Run(ctx)
 }

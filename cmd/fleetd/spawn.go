@@ -2,18 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/herdrbridge"
-	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
-	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/internal/clitable"
 )
 
 // SpawnCmd starts an agent of a role in a new pane of this host's herdr.
@@ -42,98 +36,34 @@ type herdrFlags struct {
 
 // Run spawns the agent and prints its registration.
 func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
-	b, done, err := c.bridge(ctx, g)
+	cb, err := c.bridge(ctx, g)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer cb.Close()
 	wait := c.Wait
 	if c.NoWait {
 		wait = 0
 	}
-	reg, err := b.Spawn(ctx, herdrbridge.SpawnRequest{
+	reg, err := cb.Bridge.Spawn(ctx, herdrbridge.SpawnRequest{
 		Role: c.Role, Name: c.Name, Model: c.Model, Cwd: c.Cwd, Env: c.Env,
 		Parent: c.Parent, Tier: c.Tier, Session: c.Session, SplitFrom: c.SplitFrom, Wait: wait,
 	})
 	if err != nil {
 		return err
 	}
-	started := "started"
-	if wait == 0 {
-		started = "starting"
-	}
-	fmt.Printf("spawned %s (role %s, %s) in pane %s on host %s: %s\n", reg.Agent, reg.Role, reg.EnvClass, reg.Pane, reg.Host, started)
-	if w := reg.Worktree; w.Path != "" {
-		fmt.Printf("  worktree %s on branch %s (from %s%s)\n", w.Path, w.Branch, w.Base, worktreeState(w))
-	}
-	if reg.Sandbox != "" {
-		fmt.Printf("  in sandbox %s\n", reg.Sandbox)
-	}
+	clitable.Spawned(os.Stdout, reg, wait != 0)
 	return nil
 }
 
-// bridge connects to the local herdr and to the fleet's NATS and returns a
-// bridge that is not running: enough to spawn or adopt. Without --host it
-// works for the host whose gateway drives that herdr (gateway.Owner), so
-// the agent belongs to a gateway that watches its pane.
-func (f *herdrFlags) bridge(ctx context.Context, g *Globals) (*herdrbridge.Bridge, func(), error) {
-	rc, err := roles.Load(f.Roles)
-	if err != nil {
-		return nil, nil, err
+// bridge connects to the local herdr and to the fleet's NATS: a bridge
+// that is not running, enough to spawn or adopt. Without --host it works
+// for the host whose gateway drives that herdr (gateway.Owner).
+func (f *herdrFlags) bridge(ctx context.Context, g *Globals) (*gateway.ClientBridge, error) {
+	cb := &gateway.ClientBridge{RolesFile: f.Roles, Socket: f.Herdr, NATSURL: g.NATS, Creds: g.Creds, NATSToken: g.natsToken(),
+		FleetURL: g.URL, DataDir: f.DataDir, Settings: f.Settings, Logger: g.Logger()}
+	if g.Host != "" {
+		cb.Host = g.hostName()
 	}
-	socket := f.Herdr
-	if socket == "" {
-		if socket, err = herdrapi.SocketPath(os.Getenv); err != nil {
-			return nil, nil, err
-		}
-	}
-	settings, err := f.settings()
-	if err != nil {
-		return nil, nil, err
-	}
-	nc, js, err := dialNATS(g, "fleetd herdr")
-	if err != nil {
-		return nil, nil, err
-	}
-	host := g.hostName()
-	if g.Host == "" {
-		machine, _ := os.Hostname()
-		log := events.New(js, events.Options{Source: "fleetd/cli"})
-		if host, err = gateway.Owner(ctx, log, machine, socket, time.Minute, time.Now()); err != nil {
-			nc.Close()
-			return nil, nil, err
-		}
-	}
-	natsURL := g.NATS
-	if natsURL == "" {
-		natsURL = nats.DefaultURL
-	}
-	b, err := herdrbridge.NewBridge(herdrbridge.BridgeConfig{
-		Host: host, SocketPath: socket, Roles: rc, Logger: g.Logger(),
-		Log: events.New(js, events.Options{Source: "fleetd/" + host + "/cli"}),
-		Launch: herdrbridge.Launch{NATSURL: natsURL, NATSCreds: g.Creds, AgentCreds: gateway.PaneCreds(g.Creds),
-			NATSToken: gateway.PaneToken(g.Creds, g.natsToken()), FleetURL: g.URL,
-			SpoolDir: filepath.Join(f.DataDir, "spool"), Settings: settings, StateDir: f.DataDir},
-	})
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return b, nc.Close, nil
-}
-
-// settings returns the hooks settings path, writing the file with
-// 'fleetd hooks settings' when it does not exist yet.
-func (f *herdrFlags) settings() (string, error) {
-	path := f.Settings
-	if path == "" {
-		path = filepath.Join(f.DataDir, "claude-settings.json")
-	}
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	if err := (&HooksSettingsCmd{Write: path, DefaultMode: "default"}).Run(); err != nil {
-		return "", fmt.Errorf("write hooks settings %s: %w", path, err)
-	}
-	return path, nil
+	return cb, natsHint(cb.Open(ctx))
 }

@@ -2,9 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/clitable"
 	"github.com/fleetd/fleetd/natsauth"
 )
 
@@ -44,7 +44,7 @@ func (c *TailCmd) Run(ctx context.Context, g *Globals) error {
 			if err != nil {
 				return err
 			}
-			if err := c.print(out, ev); err != nil {
+			if err := clitable.Event(out, ev, c.JSON); err != nil {
 				return err
 			}
 		}
@@ -56,7 +56,7 @@ func (c *TailCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	defer f.Stop()
 	for ev := range f.Events() {
-		if err := c.print(out, ev); err != nil {
+		if err := clitable.Event(out, ev, c.JSON); err != nil {
 			return err
 		}
 	}
@@ -82,39 +82,16 @@ func (c *TailCmd) query() (events.Query, error) {
 	return q, nil
 }
 
-func (c *TailCmd) print(w io.Writer, ev events.Event) error {
-	if c.JSON {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	}
-	_, err := fmt.Fprintln(w, events.Describe(ev))
-	return err
-}
-
 // dialNATS connects a client command to a running fleetd.
 func dialNATS(g *Globals, name string, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
-	url := g.NATS
-	if url == "" {
-		url = nats.DefaultURL
+	nc, js, err := natsauth.Connect(g.NATS, name, g.Creds, g.natsToken(), extra...)
+	return nc, js, natsHint(err)
+}
+
+// natsHint says what to check when no NATS answered.
+func natsHint(err error) error {
+	if errors.Is(err, natsauth.ErrNoServer) {
+		return fmt.Errorf("%w (is 'fleetd up' running? set --nats or FLEET_NATS_URL)", err)
 	}
-	opts := []nats.Option{nats.Name(name), nats.Timeout(3 * time.Second)}
-	auth, err := natsauth.ClientOptions(g.Creds, g.natsToken())
-	if err != nil {
-		return nil, nil, err
-	}
-	opts = append(append(opts, auth...), extra...)
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to fleetd's NATS at %s: %w (is 'fleetd up' running? set --nats or FLEET_NATS_URL)", url, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, js, nil
+	return err
 }

@@ -43,11 +43,7 @@ type UpCmd struct {
 
 // Run starts the gateway and blocks until SIGINT or SIGTERM.
 func (c *UpCmd) Run(ctx context.Context, g *Globals) error {
-	cfg, err := c.gatewayConfig(g)
-	if err != nil {
-		return err
-	}
-	err = gateway.New(cfg).Run(ctx, func(gw *gateway.Gateway) { fmt.Fprint(os.Stdout, gw.Banner()) })
+	err := gateway.New(c.gatewayConfig(g)).Run(ctx, func(gw *gateway.Gateway) { fmt.Fprint(os.Stdout, gw.Banner()) })
 	if errors.Is(err, embeddednats.ErrUnauthenticated) {
 		return fmt.Errorf("%w\nNATS must be no more open than the shim. Either add --token TOKEN (every NATS client then needs it too: "+
 			"FLEET_TOKEN or --token for fleetd's commands, --token for the nats CLI; cluster routes authenticate with it), "+
@@ -61,20 +57,16 @@ func (c *UpCmd) Run(ctx context.Context, g *Globals) error {
 	return err
 }
 
-func (c *UpCmd) gatewayConfig(g *Globals) (gateway.Config, error) {
-	host := g.Host
-	if host == "" {
-		host = embeddednats.DefaultServerName()
-	}
+// gatewayConfig maps the flags onto the gateway's config.
+func (c *UpCmd) gatewayConfig(g *Globals) gateway.Config {
+	// The server's name and token default to the host's and --nats-token.
 	ncfg := embeddednats.Config{
 		DataDir:    c.DataDir,
-		ServerName: host,
 		Listen:     c.Listen,
 		SyncAlways: c.SyncAlways,
 		MaxStore:   c.MaxStore,
 		MaxMemory:  c.MaxMemory,
 		ConfigFile: c.ServerConfig,
-		Token:      g.natsToken(),
 		Logger:     g.Logger(),
 	}
 	if c.Cluster != "" {
@@ -82,7 +74,7 @@ func (c *UpCmd) gatewayConfig(g *Globals) (gateway.Config, error) {
 	}
 	return gateway.Config{
 		Version:         version,
-		Host:            host,
+		Host:            g.Host,
 		NATS:            ncfg,
 		ExternalURL:     g.NATS,
 		Creds:           g.Creds,
@@ -106,5 +98,5 @@ func (c *UpCmd) gatewayConfig(g *Globals) (gateway.Config, error) {
 		RetainTurns:     c.RetainTurns,
 		RecreateStream:  c.RecreateStream,
 		Logger:          g.Logger(),
-	}, nil
+	}
 }

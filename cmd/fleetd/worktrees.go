@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
 	"os"
-	"slices"
-	"strings"
-	"time"
 
-	"github.com/fleetd/fleetd/events"
+	"github.com/samber/lo"
+
+	"github.com/fleetd/fleetd/internal/clitable"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
 	"github.com/fleetd/fleetd/worktree"
@@ -26,175 +23,34 @@ type WorktreesCmd struct {
 	Roles string `help:"Roles file (JSON)." env:"FLEET_ROLES" type:"path"`
 }
 
-// worktreeRow is one line of 'fleetd worktrees'.
-type worktreeRow struct {
-	worktree.Entry
-	Role   string `json:"role"`
-	Repo   string `json:"repo"`
-	Merged bool   `json:"merged"`
-	// Agent is the agent the roster says works there (or last did), and
-	// Live whether it still does.
-	Agent string `json:"agent,omitempty"`
-	Live  bool   `json:"live,omitempty"`
-	// Pruned and Kept say what --prune did.
-	Pruned bool   `json:"pruned,omitempty"`
-	Kept   string `json:"kept,omitempty"`
-}
-
 // Run lists (and with --prune, removes) the worktrees.
 func (c *WorktreesCmd) Run(ctx context.Context, g *Globals) error {
 	rc, err := roles.Load(c.Roles)
 	if err != nil {
 		return err
 	}
-	type source struct{ role, repo, base string }
-	var sources []source
-	for _, name := range rc.Names() {
-		r, _ := rc.Get(name)
-		if r.Worktree == nil || (c.Role != "" && name != c.Role) {
-			continue
-		}
-		if !slices.ContainsFunc(sources, func(s source) bool { return s.repo == r.Worktree.Repo && s.base == r.Worktree.Base }) {
-			sources = append(sources, source{name, r.Worktree.Repo, r.Worktree.Base})
-		}
+	repos, err := rc.Worktrees(c.Role)
+	if err != nil {
+		return err
 	}
-	if len(sources) == 0 && c.Role != "" {
-		return fmt.Errorf("role %q gives its agents no worktrees, or is not in the roles file", c.Role)
-	}
-	if len(sources) == 0 {
-		return errors.New("no role in the roles file gives its agents worktrees (\"worktree\": {\"repo\": …})")
-	}
+	sources := lo.Map(repos, func(w roles.RoleWorktree, _ int) worktree.Source {
+		return worktree.Source{Role: w.Role, Repo: w.Repo, Base: w.Base}
+	})
 	roster, rosterErr := newShimClient(g).Roster(ctx)
 	if rosterErr != nil && c.Prune {
 		return exitFor(fmt.Errorf("--prune needs the roster, to leave live agents' worktrees alone: %w", rosterErr))
 	}
+	// Only this host's agents work in this host's worktrees.
 	host := g.hostName()
-	var rows []worktreeRow
-	var errs []error
-	for _, s := range sources {
-		list, err := worktree.List(ctx, s.repo, s.base)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("role %s: %w", s.role, err))
-			continue
-		}
-		for _, e := range list {
-			row := worktreeRow{Entry: e, Role: s.role, Repo: s.repo, Merged: e.Merged()}
-			row.Agent, row.Live = worktreeAgent(roster, host, e.Path)
-			if c.Prune && !row.Live {
-				r, err := worktree.Remove(ctx, worktree.Worktree{Repo: s.repo, Path: e.Path, Branch: worktree.BranchPrefix + e.Name, Base: e.Base})
-				switch {
-				case err != nil:
-					row.Kept = "not checked: " + err.Error()
-				case r.Removed:
-					row.Pruned = true
-				default:
-					row.Kept = r.Kept
-				}
-			}
-			rows = append(rows, row)
-		}
-	}
+	occupants := lo.FilterMap(roster, func(a projections.Agent, _ int) (worktree.Occupant, bool) {
+		return worktree.Occupant{Agent: a.Agent, Path: a.Worktree.Path, Live: !a.Exited}, host == "" || a.Host == host
+	})
+	rows, errs := worktree.Survey(ctx, sources, occupants, c.Prune)
 	if rosterErr != nil {
 		fmt.Fprintf(os.Stderr, "fleetd worktrees: no roster (%v): agents not shown\n", rosterErr)
 	}
-	header := "NAME\tBRANCH\tDIRTY\tAHEAD\tMERGED\tPUSHED\tAGENT\tPATH"
-	if c.Prune {
-		header += "\tPRUNE"
-	}
-	if err := printRows(c.listing, rows, header, "(no agent worktrees)", func(r worktreeRow, _ time.Time) string {
-		line := fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s", r.Name, worktree.BranchPrefix+r.Name, dirtyColumn(r.Entry), r.Ahead,
-			yesNo(r.Merged), yesNo(r.Pushed), agentColumn(r), r.Path)
-		if c.Prune {
-			switch {
-			case r.Pruned:
-				line += "\tremoved"
-			case r.Live:
-				line += "\tin use"
-			default:
-				line += "\tKEPT: " + r.Kept
-			}
-		}
-		return line
-	}); err != nil {
+	if err := printRows(c.listing, rows, clitable.Worktrees(c.Prune)); err != nil {
 		return err
 	}
-	return errors.Join(errs...)
-}
-
-// worktreeAgent is the agent of this host that works (or last worked) in
-// the worktree at path, and whether it is live.
-func worktreeAgent(roster []projections.Agent, host, path string) (string, bool) {
-	agent := ""
-	for _, a := range roster {
-		if a.Worktree.Path != path || (host != "" && a.Host != host) {
-			continue
-		}
-		if !a.Exited {
-			return a.Agent, true
-		}
-		agent = a.Agent
-	}
-	return agent, false
-}
-
-func dirtyColumn(e worktree.Entry) string {
-	switch {
-	case e.Missing:
-		return "missing"
-	case e.Err != "":
-		return "error: " + e.Err
-	}
-	return fmt.Sprint(e.Dirty)
-}
-
-func agentColumn(r worktreeRow) string {
-	switch {
-	case r.Agent == "":
-		return "-"
-	case r.Live:
-		return r.Agent
-	}
-	return r.Agent + " (exited)"
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-// worktreeState says where a worktree's branch stands, to follow its
-// name: ", 2 ahead, 3 dirty"; "" when it is level with its base and clean.
-func worktreeState(w events.Worktree) string {
-	var notes []string
-	if w.Ahead > 0 {
-		notes = append(notes, fmt.Sprintf("%d ahead", w.Ahead))
-	}
-	if w.Dirty > 0 {
-		notes = append(notes, fmt.Sprintf("%d dirty", w.Dirty))
-	}
-	if len(notes) == 0 {
-		return ""
-	}
-	return ", " + strings.Join(notes, ", ")
-}
-
-// branchColumn is the roster's BRANCH: the agent's branch, how far ahead
-// of its base and how many files are uncommitted after its last turn,
-// and once it exited, whether its worktree was removed or kept.
-func branchColumn(w events.Worktree) string {
-	if w.Branch == "" {
-		return "-"
-	}
-	switch {
-	case w.Removed:
-		return w.Branch + " (worktree removed)"
-	case w.Kept != "":
-		return w.Branch + " (worktree KEPT: " + w.Kept + ")"
-	}
-	if s := worktreeState(w); s != "" {
-		return w.Branch + " (" + strings.TrimPrefix(s, ", ") + ")"
-	}
-	return w.Branch
+	return errs
 }

@@ -74,11 +74,11 @@ func TestWorktreesListsAndPrunesAgentWorktrees(t *testing.T) {
 	if err := (&WorktreesCmd{listing: listing{JSON: true, out: &out}, Roles: rolesFile}).Run(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	var rows []worktreeRow
+	var rows []worktree.Row
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	got := map[string]worktreeRow{}
+	got := map[string]worktree.Row{}
 	for _, r := range rows {
 		got[r.Name] = r
 	}
