@@ -71,6 +71,20 @@ func TestRealClaudeWorkerKilledIsRestartedAndResumesItsSession(t *testing.T) {
 		t.Fatalf("first turn: HTTP %d %s", r.status, r.body)
 	}
 
+	// Claude Code writes the conversation a resume reads a moment after
+	// the turn's Stop hook: killed before that, it has nothing to resume
+	// (`No conversation found`) and fleetd starts it afresh. What is
+	// tested here is the resume: wait until the conversation is on disk.
+	checkfor.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		files, _ := filepath.Glob(filepath.Join(fleet.home, ".claude", "projects", "*", before.SessionID+".jsonl"))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte("kumquat")) && bytes.Contains(b, []byte(`"type":"assistant"`)) {
+				return nil
+			}
+		}
+		return fmt.Errorf("w-1's conversation %s is not on disk yet (%v)", before.SessionID, files)
+	})
+
 	// Killed while idle.
 	fleet.killClaude(t, before.Pane)
 	phase("killed w-1's claude while idle")
