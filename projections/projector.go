@@ -490,10 +490,37 @@ func (m *materializer) follow(ctx context.Context) error {
 	sweepT := time.NewTicker(m.o.SweepInterval)
 	defer sweepT.Stop()
 	batch := make([]events.Event, 0, batchSize)
+	// The view writes go on a goroutine of their own, one flush at a
+	// time: a fold that waited for them (a store syncing each write, a
+	// bucket electing a leader) would not wake the callers waiting for a
+	// reply, nor judge hosts' liveness, meanwhile.
+	var writing chan flushResult // nil while no flush is in flight
+	flushCtx, cancelFlush := context.WithCancel(ctx)
+	defer func() {
+		cancelFlush()
+		if writing != nil {
+			_ = m.finishFlush(<-writing) // what failed is written by the last flush
+		}
+	}()
+	startFlush := func(force bool) {
+		if writing != nil || !m.wfail.due(time.Now()) {
+			return
+		}
+		job, ok, err := m.prepare(force)
+		if err != nil || !ok {
+			m.wrote(err)
+			return
+		}
+		writing = make(chan flushResult, 1)
+		go func(done chan<- flushResult) { done <- m.do(flushCtx, job) }(writing)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case r := <-writing:
+			writing = nil
+			m.wrote(m.finishFlush(r))
 		case ev, ok := <-f.Events():
 			if !ok {
 				if err := f.Err(); err != nil {
@@ -517,13 +544,11 @@ func (m *materializer) follow(ctx context.Context) error {
 			if err := m.fold(ctx, batch); err != nil {
 				return err
 			}
-			if m.wfail.due(time.Now()) {
-				m.wrote(m.maybeFlush(ctx))
+			if m.flushDue() {
+				startFlush(false)
 			}
 		case <-flushT.C:
-			if m.wfail.due(time.Now()) {
-				m.wrote(m.flush(ctx, false))
-			}
+			startFlush(false)
 		case <-sweepT.C:
 			m.sweep()
 		}
@@ -532,10 +557,15 @@ func (m *materializer) follow(ctx context.Context) error {
 
 // maybeFlush writes once enough has changed; the ticker covers the rest.
 func (m *materializer) maybeFlush(ctx context.Context) error {
-	if m.dirty.len() < batchSize*m.spread() && m.sinceCkpt < m.o.CheckpointEvery*m.spread() {
+	if !m.flushDue() {
 		return nil
 	}
 	return m.flush(ctx, false)
+}
+
+// flushDue reports whether enough has changed to write before the tick.
+func (m *materializer) flushDue() bool {
+	return m.dirty.len() >= batchSize*m.spread() || m.sinceCkpt >= m.o.CheckpointEvery*m.spread()
 }
 
 // bulkSpread is how much further apart writes and checkpoints are while

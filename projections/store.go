@@ -222,29 +222,89 @@ type put struct {
 
 // flush writes every changed entry, then the checkpoint when one is due
 // (or force). Entries that fail to write stay changed for the next flush;
-// the checkpoint is only written once every entry before it is.
+// the checkpoint is only written once every entry before it is. It is
+// prepare, do and finish in a row; the live fold runs do off its own
+// goroutine (see follow).
 func (m *materializer) flush(ctx context.Context, force bool) error {
+	job, ok, err := m.prepare(force)
+	if err != nil || !ok {
+		return err
+	}
+	return m.finishFlush(m.do(ctx, job))
+}
+
+// flushJob is a flush's writes, encoded on the fold's goroutine from the
+// state as of one position: the changed entries and, when due, the
+// checkpoint of that position.
+type flushJob struct {
+	puts []put
+	ckpt *encodedCheckpoint
+}
+
+// flushResult is what came of a flushJob: the writes that failed (to be
+// marked changed again) and whether the checkpoint was written.
+type flushResult struct {
+	failed []put
+	err    error
+	ckpt   *encodedCheckpoint // written; nil when none was or it failed
+}
+
+// prepare takes the changed entries out of the dirty set and encodes
+// them, with the checkpoint when one is due; ok is false when there is
+// nothing to write. It runs on the fold's goroutine: it reads the state
+// without the lock, as only that goroutine changes it.
+func (m *materializer) prepare(force bool) (flushJob, bool, error) {
 	if m.o.Memory {
 		// Nothing is written: what changed is in memory already.
 		m.dirty = newDirtySet()
 		m.sinceCkpt = 0
-		return nil
+		return flushJob{}, false, nil
 	}
 	if m.kvBuckets() == nil {
-		return nil
+		return flushJob{}, false, nil
 	}
 	puts, err := m.collect()
 	if err != nil {
-		return err
+		return flushJob{}, false, err
 	}
-	if err := m.write(ctx, puts); err != nil {
-		return err
-	}
+	job := flushJob{puts: puts}
 	due := m.sinceCkpt >= m.o.CheckpointEvery*m.spread() || time.Since(m.ckptAt) >= m.o.CheckpointInterval
-	if (m.Applied() == m.ckptSeq && !m.ckptStale) || (!force && !due) {
-		return nil
+	if (m.Applied() != m.ckptSeq || m.ckptStale) && (force || due) {
+		if job.ckpt, err = m.encodeCheckpoint(); err != nil {
+			return flushJob{}, false, err
+		}
 	}
-	return m.checkpoint(ctx)
+	return job, len(job.puts) > 0 || job.ckpt != nil, nil
+}
+
+// do writes a job: the entries, then — only if every one was written —
+// its checkpoint. It touches no fold state, so it may run on another
+// goroutine.
+func (m *materializer) do(ctx context.Context, job flushJob) flushResult {
+	failed, err := m.write(ctx, job.puts)
+	if err != nil || job.ckpt == nil {
+		return flushResult{failed: failed, err: err}
+	}
+	if err := m.writeCheckpoint(ctx, job.ckpt); err != nil {
+		return flushResult{err: err}
+	}
+	return flushResult{ckpt: job.ckpt}
+}
+
+// finishFlush takes a job's result in on the fold's goroutine: failed
+// writes are marked changed again, a written checkpoint becomes the
+// current one.
+func (m *materializer) finishFlush(r flushResult) error {
+	for _, p := range r.failed {
+		p.retry()
+	}
+	if c := r.ckpt; c != nil {
+		m.slot, m.ckptSeq, m.ckptAt = c.slot, c.seq, time.Now()
+		m.sinceCkpt = int(m.Applied() - c.seq)
+		m.ckptStale = false
+		m.ckptDone.Store(c.seq)
+	}
+	return r.err
 }
 
 // collect takes the changed entries out of the dirty set as writes.
@@ -288,46 +348,51 @@ func (m *materializer) collect() ([]put, error) {
 	return puts, errors.Join(errs...)
 }
 
-// write publishes the puts asynchronously and waits for every ack. Its
-// error counts the failed writes and names the first: a full store fails
-// every one of hundreds the same way, and that is one line, not hundreds.
-func (m *materializer) write(ctx context.Context, puts []put) error {
+// write publishes the puts asynchronously and waits for every ack; it
+// returns the puts that failed. Its error counts the failed writes and
+// names the first: a full store fails every one of hundreds the same way,
+// and that is one line, not hundreds.
+func (m *materializer) write(ctx context.Context, puts []put) ([]put, error) {
 	if len(puts) == 0 {
-		return nil
+		return nil, nil
 	}
 	total := len(puts)
 	ctx, cancel := withTimeout(ctx, m.o.Timeout)
 	defer cancel()
 	var errs []error
+	var failed []put
 	puts = m.writeBatches(ctx, puts)
 	// In windows: nats.go stalls an async publish beyond its pending
 	// limit (4,000 by default), and a catch-up's flush can be larger.
 	for len(puts) > 0 {
 		n := min(len(puts), maxWritesInFlight)
-		errs = append(errs, m.writeWindow(ctx, puts[:n])...)
+		f, e := m.writeWindow(ctx, puts[:n])
+		failed, errs = append(failed, f...), append(errs, e...)
 		puts = puts[n:]
 	}
 	switch len(errs) {
 	case 0:
-		return nil
+		return nil, nil
 	case 1:
-		return errs[0]
+		return failed, errs[0]
 	}
-	return fmt.Errorf("%d of %d view writes failed, the first: %w", len(errs), total, errs[0])
+	return failed, fmt.Errorf("%d of %d view writes failed, the first: %w", len(errs), total, errs[0])
 }
 
 // maxWritesInFlight bounds the view writes in flight at once.
 const maxWritesInFlight = 1024
 
-// writeWindow publishes puts asynchronously and waits for every ack.
-func (m *materializer) writeWindow(ctx context.Context, puts []put) []error {
+// writeWindow publishes puts asynchronously and waits for every ack; it
+// returns the puts that failed and why.
+func (m *materializer) writeWindow(ctx context.Context, puts []put) (failed []put, errs []error) {
 	futures := make([]jetstream.PubAckFuture, len(puts))
-	var errs []error
+	fail := func(p put, err error) {
+		failed, errs = append(failed, p), append(errs, fmt.Errorf("put %s/%s: %w", p.bucket, p.name, err))
+	}
 	for i, p := range puts {
 		f, err := m.js.PublishMsgAsync(putMsg(p))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("put %s/%s: %w", p.bucket, p.name, err))
-			p.retry()
+			fail(p, err)
 			continue
 		}
 		futures[i] = f
@@ -339,14 +404,12 @@ func (m *materializer) writeWindow(ctx context.Context, puts []put) []error {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
-			errs = append(errs, fmt.Errorf("put %s/%s: %w", puts[i].bucket, puts[i].name, err))
-			puts[i].retry()
+			fail(puts[i], err)
 		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("put %s/%s: %w", puts[i].bucket, puts[i].name, ctx.Err()))
-			puts[i].retry()
+			fail(puts[i], ctx.Err())
 		}
 	}
-	return errs
+	return failed, errs
 }
 
 // snapshot is the whole fold state as of Seq: what a checkpoint stores so
@@ -406,7 +469,16 @@ func chunkKey(slot, n int) string {
 	return CheckpointKey + "." + strconv.Itoa(slot) + "." + strconv.Itoa(n)
 }
 
-func (m *materializer) checkpoint(ctx context.Context) error {
+// encodedCheckpoint is a snapshot encoded for the slot it goes to.
+type encodedCheckpoint struct {
+	seq  uint64
+	slot int
+	data []byte
+}
+
+// encodeCheckpoint encodes the state as of now, for the slot the head
+// does not name.
+func (m *materializer) encodeCheckpoint() (*encodedCheckpoint, error) {
 	snap := snapshot{Seq: m.Applied(), Agents: m.st.agents, Sessions: m.st.sessions, Hosts: m.st.hosts, Roles: m.st.roles, Stream: m.stream}
 	m.st.book.Turns(func(t lifecycle.Turn) bool {
 		snap.Turns = append(snap.Turns, t)
@@ -414,27 +486,28 @@ func (m *materializer) checkpoint(ctx context.Context) error {
 	})
 	data, err := json.Marshal(snap)
 	if err != nil {
-		return fmt.Errorf("encode checkpoint: %w", err)
+		return nil, fmt.Errorf("encode checkpoint: %w", err)
 	}
-	slot := 1 - m.slot
+	return &encodedCheckpoint{seq: snap.Seq, slot: 1 - m.slot, data: data}, nil
+}
+
+// writeCheckpoint writes c's chunks, then the head that names them.
+func (m *materializer) writeCheckpoint(ctx context.Context, c *encodedCheckpoint) error {
 	ctx, cancel := withTimeout(ctx, m.o.Timeout)
 	defer cancel()
 	kv := m.kvBuckets().checkpoints
 	n := 0
-	for off := 0; off < len(data) || n == 0; off += chunkSize {
-		end := min(off+chunkSize, len(data))
-		if _, err := kv.Put(ctx, chunkKey(slot, n), data[off:end]); err != nil {
+	for off := 0; off < len(c.data) || n == 0; off += chunkSize {
+		end := min(off+chunkSize, len(c.data))
+		if _, err := kv.Put(ctx, chunkKey(c.slot, n), c.data[off:end]); err != nil {
 			return fmt.Errorf("checkpoint chunk: %w", err)
 		}
 		n++
 	}
-	head, _ := json.Marshal(checkpointHead{Seq: snap.Seq, Slot: slot, Chunks: n, Bytes: len(data), Time: time.Now().UTC()})
+	head, _ := json.Marshal(checkpointHead{Seq: c.seq, Slot: c.slot, Chunks: n, Bytes: len(c.data), Time: time.Now().UTC()})
 	if _, err := kv.Put(ctx, CheckpointKey, head); err != nil {
 		return fmt.Errorf("checkpoint head: %w", err)
 	}
-	m.slot, m.ckptSeq, m.sinceCkpt, m.ckptAt = slot, snap.Seq, 0, time.Now()
-	m.ckptStale = false
-	m.ckptDone.Store(snap.Seq)
 	return nil
 }
 
