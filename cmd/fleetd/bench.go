@@ -28,6 +28,7 @@ type BenchCmd struct {
 	Against string  `help:"With --compare: compare with this --json report instead of running the bench." type:"existingfile" placeholder:"NEW.json"`
 	Noise   float64 `help:"With --compare: how much worse (a fraction) a row may get before it counts as a regression." default:"0.2"`
 	Strict  bool    `help:"With --compare: exit 3 when a row regressed."`
+	Show    string  `help:"Print an earlier --json report as the table, without running anything." type:"existingfile" placeholder:"REPORT.json"`
 
 	// Size "tiny" is for the command's own test; Stage and StageSync make
 	// a child run one stage.
@@ -45,6 +46,13 @@ func (c *BenchCmd) size() bench.Size { return bench.SizeFor(c.Size, c.Quick, c.T
 func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Stage != "" {
 		return c.runStage(ctx, g)
+	}
+	if c.Show != "" {
+		r, err := bench.ReadReport(c.Show)
+		if err != nil {
+			return err
+		}
+		return r.Write(os.Stdout, false)
 	}
 	if c.Against != "" || c.Compare != "" {
 		return c.compare(ctx)

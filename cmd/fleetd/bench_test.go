@@ -75,6 +75,11 @@ func checkCompare(t *testing.T, raw []byte, rep bench.Report) {
 	if err := os.WriteFile(old, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// --show prints the kept report as the table, every row in it.
+	shown, err := exec.Command(fleetdBin, "bench", "--show", old).CombinedOutput()
+	if err != nil || !strings.Contains(string(shown), "ROW") || !strings.Contains(string(shown), rep.Rows[len(rep.Rows)-1].Name) {
+		t.Errorf("bench --show: %v\n%s", err, shown)
+	}
 	compare := func(against string) (string, int) {
 		cmd := exec.Command(fleetdBin, "bench", "--compare", old, "--against", against, "--strict")
 		out, err := cmd.CombinedOutput()
