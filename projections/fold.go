@@ -145,6 +145,9 @@ func (m *materializer) fold(ctx context.Context, evs []events.Event) error {
 		}
 		m.apply(ev, b)
 	}
+	if len(b.changes) > 0 {
+		m.version.Add(1)
+	}
 	m.mu.Unlock()
 	m.sinceCkpt += len(evs)
 	m.setApplied(evs[len(evs)-1].Seq)
@@ -648,6 +651,9 @@ func (m *materializer) sweep() {
 	m.mu.Lock()
 	for host, h := range m.st.hosts {
 		m.restale(host, h, now, b)
+	}
+	if len(b.changes) > 0 {
+		m.version.Add(1)
 	}
 	m.mu.Unlock()
 	if len(b.changes) > 0 {

@@ -141,7 +141,8 @@ type materializer struct {
 
 	wmu         sync.Mutex
 	turnWaiters map[string]*waiter
-	// version counts notified changes (Views.Version).
+	// version counts changes to the views (Views.Version); it moves under
+	// the write lock, so a reader that sees a state sees its version.
 	version atomic.Uint64
 	seqCh   chan struct{}
 
@@ -297,6 +298,7 @@ func (m *materializer) open(ctx context.Context) error {
 		st := snap.state()
 		m.mu.Lock()
 		m.st = st
+		m.version.Add(1)
 		m.mu.Unlock()
 		m.ckptSeq = snap.Seq
 		m.ckptDone.Store(snap.Seq)
@@ -394,6 +396,7 @@ func (m *materializer) reanchor(st events.StreamState) {
 		t.FirstSeq = from
 		m.st.book.Restore(t)
 	}
+	m.version.Add(1)
 	m.mu.Unlock()
 	m.cache.reset()
 	m.setStream(st.Created)
@@ -644,6 +647,7 @@ func (m *materializer) Rebuild(ctx context.Context) error {
 	m.mu.Lock()
 	m.st = newState()
 	m.cache.reset()
+	m.version.Add(1)
 	m.mu.Unlock()
 	m.dirty = newDirtySet()
 	m.sinceCkpt, m.ckptSeq, m.slot = 0, 0, 0
@@ -696,6 +700,7 @@ func (m *materializer) rebuildFromCheckpoint(ctx context.Context, st events.Stre
 	m.mu.Lock()
 	m.st = state
 	m.cache.reset()
+	m.version.Add(1)
 	m.mu.Unlock()
 	m.dirty = newDirtySet()
 	for id, a := range state.agents {
@@ -759,6 +764,7 @@ func (m *materializer) rebuildMemory(ctx context.Context, st events.StreamState)
 	m.mu.Lock()
 	m.st = state
 	m.cache.reset()
+	m.version.Add(1)
 	m.mu.Unlock()
 	m.dirty = newDirtySet()
 	m.sinceCkpt, m.ckptSeq = 0, seq
@@ -818,7 +824,6 @@ func (m *materializer) setApplied(seq uint64) {
 // notify wakes WaitTurn callers of the turns that changed and the
 // subscribers of every change.
 func (m *materializer) notify(changes []Change) {
-	m.version.Add(1)
 	m.wmu.Lock()
 	for _, c := range changes {
 		if c.Kind != KindTurn {
