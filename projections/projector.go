@@ -144,7 +144,9 @@ type materializer struct {
 	// version counts changes to the views (Views.Version); it moves under
 	// the write lock, so a reader that sees a state sees its version.
 	version atomic.Uint64
-	seqCh   chan struct{}
+	// sorted caches the roster's order for one version.
+	sorted atomic.Pointer[sortedIDs]
+	seqCh  chan struct{}
 
 	smu  sync.Mutex
 	subs map[chan Change]struct{}
