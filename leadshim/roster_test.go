@@ -70,9 +70,13 @@ func TestTheRosterShowsAHostGoingStaleThoughNoEventSaysSo(t *testing.T) {
 	fleettest.Run(t, "projector", p.Run)
 	<-p.Ready()
 	f.Views = p
-	f.MustAppend(events.Event{Subject: "hq", Data: events.HostUp{Host: "hq"}})
-	f.MustAppend(events.Event{Subject: "w1", Data: events.AgentRegistered{Agent: "w1", Host: "hq", Pane: "p1", Role: "w"}})
-	ack := f.MustAppend(events.Event{Subject: "w1", Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}})
+	t0 := time.Unix(0, clock.Load())
+	f.MustAppend(events.Event{Subject: "hq", Time: t0, Data: events.HostUp{Host: "hq"}})
+	f.MustAppend(events.Event{Subject: "w1", Time: t0, Data: events.AgentRegistered{Agent: "w1", Host: "hq", Pane: "p1", Role: "w"}})
+	f.MustAppend(events.Event{Subject: "w1", Time: t0, Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}})
+	// The log has heard of the fleet 90 s on (another host's beat):
+	// judged against it, hq is silent once the clock is past its TTL.
+	ack := f.MustAppend(events.Event{Subject: "hr", Time: t0.Add(90 * time.Second), Data: events.HostUp{Host: "hr"}})
 	if err := p.WaitSeq(fleettest.Ctx(t), ack.Seq); err != nil {
 		t.Fatal(err)
 	}

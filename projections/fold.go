@@ -80,6 +80,12 @@ type state struct {
 	// roles is each role's usage: the sum of its agents' replies.
 	roles map[string]*usage
 	book  *lifecycle.Book
+	// logTime is the newest event time folded: how far the fold has
+	// heard the fleet. A host is judged silent against it as well as
+	// against the clock, so a fold that hears nothing (its reader lost
+	// with a cluster member, being made again) does not call every host
+	// stale: in a live fleet every gateway's heartbeat moves it.
+	logTime time.Time
 }
 
 func newState() *state {
@@ -289,6 +295,9 @@ func (m *materializer) endedBefore(id string, seq uint64, b *batch) bool {
 }
 
 func (m *materializer) apply(ev events.Event, b *batch) {
+	if ev.Time.After(m.st.logTime) {
+		m.st.logTime = ev.Time
+	}
 	switch d := ev.Data.(type) {
 	case events.HostUp:
 		m.hostEvent(ev.Subject, ev.Time, true, b)
@@ -631,7 +640,7 @@ func (m *materializer) hostStale(host string) bool {
 
 // restale recomputes a host's liveness at now and marks its agents.
 func (m *materializer) restale(host string, h *hostRow, now time.Time, b *batch) {
-	stale := h.Down || now.Sub(h.LastBeat) > m.o.HostTTL
+	stale := h.Down || (now.Sub(h.LastBeat) > m.o.HostTTL && m.st.logTime.Sub(h.LastBeat) > m.o.HostTTL)
 	if stale == h.Stale {
 		return
 	}

@@ -271,7 +271,16 @@ func TestHostLivenessMarksAgentsStale(t *testing.T) {
 	if h := p.Hosts(); len(h) != 2 || h[1].Host != "h2" || !h[1].Unheard || h[0].Unheard {
 		t.Fatalf("hosts %+v, want h2 unheard", h)
 	}
-	mu.set(at(20)) // h1 silent for 19s, h2 never heard from for 19s
+	mu.set(at(20)) // h1 silent for 19s, h2 never heard from for 19s…
+	// …but so is the whole log: a fold that hears nothing (its reader
+	// being made again) judges no host by the clock alone.
+	time.Sleep(50 * time.Millisecond) // ten sweeps
+	if a, _ := p.Agent("w1"); a.Stale {
+		t.Fatal("with nothing folded for 19s, w1 was judged stale by the clock alone")
+	}
+	// The log moves on (another agent's event at 20s): h1 and h2 are
+	// silent in it.
+	e.append(t, events.Event{Subject: "w9", Time: at(20), Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}})
 	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w1", true))
 	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale("w2", true))
 	// Its gateway coming up at last makes it an ordinary host.

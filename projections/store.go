@@ -429,6 +429,8 @@ type snapshot struct {
 	// Stream is the incarnation of the stream Seq is a position in (its
 	// creation time): a stream created again restarts its sequences.
 	Stream time.Time `json:"stream,omitzero"`
+	// LogTime is the newest event time folded (state.logTime).
+	LogTime time.Time `json:"log_time,omitzero"`
 }
 
 func (s *snapshot) state() *state {
@@ -448,6 +450,7 @@ func (s *snapshot) state() *state {
 	for _, t := range s.Turns {
 		st.book.Restore(t)
 	}
+	st.logTime = s.LogTime
 	return st
 }
 
@@ -479,7 +482,7 @@ type encodedCheckpoint struct {
 // encodeCheckpoint encodes the state as of now, for the slot the head
 // does not name.
 func (m *materializer) encodeCheckpoint() (*encodedCheckpoint, error) {
-	snap := snapshot{Seq: m.Applied(), Agents: m.st.agents, Sessions: m.st.sessions, Hosts: m.st.hosts, Roles: m.st.roles, Stream: m.stream}
+	snap := snapshot{Seq: m.Applied(), Agents: m.st.agents, Sessions: m.st.sessions, Hosts: m.st.hosts, Roles: m.st.roles, Stream: m.stream, LogTime: m.st.logTime}
 	m.st.book.Turns(func(t lifecycle.Turn) bool {
 		snap.Turns = append(snap.Turns, t)
 		return true
