@@ -189,6 +189,9 @@ type jsLog struct {
 	o       Options
 	skipped atomic.Uint64
 	seen    skipSet
+	// singleUntil (unix ns): the stream was seen with one replica, so
+	// readers need no placement check until then (placedOnWholeCopy).
+	singleUntil atomic.Int64
 }
 
 func (l *jsLog) Skipped() uint64 { return l.skipped.Load() }

@@ -174,7 +174,7 @@ func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) er
 // to ask (the stream's info), any placement is taken.
 func (l *jsLog) placedOnWholeCopy(ctx context.Context, c jetstream.Consumer) bool {
 	ci := c.CachedInfo()
-	if ci == nil || ci.Cluster == nil || ci.Cluster.Leader == "" {
+	if ci == nil || ci.Cluster == nil || ci.Cluster.Leader == "" || time.Now().UnixNano() < l.singleUntil.Load() {
 		return true
 	}
 	ctx, cancel := withDefaultTimeout(ctx, 2*time.Second)
@@ -185,6 +185,9 @@ func (l *jsLog) placedOnWholeCopy(ctx context.Context, c jetstream.Consumer) boo
 	}
 	sc := st.CachedInfo().Cluster
 	if sc == nil || len(sc.Replicas) == 0 {
+		// One copy: nothing to check for a while (a standalone server
+		// reports cluster info too, so every reader would ask).
+		l.singleUntil.Store(time.Now().Add(time.Minute).UnixNano())
 		return true
 	}
 	on := ci.Cluster.Leader
