@@ -42,6 +42,11 @@ func TestBatchedViewWritesLeaveWhatOneByOneWritesDo(t *testing.T) {
 	if err := diff("batched vs one by one", bat, one); err != nil {
 		t.Fatal(err)
 	}
+	var turnID string
+	for id := range bat.Turns {
+		turnID = id
+		break
+	}
 	for prefix, want := range map[string]bool{"one_": false, "bat_": true} {
 		st, err := srv.JS.Stream(ctx, "KV_"+prefix+"turns")
 		if err != nil {
@@ -49,6 +54,14 @@ func TestBatchedViewWritesLeaveWhatOneByOneWritesDo(t *testing.T) {
 		}
 		if got := st.CachedInfo().Config.AllowAtomicPublish; got != want {
 			t.Errorf("%sturns allows atomic batches: %v, want %v", prefix, got, want)
+		}
+		// The entries themselves say how they were written.
+		m, err := st.GetLastMsgForSubject(ctx, "$KV."+prefix+"turns."+projections.Key(turnID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Header.Get("Nats-Batch-Id") != ""; got != want {
+			t.Errorf("%sturns/%s written in a batch: %v, want %v", prefix, turnID, got, want)
 		}
 	}
 }
