@@ -19,7 +19,7 @@ func (s *Server) funcs() template.FuncMap {
 			}
 			return t.UTC().Format(time.RFC3339Nano)
 		},
-		"ago":   ago,
+		"ago":   Ago,
 		"dur":   dur,
 		"durMS": func(ms float64) string { return dur(time.Duration(ms * float64(time.Millisecond))) },
 		"usd":   usd,
@@ -92,8 +92,9 @@ func clock(t time.Time) string {
 	return t.Local().Format("15:04:05.000")
 }
 
-// ago is how long before now t was, coarsely; the page keeps it current.
-func ago(now, t time.Time) string {
+// Ago is how long before now t was, coarsely ("now", "42s ago", "5m
+// ago", "3h ago", "2d ago"; "-" for no time); the page keeps it current.
+func Ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fleetd/fleetd/dashboard"
 	"github.com/fleetd/fleetd/events"
 )
 
@@ -60,23 +61,13 @@ func Dash(s string) string {
 	return s
 }
 
-// ago is how long before now t was, coarsely; a date beyond two days.
+// ago is how long before now t was, as the dashboard says it, but a date
+// beyond two days: a terminal's table is read later, the page is live.
 func ago(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
+	if !t.IsZero() && now.Sub(t) >= 48*time.Hour {
+		return t.Local().Format("2006-01-02")
 	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Second:
-		return "now"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return t.Local().Format("2006-01-02")
+	return dashboard.Ago(now, t)
 }
 
 // Event writes one event a line, as 'fleetd tail' prints the log: as
