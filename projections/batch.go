@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -124,7 +125,15 @@ func (m *materializer) writeBatches(ctx context.Context, puts []put) (rest []put
 			rest = append(rest, p)
 		}
 	}
-	nc := m.js.Conn()
+	// The batches go concurrently: each waits for its commit (a sync on
+	// a SyncAlways server), and the server takes several batches of a
+	// stream in flight at once.
+	type job struct {
+		bucket string
+		puts   []put
+		failed bool
+	}
+	var jobs []*job
 	for bucket, ps := range byBucket {
 		if len(ps) < minBatch {
 			rest = append(rest, ps...)
@@ -132,15 +141,36 @@ func (m *materializer) writeBatches(ctx context.Context, puts []put) (rest []put
 		}
 		for len(ps) > 0 {
 			n := min(len(ps), maxBatch)
-			if err := writeBatch(ctx, nc, ps[:n]); err != nil {
-				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-					return append(rest, ps...)
-				}
-				m.o.Logger.Warn("projections: a batch of view writes failed; writing them one by one", "bucket", bucket, "writes", n, "err", err)
-				rest = append(rest, ps[:n]...)
-			}
+			jobs = append(jobs, &job{bucket: bucket, puts: ps[:n]})
 			ps = ps[n:]
+		}
+	}
+	nc := m.js.Conn()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, batchesInFlight)
+	for _, j := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := writeBatch(ctx, nc, j.puts)
+			if err == nil {
+				return
+			}
+			j.failed = true
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				m.o.Logger.Warn("projections: a batch of view writes failed; writing them one by one", "bucket", j.bucket, "writes", len(j.puts), "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, j := range jobs {
+		if j.failed {
+			rest = append(rest, j.puts...)
 		}
 	}
 	return rest
 }
+
+// batchesInFlight bounds the atomic batches a flush has in flight at once
+// (the server's default limit per stream is 50).
+const batchesInFlight = 4

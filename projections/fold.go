@@ -185,6 +185,9 @@ func (m *materializer) prefetch(ctx context.Context, evs []events.Event, b *batc
 		if _, ok := m.dirty.turns[id]; ok {
 			continue
 		}
+		if _, ok := m.writing[id]; ok {
+			continue
+		}
 		if _, ok := m.cache.get(id); ok {
 			continue
 		}
@@ -285,6 +288,7 @@ func (m *materializer) endedBefore(id string, seq uint64, b *batch) bool {
 	for _, lookup := range []func(string) (lifecycle.Turn, bool){
 		m.cache.get,
 		func(id string) (lifecycle.Turn, bool) { t, ok := m.dirty.turns[id]; return t, ok },
+		func(id string) (lifecycle.Turn, bool) { t, ok := m.writing[id]; return t, ok },
 		func(id string) (lifecycle.Turn, bool) { t, ok := b.stored[id]; return t, ok },
 	} {
 		if t, ok := lookup(id); ok && t.State.Final() && t.LastSeq < seq {

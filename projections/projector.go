@@ -127,6 +127,10 @@ type materializer struct {
 	evicted map[string]struct{}
 	// bulk: the fold is catching up (see bulkSpread).
 	bulk bool
+	// writing holds the turns of the flush in flight until it is
+	// finished: the fold may have let go of them (pushed out of the
+	// cache) before the turns bucket has them.
+	writing map[string]lifecycle.Turn
 	// born is when the projector was made, and evictedNewest the newest
 	// id time (Unix ms) of a turn pushed out of the cache: a turn whose
 	// ULID is younger than both (by unknownAfter) cannot be in the turns
@@ -455,18 +459,58 @@ func (m *materializer) catchUp(ctx context.Context) error {
 			}
 		}
 	}()
+	// The view writes go on a goroutine of their own too, one flush at a
+	// time, while the fold goes on: the fold, the decoding and the writes
+	// each take about a third of a rebuild.
+	var writing chan flushResult // nil while no flush is in flight
+	wait := func() error {
+		r := <-writing
+		writing = nil
+		return m.finishFlush(r)
+	}
 	fold := func() error {
 		for batch := range batches {
 			if err := m.fold(ctx, batch); err != nil {
 				return err
 			}
-			if err := m.maybeFlush(ctx); err != nil {
+			select {
+			case r := <-writing:
+				writing = nil
+				if err := m.finishFlush(r); err != nil {
+					return err
+				}
+			default:
+			}
+			if !m.flushDue() {
+				continue
+			}
+			if writing != nil && m.dirty.len() >= 2*batchSize*bulkSpread {
+				// The writes fall behind: hold the fold rather than
+				// let what waits to be written grow without bound.
+				if err := wait(); err != nil {
+					return err
+				}
+			}
+			if writing != nil {
+				continue
+			}
+			job, ok, err := m.prepare(false)
+			if err != nil {
 				return err
+			}
+			if ok {
+				writing = make(chan flushResult, 1)
+				go func(done chan<- flushResult) { done <- m.do(ctx, job) }(writing)
 			}
 		}
 		return nil
 	}
-	if err := fold(); err != nil {
+	err := fold()
+	if writing != nil {
+		// Also on failure: nothing of this catch-up writes after it returns.
+		err = errors.Join(err, wait())
+	}
+	if err != nil {
 		cancel()
 		<-read
 		return err
@@ -570,23 +614,34 @@ func (m *materializer) maybeFlush(ctx context.Context) error {
 
 // flushDue reports whether enough has changed to write before the tick.
 func (m *materializer) flushDue() bool {
-	return m.dirty.len() >= batchSize*m.spread() || m.sinceCkpt >= m.o.CheckpointEvery*m.spread()
+	if m.bulk {
+		// Roster and session rows wait for the checkpoint (see prepare).
+		return len(m.dirty.turns) >= batchSize*bulkSpread || m.checkpointDue()
+	}
+	return m.dirty.len() >= batchSize || m.checkpointDue()
 }
 
-// bulkSpread is how much further apart writes and checkpoints are while
-// the fold catches up (a rebuild, a start behind the log): the dirty set
-// coalesces more (an agent's row changes with every event, a turn with
-// each step) and each write batch and checkpoint is amortised over more
-// events, while nobody waits for the views to be current yet.
+// checkpointDue reports whether the next flush should write a checkpoint.
+func (m *materializer) checkpointDue() bool {
+	every := m.o.CheckpointEvery
+	if m.bulk {
+		every *= bulkCheckpointSpread
+	}
+	return m.sinceCkpt >= every || time.Since(m.ckptAt) >= m.o.CheckpointInterval
+}
+
+// bulkSpread is how much further apart turn writes are while the fold
+// catches up (a rebuild, a start behind the log): each write batch is
+// amortised over more events while nobody waits for the views to be
+// current yet.
 const bulkSpread = 8
 
-// spread is the factor on write and checkpoint thresholds now.
-func (m *materializer) spread() int {
-	if m.bulk {
-		return bulkSpread
-	}
-	return 1
-}
+// bulkCheckpointSpread is how much further apart (in events) checkpoints
+// are while the fold catches up. A checkpoint holds the whole state (some
+// megabytes with a thousand agents): one every thousand events was a
+// third of a rebuild's work. CheckpointInterval still bounds how much
+// fold a crash mid-catch-up throws away.
+const bulkCheckpointSpread = 64
 
 // writeTrouble spaces out view writes while they fail (a full store
 // refuses every one) and keeps the log to one line when they start
@@ -652,6 +707,7 @@ func (m *materializer) Rebuild(ctx context.Context) error {
 	m.version.Add(1)
 	m.mu.Unlock()
 	m.dirty = newDirtySet()
+	m.ckptAt = time.Now()
 	m.sinceCkpt, m.ckptSeq, m.slot = 0, 0, 0
 	m.ckptDone.Store(0)
 	m.applied.Store(0)
@@ -769,6 +825,7 @@ func (m *materializer) rebuildMemory(ctx context.Context, st events.StreamState)
 	m.version.Add(1)
 	m.mu.Unlock()
 	m.dirty = newDirtySet()
+	m.ckptAt = time.Now()
 	m.sinceCkpt, m.ckptSeq = 0, seq
 	m.ckptDone.Store(seq)
 	m.setStream(st.Created)

@@ -236,7 +236,7 @@ func TestRebuildKeepsAnEvictedTurnEndedWhenItsQueuedIsReappended(t *testing.T) {
 	}
 	last := republish(t, e, queued("w1", first, "t0"))
 
-	p := projections.New(e.log, e.js, projections.Options{BucketPrefix: "rb2_", TurnCacheSize: 2, CheckpointEvery: 100}) // a flush after 800 events while catching up
+	p := projections.New(e.log, e.js, projections.Options{BucketPrefix: "rb2_", TurnCacheSize: 2, CheckpointEvery: 12}) // a checkpoint flush after 768 events while catching up
 	t.Cleanup(func() { p.Close() })
 	if err := p.Rebuild(context.Background()); err != nil {
 		t.Fatal(err)

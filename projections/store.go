@@ -263,13 +263,16 @@ func (m *materializer) prepare(force bool) (flushJob, bool, error) {
 	if m.kvBuckets() == nil {
 		return flushJob{}, false, nil
 	}
-	puts, err := m.collect()
+	ckpt := (m.Applied() != m.ckptSeq || m.ckptStale) && (force || m.checkpointDue())
+	// While catching up, an agent's row changes with nearly every event:
+	// it is written with the checkpoints and at the end, not with each
+	// batch of turns.
+	puts, err := m.collect(force || ckpt || !m.bulk)
 	if err != nil {
 		return flushJob{}, false, err
 	}
 	job := flushJob{puts: puts}
-	due := m.sinceCkpt >= m.o.CheckpointEvery*m.spread() || time.Since(m.ckptAt) >= m.o.CheckpointInterval
-	if (m.Applied() != m.ckptSeq || m.ckptStale) && (force || due) {
+	if ckpt {
 		if job.ckpt, err = m.encodeCheckpoint(); err != nil {
 			return flushJob{}, false, err
 		}
@@ -295,6 +298,7 @@ func (m *materializer) do(ctx context.Context, job flushJob) flushResult {
 // writes are marked changed again, a written checkpoint becomes the
 // current one.
 func (m *materializer) finishFlush(r flushResult) error {
+	m.writing = nil
 	for _, p := range r.failed {
 		p.retry()
 	}
@@ -307,10 +311,18 @@ func (m *materializer) finishFlush(r flushResult) error {
 	return r.err
 }
 
-// collect takes the changed entries out of the dirty set as writes.
-func (m *materializer) collect() ([]put, error) {
+// collect takes the changed entries out of the dirty set as writes: the
+// turns, and the roster and session rows too when rows is set. The turns
+// are writing until the flush is finished.
+func (m *materializer) collect(rows bool) ([]put, error) {
 	d := m.dirty
-	m.dirty = newDirtySet()
+	if rows {
+		m.dirty = newDirtySet()
+	} else {
+		m.dirty.turns = map[string]lifecycle.Turn{}
+		d.agents, d.sessions = nil, nil
+	}
+	m.writing = d.turns
 	names := bucketNames(m.o)
 	puts := make([]put, 0, d.len())
 	var errs []error

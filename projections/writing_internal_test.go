@@ -1,0 +1,85 @@
+package projections
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/embeddednats/natstest"
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+// The fold goes on while a flush's writes are in flight (a catch-up, the
+// live follow). A turn that ended, went out in that flush and was then
+// pushed out of the cache is known only to the flush until the turns
+// bucket has it: a queued event re-appended for it meanwhile must find it
+// ended there, not open it again. The test holds the write back by
+// preparing the flush and doing it only after the re-appended event is
+// folded; without the flush's turns being looked at, the KV read misses
+// and the turn opens again.
+func TestATurnWhoseWriteIsInFlightIsNotOpenedAgain(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	log := events.New(srv.JS, events.Options{Source: "fleetd/test/projections"})
+	m := New(log, srv.JS, Options{BucketPrefix: "wr_", TurnCacheSize: 1}).(*materializer)
+	t.Cleanup(func() { m.Close() })
+	if err := m.open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ids := events.NewULIDSource(time.Now)
+	now := time.Now().UTC()
+	seq := uint64(0)
+	ev := func(id, turn string, d events.Data) events.Event {
+		seq++
+		if id == "" {
+			id = ids()
+		}
+		return events.Event{Seq: seq, ID: id, Subject: "w1", CorrelationID: turn, Time: now, Data: d}
+	}
+	turn := func(id string) []events.Event {
+		return []events.Event{
+			ev(id, id, events.AgentQueued{From: "lead", Text: "t " + id}),
+			ev("", id, events.AgentFailed{Reason: events.ReasonCancelled}),
+		}
+	}
+	first := ids()
+	fold := func(evs ...events.Event) {
+		t.Helper()
+		if err := m.fold(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fold(ev("", "", events.AgentRegistered{Agent: "w1", Host: "h1", Pane: "p1", Role: "w-local", Tier: 2, Parent: "lead", Model: "m1", Cwd: "/src", Origin: "spawned"}))
+	fold(turn(first)...)
+
+	job, ok, err := m.prepare(true)
+	if err != nil || !ok {
+		t.Fatalf("prepare: %v %v", ok, err)
+	}
+	// More turns than the agent remembers event ids for (so the
+	// re-appended event is not a duplicate by its id) and than the cache
+	// holds (so the first is pushed out).
+	for range recentIDs {
+		fold(turn(ids())...)
+	}
+	if _, cached := m.cache.get(first); cached {
+		t.Fatal("the first turn is still cached; the test needs it pushed out")
+	}
+	again := turn(first)[0]
+	fold(again)
+	if err := m.finishFlush(m.do(ctx, job)); err != nil {
+		t.Fatal(err)
+	}
+
+	if a, _ := m.Agent("w1"); a.QueueDepth != 0 {
+		t.Errorf("queue depth %d after the re-appended queued event, want 0 (the ended turn was opened again)", a.QueueDepth)
+	}
+	got, ok, err := m.Turn(ctx, first)
+	if err != nil || !ok || got.State != lifecycle.StateFailed {
+		t.Errorf("turn %s: %+v %v %v; want it failed, as written", first, got, ok, err)
+	}
+	if _, open := m.st.book.Turn(first); open {
+		t.Errorf("turn %s is open in the book again", first)
+	}
+}
