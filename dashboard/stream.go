@@ -245,53 +245,34 @@ func (s *Server) liveLog(ctx context.Context, sp spec, out *sse) error {
 	if !out.view(b) {
 		return nil
 	}
-	f, err := s.follow(ctx, sp.Subject, end+1)
-	if err != nil {
-		return err
-	}
-	defer f.Stop()
 	var pending []events.Event
-	tick := time.NewTicker(s.cfg.Batch)
-	defer tick.Stop()
-	ping := time.NewTicker(pingEvery)
-	defer ping.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-f.Events():
-			if !ok {
-				return f.Err()
-			}
-			pending = append(pending, ev)
-			if len(pending) > 2*s.cfg.LogRows {
-				pending = pending[len(pending)-s.cfg.LogRows:]
-			}
-		case <-ping.C:
-			if !out.ping() {
-				return nil
-			}
-		case <-tick.C:
-			if len(pending) == 0 {
-				continue
-			}
-			if n := len(pending); n > s.cfg.LogRows {
-				pending = pending[n-s.cfg.LogRows:]
-			}
-			rows := make([]logRow, len(pending))
-			for i, ev := range pending {
-				rows[len(pending)-1-i] = s.logRow(ev)
-			}
-			pending = pending[:0]
-			var b bytes.Buffer
-			if err := s.tmpl.ExecuteTemplate(&b, "log-rows", rows); err != nil {
-				return err
-			}
-			if !out.send("rows", b.Bytes()) {
-				return nil
-			}
+	keep := func(ev events.Event) {
+		pending = append(pending, ev)
+		if len(pending) > 2*s.cfg.LogRows {
+			pending = pending[len(pending)-s.cfg.LogRows:]
 		}
 	}
+	return s.tail(ctx, out, sp.Subject, end+1, keep, func(time.Time) error {
+		if len(pending) == 0 {
+			return nil
+		}
+		if n := len(pending); n > s.cfg.LogRows {
+			pending = pending[n-s.cfg.LogRows:]
+		}
+		rows := make([]logRow, len(pending))
+		for i, ev := range pending {
+			rows[len(pending)-1-i] = s.logRow(ev)
+		}
+		pending = pending[:0]
+		var b bytes.Buffer
+		if err := s.tmpl.ExecuteTemplate(&b, "log-rows", rows); err != nil {
+			return err
+		}
+		if !out.send("rows", b.Bytes()) {
+			return errGone
+		}
+		return nil
+	})
 }
 
 // liveJobs folds every job, then each job event as it comes, and shows
@@ -331,7 +312,25 @@ func (s *Server) liveLogView(ctx context.Context, sp spec, out *sse, subject str
 	if err := p.show(out, render); err != nil {
 		return err
 	}
-	f, err := s.follow(ctx, subject, end+1)
+	return s.tail(ctx, out, subject, end+1, func(ev events.Event) {
+		apply(ev)
+		p.dirty = true
+	}, func(now time.Time) error {
+		if p.due(now) {
+			return p.show(out, render)
+		}
+		return nil
+	})
+}
+
+// tail follows subject from seq from on and serves a live stream of it:
+// each event to onEvent as it comes, onTick every Batch (to send what the
+// events changed, paced), a ping every pingEvery. It ends when ctx does
+// or the reader is gone (nil), when the follower fails (its error), or
+// when onTick fails (its error: errGone when the reader went while it
+// was sent to, which stream does not report).
+func (s *Server) tail(ctx context.Context, out *sse, subject string, from uint64, onEvent func(events.Event), onTick func(time.Time) error) error {
+	f, err := s.follow(ctx, subject, from)
 	if err != nil {
 		return err
 	}
@@ -348,17 +347,14 @@ func (s *Server) liveLogView(ctx context.Context, sp spec, out *sse, subject str
 			if !ok {
 				return f.Err()
 			}
-			apply(ev)
-			p.dirty = true
+			onEvent(ev)
 		case <-ping.C:
 			if !out.ping() {
 				return nil
 			}
 		case now := <-tick.C:
-			if p.due(now) {
-				if err := p.show(out, render); err != nil {
-					return err
-				}
+			if err := onTick(now); err != nil {
+				return err
 			}
 		}
 	}

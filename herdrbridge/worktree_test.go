@@ -70,9 +70,7 @@ func (f *wtFleet) git(dir string, args ...string) string {
 
 func (f *wtFleet) write(dir, name, text string) {
 	f.t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
+	worktreetest.Write(f.t, dir, name, text)
 }
 
 func (f *wtFleet) worktreePath(name string) string { return filepath.Join(f.state, "worktrees", name) }

@@ -1,7 +1,6 @@
 package leadshim_test
 
 import (
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -52,16 +51,13 @@ func mustRoles(t *testing.T, rolesJSON string) roles.Config {
 // postFull posts a send and returns the status, Retry-After and body.
 func postFull(t *testing.T, base, body string) (int, string, []byte) {
 	t.Helper()
-	res, err := http.Post(base+"/message", "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, base+"/message", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, res.Header.Get("Retry-After"), b
+	req.Header.Set("Content-Type", "application/json")
+	res, b := do(t, http.DefaultClient, req)
+	return res.StatusCode, res.Header.Get("Retry-After"), []byte(b)
 }
 
 // The fake agents answer each turn with len(text)+7 tokens: with 20

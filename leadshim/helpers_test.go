@@ -2,6 +2,7 @@ package leadshim_test
 
 import (
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -101,4 +102,19 @@ func forKinds(t *testing.T, test func(*testing.T, fleettest.Kind)) {
 	for _, kind := range fleettest.Kinds {
 		t.Run(string(kind), func(t *testing.T) { test(t, kind) })
 	}
+}
+
+// do sends req with c and returns the answer, its body read and closed.
+func do(t *testing.T, c *http.Client, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(b)
 }

@@ -1,7 +1,6 @@
 package leadshim_test
 
 import (
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -37,20 +36,6 @@ func get(t *testing.T, c *http.Client, u string, header ...string) (*http.Respon
 		req.Header.Set(header[i], header[i+1])
 	}
 	return do(t, c, req)
-}
-
-func do(t *testing.T, c *http.Client, req *http.Request) (*http.Response, string) {
-	t.Helper()
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, string(b)
 }
 
 func signIn(t *testing.T, c *http.Client, base, token, next string) *http.Response {

@@ -754,29 +754,40 @@ func (m *materializer) rebuildFromCheckpoint(ctx context.Context, st events.Stre
 		return err
 	}
 	m.kvb.Store(b)
-	state := snap.state()
+	// The buckets were dropped: every view the checkpoint holds is
+	// written again.
+	state, dirty := snap.state(), newDirtySet()
+	for id, a := range state.agents {
+		if a.Registered {
+			dirty.agents[id] = struct{}{}
+		}
+	}
+	for name := range state.sessions {
+		dirty.sessions[name] = struct{}{}
+	}
+	state.book.Turns(func(t lifecycle.Turn) bool {
+		dirty.turns[t.ID] = t
+		return true
+	})
+	return m.resume(ctx, state, snap.Seq, st.Created, dirty)
+}
+
+// resume ends a rebuild that starts from a checkpoint's state (or, in
+// memory, from nothing): the fold becomes state, folded up to seq of the
+// stream created at created, with dirty the views still to write, and
+// goes on with the rest of the log.
+func (m *materializer) resume(ctx context.Context, state *state, seq uint64, created time.Time, dirty dirtySet) error {
 	m.mu.Lock()
 	m.st = state
 	m.cache.reset()
 	m.version.Add(1)
 	m.mu.Unlock()
-	m.dirty = newDirtySet()
-	for id, a := range state.agents {
-		if a.Registered {
-			m.dirty.agents[id] = struct{}{}
-		}
-	}
-	for name := range state.sessions {
-		m.dirty.sessions[name] = struct{}{}
-	}
-	state.book.Turns(func(t lifecycle.Turn) bool {
-		m.dirty.turns[t.ID] = t
-		return true
-	})
-	m.sinceCkpt, m.ckptSeq = 0, snap.Seq
-	m.ckptDone.Store(snap.Seq)
-	m.setStream(st.Created)
-	m.applied.Store(snap.Seq)
+	m.dirty = dirty
+	m.ckptAt = time.Now()
+	m.sinceCkpt, m.ckptSeq = 0, seq
+	m.ckptDone.Store(seq)
+	m.setStream(created)
+	m.applied.Store(seq)
 	m.loaded = true
 	if err := m.catchUp(ctx); err != nil {
 		return fmt.Errorf("rebuild: %w", err)
@@ -819,23 +830,7 @@ func (m *materializer) rebuildMemory(ctx context.Context, st events.StreamState)
 		}
 		state, seq = snap.state(), snap.Seq
 	}
-	m.mu.Lock()
-	m.st = state
-	m.cache.reset()
-	m.version.Add(1)
-	m.mu.Unlock()
-	m.dirty = newDirtySet()
-	m.ckptAt = time.Now()
-	m.sinceCkpt, m.ckptSeq = 0, seq
-	m.ckptDone.Store(seq)
-	m.setStream(st.Created)
-	m.applied.Store(seq)
-	m.loaded = true
-	if err := m.catchUp(ctx); err != nil {
-		return fmt.Errorf("rebuild: %w", err)
-	}
-	m.markReady()
-	return nil
+	return m.resume(ctx, state, seq, st.Created, newDirtySet())
 }
 
 func (m *materializer) Horizon() Horizon {

@@ -37,9 +37,7 @@ func (r *repo) git(dir string, args ...string) string {
 
 func (r *repo) write(dir, name, text string) {
 	r.t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
+	worktreetest.Write(r.t, dir, name, text)
 }
 
 func (r *repo) read(path string) string {

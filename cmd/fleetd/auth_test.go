@@ -414,6 +414,17 @@ func runNats(ctx context.Context, t *testing.T, natsBin, url string, args ...str
 	return string(out), err
 }
 
+// mustNats is runNats for a command that must succeed: it fails the test
+// otherwise.
+func mustNats(ctx context.Context, t *testing.T, natsBin, url string, args ...string) string {
+	t.Helper()
+	out, err := runNats(ctx, t, natsBin, url, args...)
+	if err != nil {
+		t.Fatalf("nats %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
 // publicKey is the public nkey of a seed file.
 func publicKey(t *testing.T, seedFile string) string {
 	t.Helper()

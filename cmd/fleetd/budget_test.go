@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,18 +22,12 @@ import (
 // sharing a budget of tokens an hour.
 func budgetRoles(t *testing.T, tokensPerHour int64) string {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"roles": map[string]any{"w": map[string]any{
+	path := filepath.Join(t.TempDir(), "roles.json")
+	writeJSONFile(t, path, map[string]any{"roles": map[string]any{"w": map[string]any{
 		"command": []string{fleetdBin, "sim-agent", "--think", "10ms"},
 		"env":     map[string]string{"HERDR_AGENT": "claude"},
 		"budget":  map[string]any{"tokens_per_hour": tokensPerHour},
 	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "roles.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	return path
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -46,14 +47,10 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 	// Claude Code on a loaded 2-core machine was seen taking over 10 s to
 	// run its UserPromptSubmit hook: give submission proof time.
 	fleet := startClaudeFleet(t, []string{"work-1", "work-2"}, func(baseURL string, env map[string]string) map[string]any {
-		return map[string]any{"w-local": map[string]any{
+		return map[string]any{"w-local": claudeRole(claudeBin, baseURL, env, map[string]any{
 			"description": "real Claude Code workers against the fake API",
-			"command":     []string{claudeBin, "--settings", "{settings}"},
-			"env_class":   "gateway",
-			"base_url":    baseURL,
-			"env":         env,
 			"cap":         2,
-		}}
+		})}
 	}, "--submit-timeout", "30s")
 	up := fleet.up
 	fleet.spawn(ctx, "w-1", "w-local", "work-1")
@@ -375,6 +372,21 @@ func startClaudeFleetIn(t *testing.T, dir string, trusted, paneEnv []string, rol
 	})
 	t.Cleanup(f.dumpOnFailure)
 	return f
+}
+
+// claudeRole is a role of real Claude Code agents (claudeBin, with the
+// hooks' settings) against the fake API at baseURL, through the gateway
+// env class with env (what startClaudeFleet's roles are given), and the
+// settings in more besides.
+func claudeRole(claudeBin, baseURL string, env map[string]string, more map[string]any) map[string]any {
+	role := map[string]any{
+		"command":   []string{claudeBin, "--settings", "{settings}"},
+		"env_class": "gateway",
+		"base_url":  baseURL,
+		"env":       env,
+	}
+	maps.Copy(role, more)
+	return role
 }
 
 // work is the path of the work directory named in startClaudeFleet.

@@ -26,13 +26,9 @@ func TestRealClaudeLeadDelegatesThroughFleetdMCP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	fleet := startClaudeFleet(t, []string{"work-1", "lead"}, func(baseURL string, env map[string]string) map[string]any {
-		return map[string]any{"w-local": map[string]any{
+		return map[string]any{"w-local": claudeRole(claudeBin, baseURL, env, map[string]any{
 			"description": "a real Claude Code worker against the fake API",
-			"command":     []string{claudeBin, "--settings", "{settings}"},
-			"env_class":   "gateway",
-			"base_url":    baseURL,
-			"env":         env,
-		}}
+		})}
 	}, "--submit-timeout", "30s")
 	fleet.spawn(ctx, "w-1", "w-local", "work-1")
 	checkfor.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {

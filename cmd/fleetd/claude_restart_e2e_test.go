@@ -35,14 +35,10 @@ func TestRealClaudeWorkerKilledIsRestartedAndResumesItsSession(t *testing.T) {
 	phase := phases(t)
 
 	fleet := startClaudeFleet(t, []string{"work-1", "work-2"}, func(baseURL string, env map[string]string) map[string]any {
-		return map[string]any{"w-local": map[string]any{
-			"command":         []string{claudeBin, "--settings", "{settings}"},
-			"env_class":       "gateway",
-			"base_url":        baseURL,
-			"env":             env,
+		return map[string]any{"w-local": claudeRole(claudeBin, baseURL, env, map[string]any{
 			"restart":         "on-failure",
 			"restart_backoff": "200ms",
-		}}
+		})}
 	}, "--submit-timeout", "30s")
 	fleet.spawn(ctx, "w-1", "w-local", "work-1")
 	fleet.spawn(ctx, "w-2", "w-local", "work-2")

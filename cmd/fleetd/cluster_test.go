@@ -70,14 +70,8 @@ func clusterRoles(t *testing.T, think time.Duration, caps map[string]int) string
 			"cap":     limit,
 		}
 	}
-	b, err := json.Marshal(map[string]any{"roles": rs})
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "roles.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeJSONFile(t, path, map[string]any{"roles": rs})
 	return path
 }
 

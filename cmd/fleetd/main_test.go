@@ -271,13 +271,8 @@ func TestNatsCLISeesTheLog(t *testing.T) {
 		ids = append(ids, ack.ID)
 	}
 	run := func(args ...string) string {
-		cmd := exec.CommandContext(ctx, natsBin, append([]string{"--server", up.url}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("nats %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+		t.Helper()
+		return mustNats(ctx, t, natsBin, up.url, args...)
 	}
 	// nats stream view pages interactively and insists on a terminal.
 	view := runInPTY(t, ctx, natsBin, "--server", up.url, "stream", "view", events.Stream, "--subject", "fleet.agent.w-cli.>")

@@ -183,13 +183,8 @@ func TestNatsCLIReadsAnInbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) string {
-		cmd := exec.CommandContext(ctx, natsBin, append([]string{"--server", up.url}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("nats %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+		t.Helper()
+		return mustNats(ctx, t, natsBin, up.url, args...)
 	}
 	var info struct {
 		NumPending uint64 `json:"num_pending"`

@@ -33,9 +33,16 @@ func NewRepo(tb testing.TB, path string) {
 	Git(tb, "", "init", "-q", "-b", "main", path)
 	Git(tb, path, "config", "user.name", "Test")
 	Git(tb, path, "config", "user.email", "test@example.com")
-	if err := os.WriteFile(filepath.Join(path, "shared.txt"), []byte("from main\n"), 0o644); err != nil {
-		tb.Fatal(err)
-	}
+	Write(tb, path, "shared.txt", "from main\n")
 	Git(tb, path, "add", "-A")
 	Git(tb, path, "commit", "-q", "-m", "init")
+}
+
+// Write writes text to the file name in dir (a checkout, a worktree),
+// as a test's change to it; it fails tb when it cannot.
+func Write(tb testing.TB, dir, name, text string) {
+	tb.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+		tb.Fatal(err)
+	}
 }
