@@ -51,6 +51,7 @@ func BenchmarkAppend(b *testing.B) {
 			b.Run("log", perEvent(bench.LogAppend(log), 1))
 			b.Run("raw", perEvent(bench.RawPublish(srv.JS), 1))
 			b.Run("log-batch", perEvent(bench.LogAppendBatch(log), bench.BatchSize))
+			b.Run("log-many", perEvent(bench.LogAppendMany(log), bench.BatchSize))
 			b.Run("raw-async", perEvent(bench.RawPublishAsync(srv.JS), bench.BatchSize))
 			b.Run("raw-atomic-batch", perEvent(bench.RawAtomicBatch(srv.JS), bench.BatchSize))
 		})

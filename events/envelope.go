@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"time"
 
@@ -70,10 +71,21 @@ type envelope struct {
 // MarshalJSON writes the CloudEvents envelope. Text is not HTML-escaped
 // ("<" stays one byte, not six): a turn's text is code and prose, and a
 // 1 MiB text must still fit a NATS message.
+//
+// Every append encodes an event, so this is on the path of every turn
+// and every bulk write: the data is encoded by the v2 encoder with v1's
+// semantics (the same JSON as encoding/json, in about half the time), and
+// the envelope around it is written directly — its fields are strings
+// and a time, and the data is already valid JSON (encoding/json would
+// scan and compact it again). A string that is not valid UTF-8 takes
+// encoding/json's way, which replaces the bad bytes.
 func (e Event) MarshalJSON() ([]byte, error) {
-	data, err := marshal(e.Data)
+	data, err := jsonv2.Marshal(e.Data, jsonv1.DefaultOptionsV1(), jsontext.EscapeForHTML(false))
 	if err != nil {
 		return nil, fmt.Errorf("encode %s data: %w", e.Type(), err)
+	}
+	if b, ok := appendEnvelope(make([]byte, 0, len(data)+256), e, data); ok {
+		return b, nil
 	}
 	return marshal(envelope{
 		SpecVersion:     SpecVersion,
@@ -87,6 +99,44 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		CausationID:     e.CausationID,
 		Data:            data,
 	})
+}
+
+// appendEnvelope appends the envelope of e around its encoded data, the
+// fields in envelope's order; false when a string is not valid UTF-8 or
+// the time is out of JSON's range (the caller then encodes the slow way,
+// which mends or refuses them as encoding/json does).
+func appendEnvelope(b []byte, e Event, data []byte) ([]byte, bool) {
+	t := e.Time.UTC()
+	if y := t.Year(); y < 0 || y > 9999 {
+		return nil, false
+	}
+	ok := true
+	field := func(name, v string, omitEmpty bool) {
+		if !ok || (omitEmpty && v == "") {
+			return
+		}
+		b = append(b, ',', '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+		var err error
+		if b, err = jsontext.AppendQuote(b, v); err != nil {
+			ok = false
+		}
+	}
+	b = append(b, `{"specversion":"`+SpecVersion+`"`...)
+	field("id", e.ID, false)
+	field("type", string(e.Type()), false)
+	field("source", e.Source, false)
+	field("subject", e.Subject, false)
+	b = append(b, `,"time":"`...)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","datacontenttype":"application/json"`...)
+	field("correlationid", e.CorrelationID, true)
+	field("causationid", e.CausationID, true)
+	b = append(b, `,"data":`...)
+	b = append(b, data...)
+	b = append(b, '}')
+	return b, ok
 }
 
 // marshal is json.Marshal without HTML escaping.
