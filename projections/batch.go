@@ -26,9 +26,12 @@ const (
 	// maxBatch is the server's default limit of messages in one atomic
 	// batch (JetStream limits' max_batch_size).
 	maxBatch = 1000
-	// minBatch is the fewest writes to one bucket worth a batch: a live
-	// flush of a handful of rows goes out as plain asynchronous puts.
-	minBatch = 32
+	// minBatch is the fewest writes to one bucket worth a batch. On a
+	// server that syncs every write, two puts are two syncs on the disk
+	// the log's own appends wait on, and a batch of two is one: a live
+	// flush after a burst of replies (one turn and one roster row each)
+	// goes out as a batch per bucket.
+	minBatch = 2
 )
 
 // AllowBatchWrites turns on atomic batch publishing for a projection
