@@ -2,7 +2,9 @@ package projections_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -63,27 +65,50 @@ func TestBatchedViewWritesLeaveWhatOneByOneWritesDo(t *testing.T) {
 		if got := m.Header.Get("Nats-Batch-Id") != ""; got != want {
 			t.Errorf("%sturns/%s written in a batch: %v, want %v", prefix, turnID, got, want)
 		}
+		// The checkpoint's head and its chunks are one batch.
+		ck, err := srv.JS.Stream(ctx, "KV_"+prefix+"checkpoints")
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, err := ck.GetLastMsgForSubject(ctx, "$KV."+prefix+"checkpoints."+projections.CheckpointKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h struct{ Slot int }
+		if err := json.Unmarshal(head.Data, &h); err != nil {
+			t.Fatal(err)
+		}
+		chunk, err := ck.GetLastMsgForSubject(ctx, "$KV."+prefix+"checkpoints."+projections.CheckpointKey+"."+strconv.Itoa(h.Slot)+".0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := head.Header.Get("Nats-Batch-Id")
+		if got := id != "" && chunk.Header.Get("Nats-Batch-Id") == id; got != want {
+			t.Errorf("%scheckpoints: head and first chunk written in one batch: %v, want %v", prefix, got, want)
+		}
 	}
 }
 
 // A batch the server refuses (here: someone turned atomic batches off on
-// the turns bucket after the projection opened it) loses nothing: its
-// writes go again one by one.
+// the turns and checkpoints buckets after the projection opened them)
+// loses nothing: its writes go again one by one.
 func TestARefusedBatchOfViewWritesIsWrittenOneByOne(t *testing.T) {
 	e := newEnv(t)
 	start(t, projections.New(e.log, e.js, projections.Options{BatchWrites: true, FlushInterval: 50 * time.Millisecond}))
 	ctx := context.Background()
-	st, err := e.js.Stream(ctx, "KV_"+projections.BucketTurns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.CachedInfo().Config
-	if !cfg.AllowAtomicPublish {
-		t.Fatal("the projection did not allow atomic batches on its turns bucket")
-	}
-	cfg.AllowAtomicPublish = false
-	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
+	for _, bucket := range []string{projections.BucketTurns, projections.BucketCheckpoints} {
+		st, err := e.js.Stream(ctx, "KV_"+bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := st.CachedInfo().Config
+		if !cfg.AllowAtomicPublish {
+			t.Fatalf("the projection did not allow atomic batches on its bucket %s", bucket)
+		}
+		cfg.AllowAtomicPublish = false
+		if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ids := events.NewULIDSource(time.Now)
 	batch := []events.Event{reg("w1", "h1", "")}
@@ -102,6 +127,11 @@ func TestARefusedBatchOfViewWritesIsWrittenOneByOne(t *testing.T) {
 			if err != nil || tu.State != lifecycle.StateQueued {
 				return fmt.Errorf("turn %s in KV: %+v %v", id, tu, err)
 			}
+		}
+		// The checkpoint, refused as a batch, is written piece by piece.
+		head, err := kvGet[struct{ Seq uint64 }](e.js, projections.BucketCheckpoints, projections.CheckpointKey)
+		if err != nil || head.Seq < uint64(len(batch)) {
+			return fmt.Errorf("checkpoint head: %+v %v; want one at #%d or later", head, err, len(batch))
 		}
 		return nil
 	})

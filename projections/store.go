@@ -130,7 +130,7 @@ func ensureBuckets(ctx context.Context, js jetstream.JetStream, o Options) (*buc
 		kvs[i] = kv
 	}
 	b := &buckets{roster: kvs[0], sessions: kvs[1], turns: kvs[2], checkpoints: kvs[3], batched: map[string]bool{}}
-	for _, kv := range kvs[:3] {
+	for _, kv := range kvs {
 		if !o.BatchWrites {
 			break
 		}
@@ -506,20 +506,40 @@ func (m *materializer) encodeCheckpoint() (*encodedCheckpoint, error) {
 	return &encodedCheckpoint{seq: snap.Seq, slot: 1 - m.slot, data: data}, nil
 }
 
-// writeCheckpoint writes c's chunks, then the head that names them.
+// writeCheckpoint writes c's chunks, then the head that names them. With
+// BatchWrites they go as one atomic batch (one sync on a SyncAlways
+// server instead of one per chunk, and the head lands with its chunks or
+// not at all); a refused batch is written piece by piece.
 func (m *materializer) writeCheckpoint(ctx context.Context, c *encodedCheckpoint) error {
 	ctx, cancel := withTimeout(ctx, m.o.Timeout)
 	defer cancel()
-	kv := m.kvBuckets().checkpoints
-	n := 0
-	for off := 0; off < len(c.data) || n == 0; off += chunkSize {
-		end := min(off+chunkSize, len(c.data))
-		if _, err := kv.Put(ctx, chunkKey(c.slot, n), c.data[off:end]); err != nil {
+	b := m.kvBuckets()
+	kv := b.checkpoints
+	var chunks [][]byte
+	for off := 0; off < len(c.data) || len(chunks) == 0; off += chunkSize {
+		chunks = append(chunks, c.data[off:min(off+chunkSize, len(c.data))])
+	}
+	head, _ := json.Marshal(checkpointHead{Seq: c.seq, Slot: c.slot, Chunks: len(chunks), Bytes: len(c.data), Time: time.Now().UTC()})
+	if m.o.BatchWrites && b.batched[kv.Bucket()] {
+		puts := make([]put, 0, len(chunks)+1)
+		for n, chunk := range chunks {
+			puts = append(puts, put{bucket: kv.Bucket(), name: chunkKey(c.slot, n), data: chunk})
+		}
+		puts = append(puts, put{bucket: kv.Bucket(), name: CheckpointKey, data: head})
+		err := writeBatch(ctx, m.js.Conn(), puts)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		m.o.Logger.Warn("projections: the checkpoint's batch failed; writing it piece by piece", "err", err)
+	}
+	for n, chunk := range chunks {
+		if _, err := kv.Put(ctx, chunkKey(c.slot, n), chunk); err != nil {
 			return fmt.Errorf("checkpoint chunk: %w", err)
 		}
-		n++
 	}
-	head, _ := json.Marshal(checkpointHead{Seq: c.seq, Slot: c.slot, Chunks: n, Bytes: len(c.data), Time: time.Now().UTC()})
 	if _, err := kv.Put(ctx, CheckpointKey, head); err != nil {
 		return fmt.Errorf("checkpoint head: %w", err)
 	}
