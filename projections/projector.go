@@ -618,7 +618,10 @@ func (m *materializer) flushDue() bool {
 		// Roster and session rows wait for the checkpoint (see prepare).
 		return len(m.dirty.turns) >= batchSize*bulkSpread || m.checkpointDue()
 	}
-	return m.dirty.len() >= batchSize || m.checkpointDue()
+	// Live, CheckpointInterval is the flush tick's business: a flush
+	// (and a checkpoint's encoding) started by the event that just came
+	// in would sit on the fold's goroutine in that turn's path.
+	return m.dirty.len() >= batchSize || m.sinceCkpt >= m.o.CheckpointEvery
 }
 
 // checkpointDue reports whether the next flush should write a checkpoint.
