@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -881,6 +882,7 @@ func (m *materializer) setApplied(seq uint64) {
 // notify wakes WaitTurn callers of the turns that changed and the
 // subscribers of every change.
 func (m *materializer) notify(changes []Change) {
+	woke := false
 	m.wmu.Lock()
 	for _, c := range changes {
 		if c.Kind != KindTurn {
@@ -889,9 +891,13 @@ func (m *materializer) notify(changes []Change) {
 		if w, ok := m.turnWaiters[c.Key]; ok {
 			close(w.ch)
 			delete(m.turnWaiters, c.Key)
+			woke = true
 		}
 	}
 	m.wmu.Unlock()
+	if woke {
+		runtime.Gosched()
+	}
 	m.smu.Lock()
 	defer m.smu.Unlock()
 	for ch := range m.subs {

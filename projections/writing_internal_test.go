@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -82,4 +83,64 @@ func TestATurnWhoseWriteIsInFlightIsNotOpenedAgain(t *testing.T) {
 	if _, open := m.st.book.Turn(first); open {
 		t.Errorf("turn %s is open in the book again", first)
 	}
+}
+
+// BenchmarkWaitTurnWake is the time from the fold applying a turn's last
+// event to its WaitTurn caller running again: the caller is the shim's
+// POST /message, so this is on every turn's way back to the lead. The
+// fold goes on folding after the wake (the events behind it, a flush);
+// the woken caller should not wait for that.
+func BenchmarkWaitTurnWake(b *testing.B) {
+	ctx := context.Background()
+	m := New(nil, nil, Options{Memory: true}).(*materializer)
+	ids := events.NewULIDSource(time.Now)
+	now := time.Now().UTC()
+	seq := uint64(0)
+	ev := func(turn string, d events.Data) events.Event {
+		seq++
+		return events.Event{Seq: seq, ID: ids(), Subject: "w1", CorrelationID: turn, Time: now, Data: d}
+	}
+	if err := m.fold(ctx, []events.Event{ev("", events.AgentRegistered{Agent: "w1", Host: "h1", Pane: "p1", Role: "w-local", Tier: 2, Parent: "lead", Model: "m1", Cwd: "/src", Origin: "spawned"})}); err != nil {
+		b.Fatal(err)
+	}
+	// Work the fold does after a wake, as when more events came in.
+	busy := func() {
+		for end := time.Now().Add(200 * time.Microsecond); time.Now().Before(end); {
+		}
+	}
+	var total time.Duration
+	for b.Loop() {
+		turn := ids()
+		q := ev(turn, events.AgentQueued{From: "lead", Text: "t"})
+		q.ID = turn
+		if err := m.fold(ctx, []events.Event{q}); err != nil {
+			b.Fatal(err)
+		}
+		woke := make(chan time.Time, 1)
+		go func() {
+			if _, err := m.WaitTurn(ctx, turn, func(t lifecycle.Turn) bool { return t.State.Final() }); err == nil {
+				woke <- time.Now()
+			}
+		}()
+		for m.waiting(turn) == 0 {
+			runtime.Gosched()
+		}
+		start := time.Now()
+		if err := m.fold(ctx, []events.Event{ev(turn, events.AgentFailed{Reason: events.ReasonCancelled})}); err != nil {
+			b.Fatal(err)
+		}
+		busy()
+		total += (<-woke).Sub(start)
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/wake")
+}
+
+// waiting is how many WaitTurn callers wait on turn id.
+func (m *materializer) waiting(id string) int {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if w, ok := m.turnWaiters[id]; ok {
+		return w.n
+	}
+	return 0
 }
