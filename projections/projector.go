@@ -485,7 +485,7 @@ func (m *materializer) catchUp(ctx context.Context) error {
 			if !m.flushDue() {
 				continue
 			}
-			if writing != nil && m.dirty.len() >= 2*batchSize*bulkSpread {
+			if writing != nil && len(m.dirty.turns) >= 2*batchSize*bulkSpread {
 				// The writes fall behind: hold the fold rather than
 				// let what waits to be written grow without bound.
 				if err := wait(); err != nil {
