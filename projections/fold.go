@@ -70,6 +70,14 @@ type hostRow struct {
 	// itself; LastBeat is then the first registration, the start of its
 	// grace (HostTTL) to come up.
 	Unheard bool `json:"unheard,omitempty"`
+	// JudgedAt is when a router released a turn from one of the host's
+	// agents because the host went silent (events.ReasonHostStale), and
+	// no newer heartbeat of the host came after that in the log. Every
+	// fold then holds it stale from that point of the log, whatever its
+	// own clock says: each gateway judges silence by its own clock and
+	// sweep, and a fold a moment behind would see the agent free again
+	// and give it the very turn just taken from it.
+	JudgedAt time.Time `json:"judged_at,omitzero"`
 }
 
 // state is everything the fold knows.
@@ -428,7 +436,10 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 			s.State, s.StateAt = SessionClosed, ev.Time
 			m.touchSession(s, b)
 		}
-	default: // queued, typed, submitted, failed
+	default: // queued, typed, submitted, failed, released
+		if r, ok := data.(events.AgentReleased); ok && r.Reason == events.ReasonHostStale {
+			m.judgeHost(a.Host, ev.Time, b)
+		}
 		if _, applied := m.turnEvent(ev, b); applied && a.Session != "" {
 			if s, ok := m.st.sessions[a.Session]; ok {
 				m.activity(s, ev.Time)
@@ -611,7 +622,9 @@ func (m *materializer) hostEvent(host string, t time.Time, up bool, b *batch) {
 		m.st.hosts[host] = h
 	}
 	if up && (h.Unheard || t.After(h.LastBeat)) {
-		h.LastBeat, h.Unheard = t, false
+		// Heard from: whatever a router judged before this point of the
+		// log no longer holds.
+		h.LastBeat, h.Unheard, h.JudgedAt = t, false, time.Time{}
 	}
 	if !t.Before(h.LastAt) {
 		h.Down, h.LastAt = !up, t
@@ -635,6 +648,19 @@ func (m *materializer) expectHost(host string, t time.Time, b *batch) {
 	m.restale(host, h, m.o.Now(), b)
 }
 
+// judgeHost folds a router's release of a turn because host went silent
+// (at t, by the router's clock): the host is stale from this point of the
+// log until a heartbeat newer than any before is folded after it. The
+// log's order decides, not the clocks of the hosts, which may disagree.
+func (m *materializer) judgeHost(host string, t time.Time, b *batch) {
+	h, ok := m.st.hosts[host]
+	if host == "" || !ok {
+		return
+	}
+	h.JudgedAt = t
+	m.restale(host, h, m.o.Now(), b)
+}
+
 // hostStale reports whether a host is down or silent too long (or never
 // heard from, HostTTL after its first agent was registered).
 func (m *materializer) hostStale(host string) bool {
@@ -644,7 +670,7 @@ func (m *materializer) hostStale(host string) bool {
 
 // restale recomputes a host's liveness at now and marks its agents.
 func (m *materializer) restale(host string, h *hostRow, now time.Time, b *batch) {
-	stale := h.Down || (now.Sub(h.LastBeat) > m.o.HostTTL && m.st.logTime.Sub(h.LastBeat) > m.o.HostTTL)
+	stale := h.Down || !h.JudgedAt.IsZero() || (now.Sub(h.LastBeat) > m.o.HostTTL && m.st.logTime.Sub(h.LastBeat) > m.o.HostTTL)
 	if stale == h.Stale {
 		return
 	}

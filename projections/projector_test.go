@@ -469,3 +469,56 @@ func endSixTurns(t *testing.T, e *env, p projections.Views, mint func(i int) str
 	})
 	return turns
 }
+
+// Each gateway judges a host's silence by its own clock, a sweep apart. A
+// router that released a turn because its agent's host went silent puts
+// that judgement in the log: every fold holds the host stale from there,
+// though its own clock says the host is still within HostTTL, so no
+// router gives the agent the turn just taken from it. The host is live
+// again with a new heartbeat after the release in the log.
+func TestAReleaseForASilentHostMakesItStaleInEveryFold(t *testing.T) {
+	e := newEnv(t)
+	var clock syncClock
+	clock.set(at(2))
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: clock.now, HostTTL: 15 * time.Second, SweepInterval: 5 * time.Millisecond}))
+	e.append(t, events.Event{Subject: "h3", Time: at(1), Data: events.HostUp{Host: "h3"}})
+	e.append(t, reg("w1", "h3", ""))
+	turn := events.NewULIDSource(time.Now)()
+	e.append(t, queued("w1", turn, "t"))
+	stale := func(want bool) func() error {
+		return func() error {
+			a, _ := p.Agent("w1")
+			hosts := p.Hosts()
+			if a.Stale != want || len(hosts) != 1 || hosts[0].Stale != want {
+				return fmt.Errorf("w1 stale = %v, hosts %+v; want stale %v", a.Stale, hosts, want)
+			}
+			return nil
+		}
+	}
+	ack := e.append(t, events.Event{Subject: "w1", CorrelationID: turn, Time: at(2), Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "herdr"}})
+	waitSeq(t, p, ack.Seq)
+	if err := stale(false)(); err != nil {
+		t.Fatal(err)
+	}
+	// Another gateway's router judged h3 silent (by its clock) and took
+	// the turn back. This fold's clock still says 2s.
+	ack = e.append(t, events.Event{Subject: "w1", CorrelationID: turn, Time: at(17), Source: "fleetd/h2/router",
+		Data: events.AgentReleased{Role: "w", Attempt: 1, Reason: events.ReasonHostStale, Message: "host h3 went silent"}})
+	waitSeq(t, p, ack.Seq)
+	if err := stale(true)(); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := p.Agent("w1"); a.Ready() {
+		t.Fatal("w1 is ready for a role turn right after one was released from it for its silent host")
+	}
+	// An old heartbeat appended again does not clear it…
+	ack = e.append(t, events.Event{Subject: "h3", Time: at(1), Data: events.HostUp{Host: "h3", Heartbeat: true}})
+	waitSeq(t, p, ack.Seq)
+	if err := stale(true)(); err != nil {
+		t.Fatal(err)
+	}
+	// …a new one after the release does, though the host's clock is
+	// behind the router's: the log's order decides.
+	e.append(t, events.Event{Subject: "h3", Time: at(10), Data: events.HostUp{Host: "h3", Heartbeat: true}})
+	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale(false))
+}

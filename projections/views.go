@@ -163,8 +163,10 @@ type Host struct {
 	Host string `json:"host"`
 	// LastBeat is its last up or heartbeat event's time.
 	LastBeat time.Time `json:"last_beat,omitzero"`
-	// Down: its gateway said it stopped. Stale: down, or silent longer
-	// than Options.HostTTL; its agents are stale too.
+	// Down: its gateway said it stopped. Stale: down, silent longer
+	// than Options.HostTTL, or judged silent by a router that released a
+	// turn from one of its agents (events.ReasonHostStale) and not heard
+	// from since; its agents are stale too.
 	Down  bool `json:"down,omitempty"`
 	Stale bool `json:"stale,omitempty"`
 	// Unheard: agents are registered for it but its gateway has never
