@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/fleetd/fleetd/events"
 )
 
@@ -211,9 +213,15 @@ func stored(ctx context.Context, log events.Log, ev events.Event) (bool, error) 
 	return false, nil
 }
 
-// Replayer drains a spool into the log periodically: the gateway runs one
-// so events spooled while it was down reach the log even if the agent
-// never fires another hook.
+// Replayer drains a spool into the log: the gateway runs one so events
+// spooled while it was down reach the log even if the agent never fires
+// another hook. It replays as soon as a hook spools an event (it watches
+// the spool), and every Interval besides.
+//
+// A hook spools not only when NATS is down: a hook that cannot connect
+// within its short bound (a burst of a hundred agents' Stop hooks
+// starting at once on two cores) spools too, and its reply — what a lead
+// is blocked on — waited for the next pass, up to Interval later.
 type Replayer struct {
 	// Dir is the spool root (SpoolDir).
 	Dir string
@@ -243,12 +251,22 @@ func (r *Replayer) Wake() {
 	}
 }
 
-// Run replays the spool now and every Interval until ctx ends; it returns
-// nil then. Errors of a pass go to OnReplay and never stop it.
+// Run replays the spool now, whenever an event is spooled, and every
+// Interval until ctx ends; it returns nil then. Errors of a pass go to
+// OnReplay and never stop it; a spool that cannot be watched (say, out of
+// inotify watches) is replayed every Interval only, and OnReplay hears
+// why.
 func (r *Replayer) Run(ctx context.Context) error {
 	interval := r.Interval
 	if interval <= 0 {
 		interval = 10 * time.Second
+	}
+	if stop, err := r.watch(ctx); err != nil {
+		if r.OnReplay != nil {
+			r.OnReplay(0, fmt.Errorf("watch the spool %s (replaying every %s only): %w", r.Dir, interval, err))
+		}
+	} else {
+		defer stop()
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -266,4 +284,68 @@ func (r *Replayer) Run(ctx context.Context) error {
 		case <-r.wakeCh():
 		}
 	}
+}
+
+// watch wakes r whenever an event lands in the spool: the spool root and
+// each agent's directory in it are watched, a new agent directory as it
+// appears. Spool renames each event into place as <id>.json, which the
+// watch sees as a create.
+func (r *Replayer) watch(ctx context.Context) (stop func(), err error) {
+	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Add(r.Dir); err != nil {
+		w.Close()
+		return nil, err
+	}
+	entries, err := os.ReadDir(r.Dir)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			_ = w.Add(filepath.Join(r.Dir, e.Name())) // the periodic pass covers a directory not watched
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if !ev.Has(fsnotify.Create) {
+					continue
+				}
+				if filepath.Dir(ev.Name) == r.Dir {
+					if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
+						_ = w.Add(ev.Name)
+						// Its first event may have landed before the watch.
+						r.Wake()
+					}
+					continue
+				}
+				if strings.HasSuffix(ev.Name, ".json") {
+					r.Wake()
+				}
+			case _, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		w.Close()
+		<-done
+	}, nil
 }
