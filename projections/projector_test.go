@@ -248,13 +248,22 @@ func TestEndedTurnsLeaveMemoryAndAreReadFromKV(t *testing.T) {
 	checkRequeueIgnored(t, e, p, turns[0])
 }
 
-func TestHostLivenessMarksAgentsStale(t *testing.T) {
+// hostFold is a projection judging hosts (HostTTL 15s, a sweep every
+// 5ms) on a clock the test sets, at now, with host up at 1s and agent w1
+// registered on it.
+func hostFold(t *testing.T, now time.Time, host string) (*env, *syncClock, *running) {
+	t.Helper()
 	e := newEnv(t)
-	var mu syncClock
-	mu.set(at(1))
-	p := start(t, projections.New(e.log, e.js, projections.Options{Now: mu.now, HostTTL: 15 * time.Second, SweepInterval: 5 * time.Millisecond}))
-	e.append(t, events.Event{Subject: "h1", Time: at(1), Data: events.HostUp{Host: "h1"}})
-	e.append(t, reg("w1", "h1", ""))
+	clock := &syncClock{}
+	clock.set(now)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: clock.now, HostTTL: 15 * time.Second, SweepInterval: 5 * time.Millisecond}))
+	e.append(t, events.Event{Subject: host, Time: at(1), Data: events.HostUp{Host: host}})
+	e.append(t, reg("w1", host, ""))
+	return e, clock, p
+}
+
+func TestHostLivenessMarksAgentsStale(t *testing.T) {
+	e, mu, p := hostFold(t, at(1), "h1")
 	ack := e.append(t, reg("w2", "h2", ""))
 	waitSeq(t, p, ack.Seq)
 	stale := func(id string, want bool) func() error {
@@ -477,12 +486,7 @@ func endSixTurns(t *testing.T, e *env, p projections.Views, mint func(i int) str
 // router gives the agent the turn just taken from it. The host is live
 // again with a new heartbeat after the release in the log.
 func TestAReleaseForASilentHostMakesItStaleInEveryFold(t *testing.T) {
-	e := newEnv(t)
-	var clock syncClock
-	clock.set(at(2))
-	p := start(t, projections.New(e.log, e.js, projections.Options{Now: clock.now, HostTTL: 15 * time.Second, SweepInterval: 5 * time.Millisecond}))
-	e.append(t, events.Event{Subject: "h3", Time: at(1), Data: events.HostUp{Host: "h3"}})
-	e.append(t, reg("w1", "h3", ""))
+	e, _, p := hostFold(t, at(2), "h3")
 	turn := events.NewULIDSource(time.Now)()
 	e.append(t, queued("w1", turn, "t"))
 	stale := func(want bool) func() error {
