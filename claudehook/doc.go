@@ -10,7 +10,8 @@
 // (Options.Timeout), every problem ends in a message and a nil-or-error the
 // caller prints, and when NATS cannot be reached the events are spooled to
 // disk, one JSON file per event, to be replayed later — by the next hook
-// run, by `fleetd hook replay`, and by the gateway's Replayer. Because ids
+// run, by `fleetd hook replay`, and by the gateway's Replayer, which
+// watches the spool and replays what lands in it at once. Because ids
 // are fixed before the first attempt, a replay of an event that did land
 // is a dedupe no-op, and lifecycle folds treat repeats idempotently.
 //

@@ -32,7 +32,18 @@
 //     liveness likewise.
 //   - Ended turns leave the Book (lifecycle.Book.Forget) for an LRU of
 //     Options.TurnCacheSize, then KV. A queued event naming a turn that
-//     ended earlier in the log does not open it again.
+//     ended earlier in the log does not open it again — also while the
+//     write that takes it to KV is still in flight (the fold goes on
+//     meanwhile, and looks at that write's turns too).
+//   - A catch-up (a rebuild, a start behind the log) writes on its own
+//     goroutine while it folds on; roster and session rows go with the
+//     checkpoints and at the end. With Options.BatchWrites (a server that
+//     syncs every write) each bucket's writes of a flush, and each
+//     checkpoint with its head, go as atomic batches: one sync each.
+//   - A host is stale when down, silent for HostTTL by the clock and in
+//     the log, or judged silent by a router's release of a turn from one
+//     of its agents (ReasonHostStale) with no newer heartbeat after it:
+//     the log's judgement, so every fold agrees on it.
 //   - Events about an agent that has not registered are folded into a
 //     hidden row that shows once it registers.
 //   - The log may be trimmed (package retention): a restart resumes after
