@@ -605,14 +605,6 @@ func (m *materializer) follow(ctx context.Context) error {
 	}
 }
 
-// maybeFlush writes once enough has changed; the ticker covers the rest.
-func (m *materializer) maybeFlush(ctx context.Context) error {
-	if !m.flushDue() {
-		return nil
-	}
-	return m.flush(ctx, false)
-}
-
 // flushDue reports whether enough has changed to write before the tick.
 func (m *materializer) flushDue() bool {
 	if m.bulk {
