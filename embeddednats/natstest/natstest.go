@@ -57,6 +57,28 @@ type Server struct {
 	NC *nats.Conn
 	// JS is a JetStream context on NC.
 	JS jetstream.JetStream
+	// Config is what the server was started with (Restart starts it
+	// again with the same data dir, name and routes).
+	Config embeddednats.Config
+
+	clientOpts []nats.Option
+}
+
+// Restart stops s, if it still runs, and starts a server again from its
+// Config (a member coming back after a kill or a reboot, its data dir as
+// it left it); it returns the new one, connected like s was.
+func (s *Server) Restart(tb testing.TB) *Server {
+	tb.Helper()
+	s.Server.Close()
+	srv, err := embeddednats.New(s.Config)
+	if err != nil {
+		tb.Fatalf("natstest: %v", err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		tb.Fatalf("natstest: restart %s: %v", s.Config.ServerName, err)
+	}
+	tb.Cleanup(srv.Close)
+	return connect(tb, srv, s.Config, s.clientOpts)
 }
 
 // Start runs an embedded server for the length of the test.
@@ -74,11 +96,11 @@ func Start(tb testing.TB, opts ...Option) *Server {
 		tb.Fatalf("natstest: %v", err)
 	}
 	tb.Cleanup(srv.Close)
-	return connect(tb, srv, st.clientOpts)
+	return connect(tb, srv, st.cfg, st.clientOpts)
 }
 
 // connect is srv with a client connection, closed when the test ends.
-func connect(tb testing.TB, srv *embeddednats.Server, opts []nats.Option) *Server {
+func connect(tb testing.TB, srv *embeddednats.Server, cfg embeddednats.Config, opts []nats.Option) *Server {
 	tb.Helper()
 	nc, err := srv.Connect(opts...)
 	if err != nil {
@@ -89,7 +111,7 @@ func connect(tb testing.TB, srv *embeddednats.Server, opts []nats.Option) *Serve
 	if err != nil {
 		tb.Fatalf("natstest: %v", err)
 	}
-	return &Server{Server: srv, NC: nc, JS: js}
+	return &Server{Server: srv, NC: nc, JS: js, Config: cfg, clientOpts: opts}
 }
 
 // StartCluster runs n embedded servers as one cluster on loopback and waits
@@ -102,6 +124,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", p)
 	}
 	servers := make([]*embeddednats.Server, n)
+	cfgs := make([]embeddednats.Config, n)
 	var clientOpts []nats.Option
 	errs := make(chan error, n)
 	for i := range n {
@@ -117,7 +140,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 		for _, o := range opts {
 			o(&st)
 		}
-		clientOpts = st.clientOpts
+		clientOpts, cfgs[i] = st.clientOpts, st.cfg
 		srv, err := embeddednats.New(st.cfg)
 		if err != nil {
 			tb.Fatalf("natstest: %v", err)
@@ -135,7 +158,7 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 	}
 	out := make([]*Server, n)
 	for i, srv := range servers {
-		out[i] = connect(tb, srv, clientOpts)
+		out[i] = connect(tb, srv, cfgs[i], clientOpts)
 	}
 	waitPlacement(tb, out[0].JS, n)
 	return out
