@@ -433,7 +433,9 @@ func TestReplayerReplaysWhatIsSpooledAtOnce(t *testing.T) {
 	f := startFleet(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	replays := make(chan int, 10)
-	r := &Replayer{Dir: spool, Log: f.log, Interval: time.Hour, OnReplay: func(n int, err error) {
+	// Named with a trailing separator, as a --data-dir may be: the
+	// watch still knows its agent directories.
+	r := &Replayer{Dir: spool + string(filepath.Separator), Log: f.log, Interval: time.Hour, OnReplay: func(n int, err error) {
 		if err != nil {
 			t.Errorf("replay: %v", err)
 			return

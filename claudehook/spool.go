@@ -291,25 +291,26 @@ func (r *Replayer) Run(ctx context.Context) error {
 // appears. Spool renames each event into place as <id>.json, which the
 // watch sees as a create.
 func (r *Replayer) watch(ctx context.Context) (stop func(), err error) {
-	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
+	root := filepath.Clean(r.Dir)
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
 	}
-	if err := w.Add(r.Dir); err != nil {
+	if err := w.Add(root); err != nil {
 		w.Close()
 		return nil, err
 	}
-	entries, err := os.ReadDir(r.Dir)
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		w.Close()
 		return nil, err
 	}
 	for _, e := range entries {
 		if e.IsDir() {
-			_ = w.Add(filepath.Join(r.Dir, e.Name())) // the periodic pass covers a directory not watched
+			_ = w.Add(filepath.Join(root, e.Name())) // the periodic pass covers a directory not watched
 		}
 	}
 	done := make(chan struct{})
@@ -326,7 +327,7 @@ func (r *Replayer) watch(ctx context.Context) (stop func(), err error) {
 				if !ev.Has(fsnotify.Create) {
 					continue
 				}
-				if filepath.Dir(ev.Name) == r.Dir {
+				if filepath.Dir(ev.Name) == root {
 					if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
 						_ = w.Add(ev.Name)
 						// Its first event may have landed before the watch.

@@ -252,8 +252,11 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	g.goRun("nudger", nudger.Run, runCtx)
 	spool := filepath.Join(g.DataDir(), "spool")
 	rp := &claudehook.Replayer{Dir: spool, Log: g.Log, Interval: 10 * time.Second, OnReplay: func(n int, err error) {
-		if n > 0 || err != nil {
-			g.log.Info("replayed spooled hook events", "events", n, "err", err)
+		switch {
+		case err != nil:
+			g.log.Warn("the hooks' spool", "dir", spool, "replayed", n, "err", err)
+		case n > 0:
+			g.log.Info("replayed spooled hook events", "events", n)
 		}
 	}}
 	g.goRun("hook spool replayer", rp.Run, runCtx)

@@ -263,20 +263,23 @@ func (m *materializer) prepare(force bool) (flushJob, bool, error) {
 	if m.kvBuckets() == nil {
 		return flushJob{}, false, nil
 	}
-	ckpt := (m.Applied() != m.ckptSeq || m.ckptStale) && (force || m.checkpointDue())
-	// While catching up, an agent's row changes with nearly every event:
-	// it is written with the checkpoints and at the end, not with each
-	// batch of turns.
-	puts, err := m.collect(force || ckpt || !m.bulk)
-	if err != nil {
-		return flushJob{}, false, err
-	}
-	job := flushJob{puts: puts}
-	if ckpt {
+	var job flushJob
+	if (m.Applied() != m.ckptSeq || m.ckptStale) && (force || m.checkpointDue()) {
+		// Encoded first: a failure here leaves the changed entries in
+		// the dirty set for the next flush.
+		var err error
 		if job.ckpt, err = m.encodeCheckpoint(); err != nil {
 			return flushJob{}, false, err
 		}
 	}
+	// While catching up, an agent's row changes with nearly every event:
+	// it is written with the checkpoints and at the end, not with each
+	// batch of turns.
+	puts, err := m.collect(force || job.ckpt != nil || !m.bulk)
+	if err != nil {
+		return flushJob{}, false, err
+	}
+	job.puts = puts
 	return job, len(job.puts) > 0 || job.ckpt != nil, nil
 }
 
