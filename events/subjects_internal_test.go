@@ -37,3 +37,26 @@ func TestTokenMatchesItsPatterns(t *testing.T) {
 		}
 	}
 }
+
+// A type's category and kind are its second and third dot-separated parts,
+// the third running to the end; a type with fewer than three has neither.
+func TestTypeCategoryAndKind(t *testing.T) {
+	for _, c := range []struct {
+		typ        Type
+		cat, kind string
+	}{
+		{TypeAgentRegistered, string(CategoryAgent), "registered"},
+		{"fleet.job.slice.v2", "job", "slice.v2"},
+		{"fleet..x", "", "x"},
+		{"fleet.agent", "", ""},
+		{"fleet", "", ""},
+		{"", "", ""},
+	} {
+		if cat, kind := c.typ.Category(), c.typ.Kind(); string(cat) != c.cat || kind != c.kind {
+			t.Errorf("%q: category %q kind %q; want %q %q", c.typ, cat, kind, c.cat, c.kind)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = TypeAgentStatus.Category(), TypeAgentStatus.Kind() }); n != 0 {
+		t.Errorf("Category and Kind allocate %v times", n)
+	}
+}

@@ -11,20 +11,28 @@ type Type string
 
 // Category is the aggregate category the type belongs to.
 func (t Type) Category() Category {
-	parts := strings.SplitN(string(t), ".", 3)
-	if len(parts) != 3 {
-		return ""
-	}
-	return Category(parts[1])
+	c, _ := t.split()
+	return c
 }
 
 // Kind is the last subject token of events of this type.
 func (t Type) Kind() string {
-	parts := strings.SplitN(string(t), ".", 3)
-	if len(parts) != 3 {
-		return ""
+	_, k := t.split()
+	return k
+}
+
+// split cuts a type at its first two dots; every event's decode asks, so
+// it allocates nothing.
+func (t Type) split() (Category, string) {
+	_, rest, ok := strings.Cut(string(t), ".")
+	if !ok {
+		return "", ""
 	}
-	return parts[2]
+	c, k, ok := strings.Cut(rest, ".")
+	if !ok {
+		return "", ""
+	}
+	return Category(c), k
 }
 
 // The event types of DESIGN.md.

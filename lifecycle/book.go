@@ -67,6 +67,15 @@ func (b *Book) Queue(agent string) []string {
 	return nil
 }
 
+// QueueLen is how many turns the agent has queued: Queue's length
+// without the copy, for folds that only count them.
+func (b *Book) QueueLen(agent string) int {
+	if a, ok := b.agents[agent]; ok {
+		return len(a.queue)
+	}
+	return 0
+}
+
 // InFlight is the agent's typed or submitted turn, if any.
 func (b *Book) InFlight(agent string) (Turn, bool) {
 	a, ok := b.agents[agent]

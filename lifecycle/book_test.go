@@ -63,8 +63,8 @@ func TestTurnsGoOutOneAtATimeInQueueOrder(t *testing.T) {
 	s := newScript(t)
 	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "one"})
 	s.apply("T2", "w1", "T2", events.AgentQueued{Text: "two"})
-	if q := s.book.Queue("w1"); len(q) != 2 || q[0] != "T1" {
-		t.Fatalf("queue %v", q)
+	if q := s.book.Queue("w1"); len(q) != 2 || q[0] != "T1" || s.book.QueueLen("w1") != 2 {
+		t.Fatalf("queue %v (QueueLen %d)", q, s.book.QueueLen("w1"))
 	}
 	if s.apply("e", "w1", "T2", events.AgentTyped{}) {
 		t.Error("T2 typed ahead of T1")
@@ -80,6 +80,12 @@ func TestTurnsGoOutOneAtATimeInQueueOrder(t *testing.T) {
 	}
 	if !s.apply("t2", "w1", "T2", events.AgentTyped{}) {
 		t.Error("T2 not typed after T1 replied")
+	}
+	if n := s.book.QueueLen("w1"); n != 1 {
+		t.Errorf("QueueLen = %d; want 1 (T3)", n)
+	}
+	if n := s.book.QueueLen("nobody"); n != 0 {
+		t.Errorf("QueueLen of an unknown agent = %d", n)
 	}
 }
 

@@ -607,7 +607,7 @@ func (m *materializer) refreshAgent(id string, b *batch) {
 	if t, ok := m.st.book.InFlight(id); ok {
 		cur = t.ID
 	}
-	depth := len(m.st.book.Queue(id))
+	depth := m.st.book.QueueLen(id)
 	if a.CurrentTurn != cur || a.QueueDepth != depth {
 		a.CurrentTurn, a.QueueDepth = cur, depth
 		m.touchAgent(a, b)
