@@ -42,7 +42,7 @@ func TestTokenMatchesItsPatterns(t *testing.T) {
 // the third running to the end; a type with fewer than three has neither.
 func TestTypeCategoryAndKind(t *testing.T) {
 	for _, c := range []struct {
-		typ        Type
+		typ       Type
 		cat, kind string
 	}{
 		{TypeAgentRegistered, string(CategoryAgent), "registered"},
