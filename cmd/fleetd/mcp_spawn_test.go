@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -76,22 +75,14 @@ func TestMCPSpawnsIntoTheGatewaysHerdrAndOrchestratesThere(t *testing.T) {
 // toolError calls a tool that must fail and returns its error text.
 func toolError(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	text, isError, err := callTool(cs, tool, args)
 	if err != nil {
 		return err.Error()
 	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
+	if !isError {
+		t.Fatalf("%s(%v) succeeded: %s", tool, args, text)
 	}
-	if !res.IsError {
-		t.Fatalf("%s(%v) succeeded: %s", tool, args, b.String())
-	}
-	return b.String()
+	return text
 }
 
 // A gateway that drives no herdr refuses spawns saying so, and a job that
