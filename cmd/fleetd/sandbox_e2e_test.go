@@ -123,18 +123,7 @@ func TestRealClaudeInABwrapSandboxWorksOnlyInItsWorktree(t *testing.T) {
 	}
 	// Ready = the SessionStart hook ran inside the sandbox and reached
 	// fleetd (a session id), and the agent is idle.
-	checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
-		roster, err := fleet.roster(ctx)
-		if err != nil {
-			return err
-		}
-		for _, name := range agents {
-			if a, ok := findAgent(roster, name); !ok || a.SessionID == "" || !a.Ready() {
-				return fmt.Errorf("%s not ready yet: %+v", name, a)
-			}
-		}
-		return nil
-	})
+	fleet.waitReady(ctx, 90*time.Second, agents...)
 
 	// The environment each sandboxed claude runs with, read from /proc
 	// (Claude Code may have started a child process of its own as well).

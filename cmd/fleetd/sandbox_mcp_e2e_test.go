@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/fakeapi"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -60,16 +58,7 @@ func TestASandboxedMainReachesTheFleetThroughFleetdMCP(t *testing.T) {
 	if cfg := readText(t, mcpConfig); !strings.Contains(cfg, `"main-1"`) {
 		t.Errorf("main-1's MCP config:\n%s", cfg)
 	}
-	checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
-		roster, err := fleet.roster(ctx)
-		if err != nil {
-			return err
-		}
-		if a, ok := findAgent(roster, "main-1"); !ok || a.SessionID == "" || !a.Ready() {
-			return fmt.Errorf("main-1 not ready yet: %+v", a)
-		}
-		return nil
-	})
+	fleet.waitReady(ctx, 90*time.Second, "main-1")
 
 	r := fleet.send(ctx, leadshim.Message{To: "main-1", Text: "who is there [tool=mcp__fleetd__roster:{}]", Timeout: "2m"})
 	if r.err != nil || r.status != http.StatusOK || r.env.Status != string(lifecycle.StateReplied) {
