@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/worktree/worktreetest"
 )
 
 // A main (an inbox role) that fleetd spawns into the shipped bubblewrap
@@ -31,12 +31,7 @@ func TestASandboxedMainReachesTheFleetThroughFleetdMCP(t *testing.T) {
 
 	dir := fleettest.OutsideTmp(t)
 	repo := filepath.Join(dir, "repo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "-c", "user.name=A", "-c", "user.email=a@example.com",
-		"commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	worktreetest.NewRepo(t, repo)
 	worktree := filepath.Join(dir, "data", "worktrees", "main-1")
 	fleet := startClaudeFleetIn(t, dir, []string{worktree}, claudePaneEnv(), func(baseURL string, env map[string]string) map[string]any {
 		return map[string]any{"m-box": map[string]any{
