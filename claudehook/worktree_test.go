@@ -23,8 +23,7 @@ func TestAReplyRecordsTheBranchHeadAfterTheTurn(t *testing.T) {
 		t.Helper()
 		return worktreetest.Git(t, dir, args...)
 	}
-	git(root, "init", "-q", "-b", "main", repo)
-	git(repo, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init")
+	worktreetest.NewRepo(t, repo)
 	wt, err := worktree.Ensure(context.Background(), worktree.Spec{Repo: repo, Dir: filepath.Join(root, "wt"), Name: agent})
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +32,7 @@ func TestAReplyRecordsTheBranchHeadAfterTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	git(wt.Path, "add", "a.txt")
-	git(wt.Path, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m", "the turn's work")
+	git(wt.Path, "commit", "-q", "-m", "the turn's work")
 	if err := os.WriteFile(filepath.Join(wt.Path, "b.txt"), []byte("b\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -190,39 +190,20 @@ func (s *Server) liveFold(ctx context.Context, sp spec, out *sse) error {
 	if err := p.show(out, render); err != nil {
 		return err
 	}
-	tick := time.NewTicker(s.cfg.Batch)
-	defer tick.Stop()
-	refresh := time.NewTicker(s.cfg.Refresh)
-	defer refresh.Stop()
-	ping := time.NewTicker(pingEvery)
-	defer ping.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case c, ok := <-changes:
-			if !ok {
-				return nil
-			}
-			if relevant(sp, c) {
-				p.dirty = true
-			}
-		case <-refresh.C:
-			if sp.View == ViewFleet {
-				p.dirty = true
-			}
-		case <-ping.C:
-			if !out.ping() {
-				return nil
-			}
-		case now := <-tick.C:
-			if p.due(now) {
-				if err := p.show(out, render); err != nil {
-					return err
-				}
-			}
+	refreshed := time.Now()
+	return pump(ctx, out, s.cfg.Batch, changes, nil, func(c projections.Change) {
+		if relevant(sp, c) {
+			p.dirty = true
 		}
-	}
+	}, func(now time.Time) error {
+		if sp.View == ViewFleet && now.Sub(refreshed) >= s.cfg.Refresh {
+			p.dirty, refreshed = true, now
+		}
+		if p.due(now) {
+			return p.show(out, render)
+		}
+		return nil
+	})
 }
 
 // follow tails subject from seq on, for a live view of the log.
@@ -323,19 +304,25 @@ func (s *Server) liveLogView(ctx context.Context, sp spec, out *sse, subject str
 	})
 }
 
-// tail follows subject from seq from on and serves a live stream of it:
-// each event to onEvent as it comes, onTick every Batch (to send what the
-// events changed, paced), a ping every pingEvery. It ends when ctx does
-// or the reader is gone (nil), when the follower fails (its error), or
-// when onTick fails (its error: errGone when the reader went while it
-// was sent to, which stream does not report).
+// tail follows subject from seq from on and serves a live stream of its
+// events (see pump); it ends with the follower's error when that fails.
 func (s *Server) tail(ctx context.Context, out *sse, subject string, from uint64, onEvent func(events.Event), onTick func(time.Time) error) error {
 	f, err := s.follow(ctx, subject, from)
 	if err != nil {
 		return err
 	}
 	defer f.Stop()
-	tick := time.NewTicker(s.cfg.Batch)
+	return pump(ctx, out, s.cfg.Batch, f.Events(), f.Err, onEvent, onTick)
+}
+
+// pump serves a live stream of what comes on in: each value to onValue
+// as it comes, onTick every batch (to send what the values changed,
+// paced), a ping every pingEvery. It ends when ctx does or the reader is
+// gone (nil), when in is closed (closed's error, or nil when closed is
+// nil), or when onTick fails (its error: errGone when the reader went
+// while it was sent to, which stream does not report).
+func pump[T any](ctx context.Context, out *sse, batch time.Duration, in <-chan T, closed func() error, onValue func(T), onTick func(time.Time) error) error {
+	tick := time.NewTicker(batch)
 	defer tick.Stop()
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
@@ -343,11 +330,14 @@ func (s *Server) tail(ctx context.Context, out *sse, subject string, from uint64
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-f.Events():
+		case v, ok := <-in:
 			if !ok {
-				return f.Err()
+				if closed == nil {
+					return nil
+				}
+				return closed()
 			}
-			onEvent(ev)
+			onValue(v)
 		case <-ping.C:
 			if !out.ping() {
 				return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
@@ -41,12 +42,19 @@ func (b *Bridge) inFlight(agent, turn string) (inFlight, bool) {
 	}, true
 }
 
-// stillTyped is inFlight for the two resolvers of a typed turn: false once
-// the turn left "typed", and once its session ended (step settles that
+// whileTyped is the loop of the two resolvers of a typed turn: it yields
+// the turn's inFlight and the time, afresh each time round, until ctx
+// ends, the turn leaves "typed", or its session ends (step settles that
 // turn).
-func (b *Bridge) stillTyped(agent, turn string) (inFlight, bool) {
-	f, ok := b.inFlight(agent, turn)
-	return f, ok && f.turn.State == lifecycle.StateTyped && !f.ended
+func (b *Bridge) whileTyped(ctx context.Context, agent, turn string) iter.Seq2[inFlight, time.Time] {
+	return func(yield func(inFlight, time.Time) bool) {
+		for ctx.Err() == nil {
+			f, ok := b.inFlight(agent, turn)
+			if !ok || f.turn.State != lifecycle.StateTyped || f.ended || !yield(f, b.cfg.Now()) {
+				return
+			}
+		}
+	}
 }
 
 // wait sleeps until d passes, something changes, or ctx ends.
@@ -74,13 +82,8 @@ func wait(ctx context.Context, ch <-chan struct{}, d time.Duration) {
 func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 	deadline := b.cfg.Now().Add(b.cfg.SubmitTimeout)
 	var evidenceAt time.Time
-	for ctx.Err() == nil {
-		f, ok := b.stillTyped(agent, turn)
-		if !ok {
-			return
-		}
+	for f, now := range b.whileTyped(ctx, agent, turn) {
 		t := f.turn
-		now := b.cfg.Now()
 		evidence := f.working && f.recognised && t.Method != MethodSendInput
 		if evidence && evidenceAt.IsZero() {
 			evidenceAt = now
@@ -161,13 +164,8 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 	start := b.cfg.Now()
 	deadline := start.Add(b.cfg.SubmitTimeout)
 	poll := b.cfg.Poll
-	for ctx.Err() == nil {
-		f, ok := b.stillTyped(agent, turn)
-		if !ok {
-			return
-		}
+	for f, now := range b.whileTyped(ctx, agent, turn) {
 		t := f.turn
-		now := b.cfg.Now()
 		if !f.up {
 			wait(ctx, f.changed, b.cfg.Poll)
 			continue

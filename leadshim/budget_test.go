@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,23 +17,14 @@ import (
 	"github.com/fleetd/fleetd/router"
 )
 
-// clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
-func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
 // budgetShim serves f with the budgets of rolesJSON, judged at clk.
-func budgetShim(t *testing.T, f *fleettest.Fleet, rolesJSON string, clk *clock) string {
+func budgetShim(t *testing.T, f *fleettest.Fleet, rolesJSON string, clk *fleettest.Clock) string {
 	t.Helper()
 	rc := mustRoles(t, rolesJSON)
 	_, base := newShim(t, f, func(c *leadshim.Config) {
 		c.Roles = rc
-		c.Now = clk.now
-		c.Budgets = &budget.Checker{Roles: rc, Views: f.Views, Now: clk.now}
+		c.Now = clk.Now
+		c.Budgets = &budget.Checker{Roles: rc, Views: f.Views, Now: clk.Now}
 	})
 	return base
 }
@@ -68,7 +58,7 @@ func TestATurnOverTheAgentsBudgetIsRefusedUntilTheWindowFreesIt(t *testing.T) {
 	f := fleettest.New(t)
 	f.Register("w1", "w")
 	f.RunAgents(0)
-	clk := &clock{t: time.Now()}
+	clk := fleettest.NewClock(time.Now())
 	base := budgetShim(t, f, `{"roles": {"w": {"agent_budget": {"tokens_per_hour": 20}}}}`, clk)
 
 	for i := range 2 {
@@ -91,7 +81,7 @@ func TestATurnOverTheAgentsBudgetIsRefusedUntilTheWindowFreesIt(t *testing.T) {
 	}
 	frees := *e.FreesAt
 	secs, err := strconv.Atoi(retry)
-	if err != nil || secs < 1 || time.Duration(secs)*time.Second < frees.Sub(clk.now()) {
+	if err != nil || secs < 1 || time.Duration(secs)*time.Second < frees.Sub(clk.Now()) {
 		t.Errorf("Retry-After %q, want the seconds until %v", retry, frees)
 	}
 	if !strings.Contains(e.Message, "tokens_per_hour") || !strings.Contains(e.Message, frees.UTC().Format(time.RFC3339)) {
@@ -99,7 +89,7 @@ func TestATurnOverTheAgentsBudgetIsRefusedUntilTheWindowFreesIt(t *testing.T) {
 	}
 	// Up to 5 minutes late, never early: the first reply's 5-minute step
 	// plus the hour.
-	if d := frees.Sub(clk.now()); d < time.Hour || d > time.Hour+5*time.Minute {
+	if d := frees.Sub(clk.Now()); d < time.Hour || d > time.Hour+5*time.Minute {
 		t.Errorf("frees in %v, want within an hour and 5 minutes", d)
 	}
 	for _, ev := range eventstest.ReadAll(t, f.Log, events.Query{Subjects: []string{"fleet.agent.w1.queued"}}) {
@@ -109,11 +99,11 @@ func TestATurnOverTheAgentsBudgetIsRefusedUntilTheWindowFreesIt(t *testing.T) {
 	}
 
 	// Just before, still refused; at the time it said, taken.
-	clk.set(frees.Add(-time.Second))
+	clk.Set(frees.Add(-time.Second))
 	if status, _, body := postFull(t, base, `{"to":"w1","text":"one more"}`); status != http.StatusTooManyRequests {
 		t.Errorf("a second before it frees: %d %s", status, body)
 	}
-	clk.set(frees)
+	clk.Set(frees)
 	if status, _, body := postFull(t, base, `{"to":"w1","text":"one more"}`); status != http.StatusOK {
 		t.Errorf("once freed: %d %s", status, body)
 	}
@@ -128,7 +118,7 @@ func TestARoleOutOfBudgetRefusesRoleTurnsUnlessItQueuesThem(t *testing.T) {
 		f.Register(a.id, a.role)
 	}
 	f.RunAgents(0)
-	clk := &clock{t: time.Now()}
+	clk := fleettest.NewClock(time.Now())
 	rolesJSON := `{"roles": {
 		"r": {"budget": {"tokens_per_hour": 20}},
 		"q": {"budget": {"tokens_per_hour": 10}, "budget_queue": true}}}`
@@ -171,7 +161,7 @@ func TestHealthIsDegradedWhileAgentsAreDeadOrOutOfBudget(t *testing.T) {
 	for _, a := range []string{"w1", "w2", "w3"} {
 		f.Register(a, "w")
 	}
-	clk := &clock{t: time.Now()}
+	clk := fleettest.NewClock(time.Now())
 	base := budgetShim(t, f, `{"roles": {"w": {"agent_budget": {"usd_per_hour": 1}}}}`, clk)
 	health := func() leadshim.Health {
 		t.Helper()
@@ -205,7 +195,7 @@ func TestHealthIsDegradedWhileAgentsAreDeadOrOutOfBudget(t *testing.T) {
 	}
 
 	// An agent that exited long ago is no longer a fault; a budget frees.
-	clk.set(time.Now().Add(2 * time.Hour))
+	clk.Set(time.Now().Add(2 * time.Hour))
 	if h := health(); h.Status != "degraded" || len(h.Reasons) != 1 || !strings.Contains(h.Reasons[0], "w2 needs attention") {
 		t.Errorf("two hours later: %+v", h)
 	}
@@ -218,11 +208,11 @@ func TestARoleTurnWaitsInTheQueueUntilTheBudgetFrees(t *testing.T) {
 	f := fleettest.New(t)
 	f.Register("q1", "q")
 	f.RunAgents(0)
-	clk := &clock{t: time.Now()}
+	clk := fleettest.NewClock(time.Now())
 	rolesJSON := `{"roles": {"q": {"budget": {"tokens_per_hour": 10}, "budget_queue": true}}}`
 	rc := mustRoles(t, rolesJSON)
 	rt, err := router.New(router.Config{Log: f.Log, JS: f.NATS.JS, Views: f.Views, Roles: rc, Host: "h1", Poll: 100 * time.Millisecond,
-		Budgets: &budget.Checker{Roles: rc, Views: f.Views, Now: clk.now}})
+		Budgets: &budget.Checker{Roles: rc, Views: f.Views, Now: clk.Now}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +229,7 @@ func TestARoleTurnWaitsInTheQueueUntilTheBudgetFrees(t *testing.T) {
 	if env := mustJSON[leadshim.Envelope](t, body); status != http.StatusOK || env.Status != "queued" || env.Agent != "" {
 		t.Fatalf("while out of budget: %d %s, want queued on no agent", status, body)
 	}
-	clk.set(clk.now().Add(time.Hour + 5*time.Minute))
+	clk.Set(clk.Now().Add(time.Hour + 5*time.Minute))
 	status, body = fleettest.Do(t, http.MethodGet, base+"/message/"+id+"?wait=20s", "")
 	if env := mustJSON[leadshim.Envelope](t, body); status != http.StatusOK || env.Status != "replied" || env.Agent != "q1" {
 		t.Fatalf("once the budget freed: %d %s, want replied by q1", status, body)

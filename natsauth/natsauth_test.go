@@ -164,6 +164,20 @@ func subscribe(c *client, subject string) func(context.Context) error {
 	}
 }
 
+// fetchOne pulls the one message c is to deliver, waiting up to 5s; what
+// names it for the error when none comes.
+func fetchOne(c jetstream.Consumer, what string) (jetstream.Msg, error) {
+	batch, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	m, ok := <-batch.Messages()
+	if !ok {
+		return nil, errors.New(what + " was not delivered")
+	}
+	return m, nil
+}
+
 // hookData is one event of each kind an agent's hooks write.
 var hookData = map[string]events.Data{
 	"submitted": events.AgentSubmitted{Via: "hook", PromptID: "p1"},
@@ -363,13 +377,9 @@ func TestAGatewayRunsItsHostButCannotAdministerStreams(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		batch, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		m, err := fetchOne(c, "the role turn")
 		if err != nil {
 			return err
-		}
-		m, ok := <-batch.Messages()
-		if !ok {
-			return errors.New("the role turn was not delivered")
 		}
 		return m.DoubleAck(ctx)
 	})
@@ -617,13 +627,9 @@ func TestAnAgentReadsOnlyItsOwnFleetInbox(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		msg, err := fetchOne(cons, "a1's inbox message")
 		if err != nil {
 			return err
-		}
-		msg, ok := <-batch.Messages()
-		if !ok {
-			return errors.New("no message")
 		}
 		if !strings.Contains(string(msg.Data()), "for a1") {
 			return errors.New("not its message: " + string(msg.Data()))

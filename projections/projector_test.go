@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 )
@@ -251,12 +252,11 @@ func TestEndedTurnsLeaveMemoryAndAreReadFromKV(t *testing.T) {
 // hostFold is a projection judging hosts (HostTTL 15s, a sweep every
 // 5ms) on a clock the test sets, at now, with host up at 1s and agent w1
 // registered on it.
-func hostFold(t *testing.T, now time.Time, host string) (*env, *syncClock, *running) {
+func hostFold(t *testing.T, now time.Time, host string) (*env, *fleettest.Clock, *running) {
 	t.Helper()
 	e := newEnv(t)
-	clock := &syncClock{}
-	clock.set(now)
-	p := start(t, projections.New(e.log, e.js, projections.Options{Now: clock.now, HostTTL: 15 * time.Second, SweepInterval: 5 * time.Millisecond}))
+	clock := fleettest.NewClock(now)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: clock.Now, HostTTL: 15 * time.Second, SweepInterval: 5 * time.Millisecond}))
 	e.append(t, events.Event{Subject: host, Time: at(1), Data: events.HostUp{Host: host}})
 	e.append(t, reg("w1", host, ""))
 	return e, clock, p
@@ -280,7 +280,7 @@ func TestHostLivenessMarksAgentsStale(t *testing.T) {
 	if h := p.Hosts(); len(h) != 2 || h[1].Host != "h2" || !h[1].Unheard || h[0].Unheard {
 		t.Fatalf("hosts %+v, want h2 unheard", h)
 	}
-	mu.set(at(20)) // h1 silent for 19s, h2 never heard from for 19s…
+	mu.Set(at(20)) // h1 silent for 19s, h2 never heard from for 19s…
 	// …but so is the whole log: a fold that hears nothing (its reader
 	// being made again) judges no host by the clock alone.
 	time.Sleep(50 * time.Millisecond) // ten sweeps

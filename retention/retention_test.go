@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,15 +45,6 @@ func TestParsePolicy(t *testing.T) {
 		}
 	}
 }
-
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 type fixture struct {
 	t     *testing.T
@@ -189,20 +179,20 @@ func TestCompactionTrimsWhatNoReaderNeeds(t *testing.T) {
 	f.caughtUp()
 	mid := time.Now()
 
-	clk := &clock{}
+	clk := &fleettest.Clock{}
 	var sweeps []retention.Sweep
 	c, err := retention.New(retention.Config{JS: f.srv.JS, Log: f.log, Views: f, Policy: retention.Policy{MaxAge: time.Hour},
-		Now: clk.now, OnSweep: func(s retention.Sweep) { sweeps = append(sweeps, s) }})
+		Now: clk.Now, OnSweep: func(s retention.Sweep) { sweeps = append(sweeps, s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The first part of the log is more than an hour old.
-	clk.set(mid.Add(time.Hour + time.Minute))
+	clk.Set(mid.Add(time.Hour + time.Minute))
 	open := f.turn("w3", "old open", false)
 	f.turn("w1", "final after the open one", true)
 	f.status("w1", events.StatusWorking)
 	f.caughtUp()
-	clk.set(mid.Add(time.Hour + 2*time.Minute)) // everything so far is old
+	clk.Set(mid.Add(time.Hour + 2*time.Minute)) // everything so far is old
 
 	sw, err := c.Sweep(ctx)
 	if err != nil {
@@ -269,7 +259,7 @@ func TestCompactionTrimsWhatNoReaderNeeds(t *testing.T) {
 	// The open turn ends: the next sweep takes it too.
 	f.add(events.Event{Subject: "w3", CorrelationID: open, Data: events.AgentFailed{Reason: events.ReasonTimeout}})
 	f.caughtUp()
-	clk.set(clk.now().Add(2 * time.Hour))
+	clk.Set(clk.Now().Add(2 * time.Hour))
 	if _, err := c.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -55,21 +55,7 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 	up := fleet.up
 	fleet.spawn(ctx, "w-1", "w-local", "work-1")
 	fleet.spawn(ctx, "w-2", "w-local", "work-2")
-	// Ready = the SessionStart hook ran (a session id) and the agent is idle.
-	var roster []projections.Agent
-	checkfor.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
-		var err error
-		if roster, err = fleet.roster(ctx); err != nil {
-			return err
-		}
-		for _, name := range []string{"w-1", "w-2"} {
-			a, ok := findAgent(roster, name)
-			if !ok || a.SessionID == "" || !a.Ready() {
-				return fmt.Errorf("%s not ready yet: %+v", name, a)
-			}
-		}
-		return nil
-	})
+	roster := fleet.waitReady(ctx, 60*time.Second, "w-1", "w-2")
 	sessions := map[string]string{}
 	for _, a := range roster {
 		sessions[a.Agent] = a.SessionID
@@ -413,6 +399,27 @@ func (f *claudeFleet) cli(ctx context.Context, args ...string) (string, error) {
 		"FLEET_NATS_URL="+f.up.url, "FLEET_URL="+f.up.http, "FLEET_HOST=testhost", "FLEET_LOG_LEVEL=warn")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// waitReady waits up to limit until every named agent is ready — its
+// SessionStart hook ran (a session id) and it is idle — and returns the
+// roster that showed it.
+func (f *claudeFleet) waitReady(ctx context.Context, limit time.Duration, names ...string) []projections.Agent {
+	f.t.Helper()
+	var roster []projections.Agent
+	checkfor.Eventually(f.t, limit, 100*time.Millisecond, func() error {
+		var err error
+		if roster, err = f.roster(ctx); err != nil {
+			return err
+		}
+		for _, name := range names {
+			if a, ok := findAgent(roster, name); !ok || a.SessionID == "" || !a.Ready() {
+				return fmt.Errorf("%s not ready yet: %+v", name, a)
+			}
+		}
+		return nil
+	})
+	return roster
 }
 
 func (f *claudeFleet) roster(ctx context.Context) ([]projections.Agent, error) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/leadshim"
 )
 
@@ -31,16 +30,7 @@ func TestRealClaudeLeadDelegatesThroughFleetdMCP(t *testing.T) {
 		})}
 	}, "--submit-timeout", "30s")
 	fleet.spawn(ctx, "w-1", "w-local", "work-1")
-	checkfor.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
-		roster, err := fleet.roster(ctx)
-		if err != nil {
-			return err
-		}
-		if a, ok := findAgent(roster, "w-1"); !ok || a.SessionID == "" || !a.Ready() {
-			return fmt.Errorf("w-1 not ready yet: %+v", a)
-		}
-		return nil
-	})
+	fleet.waitReady(ctx, 60*time.Second, "w-1")
 
 	leadDir := fleet.work("lead")
 	if out, err := fleet.cli(ctx, "init", "lead", "--dir", leadDir); err != nil {

@@ -66,21 +66,8 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 		}
 	}, "--submit-timeout", "30s", "--exit-grace", "3s")
 	log, _ := connectLog(t, fleet.up.url)
-	waitReady := func(name string) {
-		t.Helper()
-		checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
-			roster, err := fleet.roster(ctx)
-			if err != nil {
-				return err
-			}
-			if a, ok := findAgent(roster, name); !ok || a.SessionID == "" || !a.Ready() {
-				return fmt.Errorf("%s not ready yet: %+v", name, a)
-			}
-			return nil
-		})
-	}
 	fleet.spawn(ctx, "t-1", "w-local", "work")
-	waitReady("t-1")
+	fleet.waitReady(ctx, 90*time.Second, "t-1")
 	t.Logf("t-1 ready after %v", time.Since(started).Round(time.Millisecond))
 
 	big := func(n int) string {
@@ -153,7 +140,7 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 	// is deferred, then typed with pane.send_input because the agent's
 	// hooks say it is idle.
 	fleet.spawn(ctx, "t-wrap", "w-wrapped", "work-wrap")
-	waitReady("t-wrap")
+	fleet.waitReady(ctx, 90*time.Second, "t-wrap")
 	wrapped := fleet.checkText(ctx, log, "t-wrap", textCase{text: "through the wrapper", status: 200, delivery: "paste"}, fleet.work("work-wrap"))
 	if wrapped.Method != herdrbridge.MethodSendInput {
 		t.Errorf("wrapped agent typed with %q, want %s", wrapped.Method, herdrbridge.MethodSendInput)
@@ -163,7 +150,7 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 	// A fresh-context role: /clear is typed before each prompt, so the
 	// model sees no earlier turn (the request holds one user message).
 	fleet.spawn(ctx, "t-fresh", "w-fresh", "work-fresh")
-	waitReady("t-fresh")
+	fleet.waitReady(ctx, 90*time.Second, "t-fresh")
 	for _, text := range []string{"fresh one: remember the word KUMQUAT", "fresh two: which word?"} {
 		turn := fleet.checkText(ctx, log, "t-fresh", textCase{text: text, status: 200, delivery: "paste"}, fleet.work("work-fresh"))
 		if !turn.Clear {

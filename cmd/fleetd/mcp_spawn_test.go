@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -38,15 +37,7 @@ func TestMCPSpawnsIntoTheGatewaysHerdrAndOrchestratesThere(t *testing.T) {
 		"main": {Tier: 1, EnvClass: roles.EnvClean, Inbox: true, Env: paneEnv, Command: sim, Description: "a main"},
 		"w":    {Tier: 2, EnvClass: roles.EnvClean, Env: paneEnv, Command: sim, Description: "a worker"},
 	}}
-	gw := gateway.New(gateway.Config{
-		Host: "mcphost", HTTP: "127.0.0.1:0", HerdrPath: herdr.Path(), Roles: &rc,
-		NATS:   embeddednats.Config{DataDir: filepath.Join(dir, "data"), ServerName: "mcphost", Listen: "127.0.0.1:0"},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err := gw.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.Close() })
+	gw := startGateway(t, filepath.Join(dir, "data"), gateway.Config{Host: "mcphost", HerdrPath: herdr.Path(), Roles: &rc})
 	lead := mcpSession(t, "lead", "http://"+gw.HTTPAddr(), "FLEET_ROLE=lead")
 
 	reg := callJSON[events.AgentRegistered](t, lead, "spawn", map[string]any{"role": "w", "name": "w-1"})
@@ -84,22 +75,14 @@ func TestMCPSpawnsIntoTheGatewaysHerdrAndOrchestratesThere(t *testing.T) {
 // toolError calls a tool that must fail and returns its error text.
 func toolError(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	text, isError, err := callTool(cs, tool, args)
 	if err != nil {
 		return err.Error()
 	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
+	if !isError {
+		t.Fatalf("%s(%v) succeeded: %s", tool, args, text)
 	}
-	if !res.IsError {
-		t.Fatalf("%s(%v) succeeded: %s", tool, args, b.String())
-	}
-	return b.String()
+	return text
 }
 
 // A gateway that drives no herdr refuses spawns saying so, and a job that
@@ -111,15 +94,7 @@ func TestAGatewayWithoutHerdrRefusesSpawnsAndSessionPanes(t *testing.T) {
 		"lead": {EnvClass: roles.EnvClean, MaySpawn: []string{"main"}},
 		"main": {EnvClass: roles.EnvClean, Tier: 1, Inbox: true},
 	}}
-	gw := gateway.New(gateway.Config{
-		Host: "noherdr", HTTP: "127.0.0.1:0", NoHerdr: true, Roles: &rc,
-		NATS:   embeddednats.Config{DataDir: filepath.Join(dir, "data"), ServerName: "noherdr", Listen: "127.0.0.1:0"},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err := gw.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.Close() })
+	gw := startGateway(t, filepath.Join(dir, "data"), gateway.Config{Host: "noherdr", NoHerdr: true, Roles: &rc})
 	lead := mcpSession(t, "lead", "http://"+gw.HTTPAddr(), "FLEET_ROLE=lead")
 
 	if got := toolError(t, lead, "spawn", map[string]any{"role": "main", "name": "main-1"}); !strings.Contains(got, "no_herdr") {
@@ -135,4 +110,20 @@ func TestAGatewayWithoutHerdrRefusesSpawnsAndSessionPanes(t *testing.T) {
 		t.Fatalf("the gateway stopped: %v", gw.Err())
 	default:
 	}
+}
+
+// startGateway runs a whole gateway in this process on dataDir: cfg with
+// its HTTP and embedded NATS on free ports, the server named for the
+// host, and warnings logged to stderr. It is closed when t ends.
+func startGateway(t *testing.T, dataDir string, cfg gateway.Config) *gateway.Gateway {
+	t.Helper()
+	cfg.HTTP = "127.0.0.1:0"
+	cfg.NATS = embeddednats.Config{DataDir: dataDir, ServerName: cfg.Host, Listen: "127.0.0.1:0"}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	gw := gateway.New(cfg)
+	if err := gw.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	return gw
 }

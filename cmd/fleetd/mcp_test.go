@@ -37,27 +37,37 @@ func mcpSession(t *testing.T, agent, url string, env ...string) *mcp.ClientSessi
 	return cs
 }
 
-// callJSON calls a tool that must succeed and decodes its JSON result.
-func callJSON[T any](t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) T {
-	t.Helper()
+// callTool calls a tool, within a minute, and returns the text of its
+// result and whether that is a tool error; err is a protocol error.
+func callTool(cs *mcp.ClientSession, tool string, args map[string]any) (text string, isError bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
+		return "", false, err
 	}
-	var text strings.Builder
+	var b strings.Builder
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
+			b.WriteString(tc.Text)
 		}
 	}
-	if res.IsError {
-		t.Fatalf("%s: tool error %s", tool, text.String())
+	return b.String(), res.IsError, nil
+}
+
+// callJSON calls a tool that must succeed and decodes its JSON result.
+func callJSON[T any](t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) T {
+	t.Helper()
+	text, isError, err := callTool(cs, tool, args)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	if isError {
+		t.Fatalf("%s: tool error %s", tool, text)
 	}
 	var v T
-	if err := json.Unmarshal([]byte(text.String()), &v); err != nil {
-		t.Fatalf("%s result %q: %v", tool, text.String(), err)
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		t.Fatalf("%s result %q: %v", tool, text, err)
 	}
 	return v
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/gateway"
@@ -46,7 +44,6 @@ type f5Fleet struct {
 
 func startF5(t *testing.T, idleTTL time.Duration) *f5Fleet {
 	t.Helper()
-	ctx := context.Background()
 	dir := t.TempDir()
 	fx := &f5Fleet{t: t, dir: dir, dataDir: filepath.Join(dir, "data"), rolesFile: filepath.Join(dir, "roles.json")}
 	fx.herdr = herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t)})
@@ -72,15 +69,7 @@ func startF5(t *testing.T, idleTTL time.Duration) *f5Fleet {
 		t.Fatal(err)
 	}
 
-	fx.gw = gateway.New(gateway.Config{
-		Host: "f5", HTTP: "127.0.0.1:0", HerdrPath: fx.herdr.Path(), Roles: &rc, IdleTTL: idleTTL,
-		NATS:   embeddednats.Config{DataDir: fx.dataDir, ServerName: "f5", Listen: "127.0.0.1:0"},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err := fx.gw.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fx.gw.Close() })
+	fx.gw = startGateway(t, fx.dataDir, gateway.Config{Host: "f5", HerdrPath: fx.herdr.Path(), Roles: &rc, IdleTTL: idleTTL})
 
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FLEET_") && !strings.HasPrefix(kv, "HERDR_") {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/worktree/worktreetest"
 )
 
 // The real Claude Code in the shipped bubblewrap sandbox, each agent in
@@ -49,20 +49,9 @@ func TestRealClaudeInABwrapSandboxWorksOnlyInItsWorktree(t *testing.T) {
 	repo := filepath.Join(dir, "repo")
 	git := func(dir string, args ...string) string {
 		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
+		return worktreetest.Git(t, dir, args...)
 	}
-	git(dir, "init", "-q", "-b", "main", repo)
-	git(repo, "config", "user.name", "Agent")
-	git(repo, "config", "user.email", "agent@example.com")
-	if err := os.WriteFile(filepath.Join(repo, "shared.txt"), []byte("from main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(repo, "add", "shared.txt")
-	git(repo, "commit", "-q", "-m", "init")
+	worktreetest.NewRepo(t, repo)
 
 	worktreeOf := func(agent string) string { return filepath.Join(dir, "data", "worktrees", agent) }
 	agents := []string{"w-1", "w-2", "c-1"}
@@ -123,18 +112,7 @@ func TestRealClaudeInABwrapSandboxWorksOnlyInItsWorktree(t *testing.T) {
 	}
 	// Ready = the SessionStart hook ran inside the sandbox and reached
 	// fleetd (a session id), and the agent is idle.
-	checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
-		roster, err := fleet.roster(ctx)
-		if err != nil {
-			return err
-		}
-		for _, name := range agents {
-			if a, ok := findAgent(roster, name); !ok || a.SessionID == "" || !a.Ready() {
-				return fmt.Errorf("%s not ready yet: %+v", name, a)
-			}
-		}
-		return nil
-	})
+	fleet.waitReady(ctx, 90*time.Second, agents...)
 
 	// The environment each sandboxed claude runs with, read from /proc
 	// (Claude Code may have started a child process of its own as well).

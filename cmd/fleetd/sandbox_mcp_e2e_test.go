@@ -2,20 +2,18 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fleetd/fleetd/fakeapi"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/worktree/worktreetest"
 )
 
 // A main (an inbox role) that fleetd spawns into the shipped bubblewrap
@@ -33,12 +31,7 @@ func TestASandboxedMainReachesTheFleetThroughFleetdMCP(t *testing.T) {
 
 	dir := fleettest.OutsideTmp(t)
 	repo := filepath.Join(dir, "repo")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "-c", "user.name=A", "-c", "user.email=a@example.com",
-		"commit", "-q", "--allow-empty", "-m", "init"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	worktreetest.NewRepo(t, repo)
 	worktree := filepath.Join(dir, "data", "worktrees", "main-1")
 	fleet := startClaudeFleetIn(t, dir, []string{worktree}, claudePaneEnv(), func(baseURL string, env map[string]string) map[string]any {
 		return map[string]any{"m-box": map[string]any{
@@ -60,16 +53,7 @@ func TestASandboxedMainReachesTheFleetThroughFleetdMCP(t *testing.T) {
 	if cfg := readText(t, mcpConfig); !strings.Contains(cfg, `"main-1"`) {
 		t.Errorf("main-1's MCP config:\n%s", cfg)
 	}
-	checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
-		roster, err := fleet.roster(ctx)
-		if err != nil {
-			return err
-		}
-		if a, ok := findAgent(roster, "main-1"); !ok || a.SessionID == "" || !a.Ready() {
-			return fmt.Errorf("main-1 not ready yet: %+v", a)
-		}
-		return nil
-	})
+	fleet.waitReady(ctx, 90*time.Second, "main-1")
 
 	r := fleet.send(ctx, leadshim.Message{To: "main-1", Text: "who is there [tool=mcp__fleetd__roster:{}]", Timeout: "2m"})
 	if r.err != nil || r.status != http.StatusOK || r.env.Status != string(lifecycle.StateReplied) {

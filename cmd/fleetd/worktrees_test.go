@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/worktree"
+	"github.com/fleetd/fleetd/worktree/worktreetest"
 )
 
 // 'fleetd worktrees' lists each fleet worktree of the roles'
@@ -25,14 +25,7 @@ func TestWorktreesListsAndPrunesAgentWorktrees(t *testing.T) {
 	g.Host = "h1"
 	root := t.TempDir()
 	repo := filepath.Join(root, "repo")
-	git := func(dir string, args ...string) {
-		t.Helper()
-		if out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=T", "-c", "user.email=t@example.com"}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git(root, "init", "-q", "-b", "main", repo)
-	git(repo, "commit", "-q", "--allow-empty", "-m", "init")
+	worktreetest.NewRepo(t, repo)
 	rolesFile := filepath.Join(root, "roles.json")
 	writeJSONFile(t, rolesFile, map[string]any{"roles": map[string]any{"w-wt": map[string]any{"worktree": map[string]any{"repo": repo, "base": "main"}}, "other": map[string]any{}}})
 
@@ -50,7 +43,7 @@ func TestWorktreesListsAndPrunesAgentWorktrees(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(wts["dirty"].Path, "x.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(wts["ahead"].Path, "commit", "-q", "--allow-empty", "-m", "work")
+	worktreetest.Git(t, wts["ahead"].Path, "commit", "-q", "--allow-empty", "-m", "work")
 	f.MustAppend(events.Event{Subject: "live", Data: events.AgentReplied{Reply: "ok", Worktree: events.Worktree{Branch: "fleet/live", Head: "abc", Ahead: 2, Dirty: 1}}})
 	for _, name := range []string{"ahead", "done"} {
 		f.MustAppend(events.Event{Subject: name, Data: events.AgentExited{Reason: "test"}})

@@ -26,6 +26,16 @@ func (c *call) watchPeer() (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
+// waitFrom resolves the pane a wait is for (find runs under s.mu) and
+// returns the hub's next event with it, so that the wait sees every
+// change from this moment on.
+func (s *Server) waitFrom(find func() (*pane, error)) (*pane, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := find()
+	return p, s.hub.next, err
+}
+
 // waitUntil re-runs check (under s.mu) after every change until it reports
 // done or an error, ctx ends, or deadline (zero: none) passes; at the
 // deadline it checks one last time.
@@ -192,10 +202,7 @@ func (c *call) agentWait() (any, error) {
 	}
 	deadline := deadlineAfter(p.TimeoutMS)
 	s := c.s
-	s.mu.Lock()
-	pn, err := s.targetLocked(p.Target)
-	cursor := s.hub.next
-	s.mu.Unlock()
+	pn, cursor, err := s.waitFrom(func() (*pane, error) { return s.targetLocked(p.Target) })
 	if err != nil {
 		return nil, err
 	}
@@ -335,10 +342,7 @@ func (c *call) eventsWait() (any, error) {
 		return nil, err
 	}
 	s := c.s
-	s.mu.Lock()
-	pn, err := s.paneLocked(*m.PaneID)
-	cursor := s.hub.next
-	s.mu.Unlock()
+	pn, cursor, err := s.waitFrom(func() (*pane, error) { return s.paneLocked(*m.PaneID) })
 	if err != nil {
 		return nil, err
 	}

@@ -219,70 +219,64 @@ func str(p *string) string {
 	return *p
 }
 
-// decodeCreate reads the params of workspace.create and tab.create; a bad
-// env is refused before anything is made.
-func (c *call) decodeCreate() (createParams, error) {
+// onCreate serves workspace.create and tab.create: it reads their params,
+// refuses a bad env before anything is made, and answers what fn makes of
+// them under s.mu.
+func (c *call) onCreate(fn func(s *Server, p createParams) (any, error)) (any, error) {
 	var p createParams
 	if err := c.decode(&p); err != nil {
-		return p, err
+		return nil, err
 	}
 	if e := checkEnv(p.Env); e != nil {
-		return p, e
+		return nil, e
 	}
-	return p, nil
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fn(s, p)
 }
 
 func (c *call) workspaceCreate() (any, error) {
-	p, err := c.decodeCreate()
-	if err != nil {
-		return nil, err
-	}
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ws, t, pn, err := s.startWorkspaceLocked(str(p.Label), s.cfg.Shell, p.Env, str(p.CWD))
-	if err != nil {
-		return nil, errf("workspace_create_failed", "%s", err.(*apiError).msg)
-	}
-	if p.Focus {
-		s.focusedWS = ws
-	}
-	s.emitCreatedLocked(ws, t, pn)
-	return result("workspace_created", "workspace", s.workspaceInfoLocked(ws), "tab", s.tabInfoLocked(t),
-		"root_pane", s.paneInfoLocked(pn)), nil
+	return c.onCreate(func(s *Server, p createParams) (any, error) {
+		ws, t, pn, err := s.startWorkspaceLocked(str(p.Label), s.cfg.Shell, p.Env, str(p.CWD))
+		if err != nil {
+			return nil, errf("workspace_create_failed", "%s", err.(*apiError).msg)
+		}
+		if p.Focus {
+			s.focusedWS = ws
+		}
+		s.emitCreatedLocked(ws, t, pn)
+		return result("workspace_created", "workspace", s.workspaceInfoLocked(ws), "tab", s.tabInfoLocked(t),
+			"root_pane", s.paneInfoLocked(pn)), nil
+	})
 }
 
 func (c *call) tabCreate() (any, error) {
-	p, err := c.decodeCreate()
-	if err != nil {
-		return nil, err
-	}
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ws := s.focusedWS
-	if p.WorkspaceID != nil {
-		if ws = s.workspaceLocked(*p.WorkspaceID); ws == nil {
-			return nil, errf("workspace_not_found", "workspace %s not found", *p.WorkspaceID)
+	return c.onCreate(func(s *Server, p createParams) (any, error) {
+		ws := s.focusedWS
+		if p.WorkspaceID != nil {
+			if ws = s.workspaceLocked(*p.WorkspaceID); ws == nil {
+				return nil, errf("workspace_not_found", "workspace %s not found", *p.WorkspaceID)
+			}
 		}
-	}
-	if ws == nil {
-		return nil, errf("no_active_workspace", "no active workspace")
-	}
-	t := s.newTabLocked(ws, str(p.Label))
-	pn, err := s.startPaneLocked(t, s.cfg.Shell, p.Env, str(p.CWD))
-	if err != nil {
-		ws.tabs = remove(ws.tabs, t)
-		return nil, errf("tab_create_failed", "%s", err.(*apiError).msg)
-	}
-	if p.Focus {
-		ws.activeTab, s.focusedWS = t, ws
-	}
-	ti, pi, l := s.tabInfoLocked(t), s.paneInfoLocked(pn), s.layoutLocked(t)
-	s.emitLocked(eventData{Type: "tab_created", Tab: &ti})
-	s.emitLocked(eventData{Type: "pane_created", Pane: &pi})
-	s.emitLocked(eventData{Type: "layout_updated", Layout: &l})
-	return result("tab_created", "tab", ti, "root_pane", pi), nil
+		if ws == nil {
+			return nil, errf("no_active_workspace", "no active workspace")
+		}
+		t := s.newTabLocked(ws, str(p.Label))
+		pn, err := s.startPaneLocked(t, s.cfg.Shell, p.Env, str(p.CWD))
+		if err != nil {
+			ws.tabs = remove(ws.tabs, t)
+			return nil, errf("tab_create_failed", "%s", err.(*apiError).msg)
+		}
+		if p.Focus {
+			ws.activeTab, s.focusedWS = t, ws
+		}
+		ti, pi, l := s.tabInfoLocked(t), s.paneInfoLocked(pn), s.layoutLocked(t)
+		s.emitLocked(eventData{Type: "tab_created", Tab: &ti})
+		s.emitLocked(eventData{Type: "pane_created", Pane: &pi})
+		s.emitLocked(eventData{Type: "layout_updated", Layout: &l})
+		return result("tab_created", "tab", ti, "root_pane", pi), nil
+	})
 }
 
 type paneTarget struct {

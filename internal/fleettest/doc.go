@@ -9,8 +9,9 @@
 // It also holds what the tests of many packages would otherwise each
 // write again: StartLog and StartAuth (a server with the stream, open or
 // under `fleetd auth`'s config), Run (a component's Run for the length of
-// a test), Do (one HTTP request) and RunWithFleetd (the TestMain of tests
-// that run the fleetd binary). Only tests import it.
+// a test), Do (one HTTP request), Clock (a settable Now) and RunWithFleetd
+// (the TestMain of tests that run the fleetd binary). Only tests import
+// it.
 //
 // fleettest imports embeddednats/natstest, events, lifecycle, projections
 // and natsauth; it must not import the packages it tests (leadshim,
