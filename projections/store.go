@@ -206,7 +206,7 @@ func (b *buckets) get(ctx context.Context, kv jetstream.KeyValue, name string, v
 	if err != nil {
 		return false, fmt.Errorf("get %s/%s: %w", kv.Bucket(), name, err)
 	}
-	if err := json.Unmarshal(e.Value(), v); err != nil {
+	if err := decode(e.Value(), v); err != nil {
 		return false, fmt.Errorf("decode %s/%s: %w", kv.Bucket(), name, err)
 	}
 	return true, nil
@@ -330,7 +330,7 @@ func (m *materializer) collect(rows bool) ([]put, error) {
 	puts := make([]put, 0, d.len())
 	var errs []error
 	add := func(bucket, name string, v any, ttl time.Duration, retry func()) {
-		data, err := json.Marshal(v)
+		data, err := encode(v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("encode %s/%s: %w", bucket, name, err))
 			return
@@ -497,16 +497,22 @@ type encodedCheckpoint struct {
 // encodeCheckpoint encodes the state as of now, for the slot the head
 // does not name.
 func (m *materializer) encodeCheckpoint() (*encodedCheckpoint, error) {
+	snap := m.snapshot()
+	data, err := encode(snap)
+	if err != nil {
+		return nil, fmt.Errorf("encode checkpoint: %w", err)
+	}
+	return &encodedCheckpoint{seq: snap.Seq, slot: 1 - m.slot, data: data}, nil
+}
+
+// snapshot is the state as of now.
+func (m *materializer) snapshot() snapshot {
 	snap := snapshot{Seq: m.Applied(), Agents: m.st.agents, Sessions: m.st.sessions, Hosts: m.st.hosts, Roles: m.st.roles, Stream: m.stream, LogTime: m.st.logTime}
 	m.st.book.Turns(func(t lifecycle.Turn) bool {
 		snap.Turns = append(snap.Turns, t)
 		return true
 	})
-	data, err := json.Marshal(snap)
-	if err != nil {
-		return nil, fmt.Errorf("encode checkpoint: %w", err)
-	}
-	return &encodedCheckpoint{seq: snap.Seq, slot: 1 - m.slot, data: data}, nil
+	return snap
 }
 
 // writeCheckpoint writes c's chunks, then the head that names them. With
@@ -583,7 +589,7 @@ func (m *materializer) loadCheckpoint(ctx context.Context) (*snapshot, error) {
 			}
 		}
 		var snap snapshot
-		if err := json.Unmarshal(data, &snap); err != nil {
+		if err := decode(data, &snap); err != nil {
 			return nil, fmt.Errorf("load checkpoint: %w", err)
 		}
 		m.slot = head.Slot
