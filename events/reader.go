@@ -65,6 +65,12 @@ type reader struct {
 	created time.Time
 	cons    jetstream.Consumer
 	it      jetstream.MessagesContext
+	// behind says the last message left more for the consumer on the
+	// server; round is the current short wait while it does (see next).
+	behind bool
+	round  context.Context
+	done   context.CancelFunc
+	quiet  int
 }
 
 // open makes the reader's first consumer, starting where q says.
@@ -141,16 +147,16 @@ func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) er
 			continue
 		}
 		if err == nil {
-			// A 5 s heartbeat, as jetstream's ordered consumer has: a
-			// consumer gone quiet (lost with a cluster member, never
-			// started) is noticed in 10 s and made again.
-			it, err := c.Messages(r.pull, jetstream.PullHeartbeat(5*time.Second),
+			it, err := c.Messages(r.pull, jetstream.PullHeartbeat(heartbeat),
 				jetstream.WithMessagesErrOnMissingHeartbeat(true))
 			if err != nil {
 				r.l.release(c)
 				return fmt.Errorf("read %v: %w", r.filters, err)
 			}
-			r.cons, r.it, r.dseq = c, it, 0
+			// A new consumer is waited on plainly until its first
+			// message says how much more it has.
+			r.cons, r.it, r.dseq, r.behind = c, it, 0, false
+			r.endRound()
 			return nil
 		}
 		retry := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
@@ -208,7 +214,7 @@ var errGap = errors.New("consumer delivery gap")
 // nextMsg returns the next message and its stream sequence. An error is
 // returned as it is: the caller decides whether to resume.
 func (r *reader) nextMsg(ctx context.Context) (jetstream.Msg, uint64, error) {
-	msg, err := r.it.Next(jetstream.NextContext(ctx))
+	msg, err := r.nextOf(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -223,7 +229,62 @@ func (r *reader) nextMsg(ctx context.Context) (jetstream.Msg, uint64, error) {
 	}
 	r.dseq = md.Sequence.Consumer
 	r.next = md.Sequence.Stream + 1
+	r.behind = md.NumPending > 0
 	return msg, md.Sequence.Stream, nil
+}
+
+// heartbeat is how often a consumer with nothing to deliver says it is
+// there, as jetstream's ordered consumer has it: a consumer gone quiet
+// (lost with a cluster member, never started) is noticed after two
+// missed, and made again.
+const heartbeat = 5 * time.Second
+
+// repullRound is how long the reader waits for a message in one go while
+// the server holds more for its consumer.
+const repullRound = 100 * time.Millisecond
+
+// nextOf waits for the consumer's next message. While the server holds
+// more for it, it waits in short rounds, each a new call to the
+// iterator: nats.go's iterator (v1.55.0) decides whether to ask for more
+// only when Next is called, and skips asking while its last request is
+// still being sent; when the reader takes the last message it asked for
+// in that moment, Next waits for messages nobody asked for, until the
+// heartbeat check gives up ten seconds later (seen in rebuilds: one in
+// about a million events, 10 s each). A new round asks again. Rounds
+// that bring nothing for as long as the heartbeat check would wait end
+// as it would, with ErrNoHeartbeat: the consumer is gone.
+func (r *reader) nextOf(ctx context.Context) (jetstream.Msg, error) {
+	if !r.behind {
+		return r.it.Next(jetstream.NextContext(ctx))
+	}
+	for {
+		// A round spans calls (one timer every 100 ms, not one a
+		// message); one that ends while messages flow costs a call.
+		if r.round == nil || r.round.Err() != nil {
+			r.endRound()
+			r.round, r.done = context.WithTimeout(ctx, repullRound)
+		}
+		msg, err := r.it.Next(jetstream.NextContext(r.round))
+		if err == nil {
+			r.quiet = 0
+			return msg, nil
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			return nil, err
+		}
+		if r.quiet++; time.Duration(r.quiet)*repullRound >= 2*heartbeat {
+			r.quiet = 0
+			return nil, jetstream.ErrNoHeartbeat
+		}
+	}
+}
+
+// endRound releases the current round's timer.
+func (r *reader) endRound() {
+	if r.done != nil {
+		r.done()
+		r.round, r.done = nil, nil
+	}
 }
 
 // resume drops the current consumer and makes a new one that starts
@@ -266,6 +327,7 @@ func (r *reader) resume(ctx context.Context, cause error) error {
 
 // close stops pulling and deletes the consumer.
 func (r *reader) close() {
+	r.endRound()
 	if r.it != nil {
 		r.it.Stop()
 		r.it = nil
