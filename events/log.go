@@ -145,6 +145,12 @@ type Options struct {
 	OnSkip func(subject string, seq uint64, err error)
 	// Timeout bounds calls whose ctx has no deadline. Default 10s.
 	Timeout time.Duration
+	// OnResume hears each time a reader or follower makes its consumer
+	// again after it broke (cause: heartbeats missed, deleted, a delivery
+	// skipped), e.g. to log it: the read goes on from where it was, but
+	// a consumer that keeps breaking is worth knowing about. It must not
+	// block.
+	OnResume func(filters []string, cause error)
 	// OnAppend hears the outcome of every Append and AppendBatch: nil, or
 	// the error as the caller gets it (ErrStoreFull, ErrStreamLost, …), so
 	// a health watcher learns of a full store from the writes themselves.

@@ -314,3 +314,67 @@ func TestWatcherReportsAFullStoreUntilSpaceIsFreed(t *testing.T) {
 		return wantCode(w, events.HealthOK)()
 	})
 }
+
+// A follower whose consumer is deleted under it makes the consumer again
+// and reads on from where it was, and says so through OnResume: nothing
+// read twice, nothing missed.
+func TestAFollowerWhoseConsumerIsDeletedReadsOnAndSaysSo(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	if _, err := events.EnsureStream(ctx, srv.JS, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resumed := make(chan error, 10)
+	log := events.New(srv.JS, events.Options{Source: "fleetd/test/events", OnResume: func(filters []string, cause error) {
+		resumed <- cause
+	}})
+	f, err := log.Follow(ctx, events.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	next := func() events.Event {
+		t.Helper()
+		select {
+		case ev := <-f.Events():
+			return ev
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no event; follower error %v", f.Err())
+			return events.Event{}
+		}
+	}
+	if _, err := log.Append(ctx, hostUp("h1")); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(); ev.Subject != "h1" {
+		t.Fatalf("first event %+v", ev)
+	}
+	st, err := srv.JS.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for name := range st.ConsumerNames(ctx).Name() {
+		if err := st.DeleteConsumer(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		deleted++
+	}
+	if deleted == 0 {
+		t.Fatal("no consumer to delete")
+	}
+	if _, err := log.Append(ctx, hostUp("h2")); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(); ev.Subject != "h2" || ev.Seq != 2 {
+		t.Fatalf("after the consumer was deleted: %+v", ev)
+	}
+	select {
+	case cause := <-resumed:
+		if cause == nil {
+			t.Fatal("OnResume without a cause")
+		}
+	default:
+		t.Fatal("the follower made its consumer again without OnResume")
+	}
+}

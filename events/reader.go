@@ -312,6 +312,9 @@ func (r *reader) resume(ctx context.Context, cause error) error {
 		}
 		switch {
 		case err == nil:
+			if r.l.o.OnResume != nil {
+				r.l.o.OnResume(r.filters, cause)
+			}
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()

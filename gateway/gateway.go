@@ -177,6 +177,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		OnSkip: func(subject string, seq uint64, err error) {
 			g.log.Warn("skipped a message that is not a valid event", "subject", subject, "seq", seq, "err", err)
 		},
+		OnResume: func(filters []string, cause error) {
+			g.log.Info("a log reader made its consumer again and reads on", "subjects", filters, "cause", cause)
+		},
 		OnAppend: g.Watcher.Observe,
 	})
 	if err := g.startComponents(ctx); err != nil {
