@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -185,23 +188,58 @@ func waitPlacement(tb testing.TB, js jetstream.JetStream, n int) {
 	}
 }
 
-// FreePorts returns n distinct free TCP ports on loopback.
+// FreePorts returns n distinct free TCP ports on loopback. A port is free
+// only until someone binds it, and `go test ./...` runs packages side by
+// side: each port is also reserved, across processes, with a file in
+// os.TempDir()/fleetd-test-ports until the test ends, and a port another
+// test reserved is passed over. (Two packages' clusters once got routes
+// to each other's ports; their members never agreed on a leader.)
 func FreePorts(tb testing.TB, n int) []int {
 	tb.Helper()
+	dir := filepath.Join(os.TempDir(), "fleetd-test-ports")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		tb.Fatalf("natstest: free port: %v", err)
+	}
 	ports := make([]int, 0, n)
 	var lns []net.Listener
-	for range n {
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			tb.Fatalf("natstest: no free unreserved port in %d tries", tries)
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			tb.Fatalf("natstest: free port: %v", err)
 		}
+		// Held open while looking further, so the kernel does not hand
+		// the same port out twice in this call.
 		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
+		port := ln.Addr().(*net.TCPAddr).Port
+		if reserve(tb, dir, port) {
+			ports = append(ports, port)
+		}
 	}
 	return ports
+}
+
+// reserve claims port for the rest of the test, unless another test
+// holds it. A reservation older than an hour is a crashed test's.
+func reserve(tb testing.TB, dir string, port int) bool {
+	name := filepath.Join(dir, strconv.Itoa(port))
+	if fi, err := os.Stat(name); err == nil && time.Since(fi.ModTime()) > time.Hour {
+		os.Remove(name)
+	}
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	tb.Cleanup(func() { os.Remove(name) })
+	return true
 }
 
 // WaitStreamLed waits until the stream name has a leader and every replica
