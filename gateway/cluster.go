@@ -56,7 +56,12 @@ func (g *Gateway) provision(ctx context.Context, replicas int) error {
 	p := Provisioner{JS: js, Log: g.log, Denials: den, Replicas: replicas, Roles: g.Roles.Names()}
 	fctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
 	defer cancel()
-	err := p.Run(fctx)
+	denied, err := p.run(fctx)
+	// Only an identity that provisioned the buckets itself edits their
+	// streams later (the views turn atomic batches on where they are
+	// off); a refused one, or a gateway beside an admin key, keeps to
+	// what exists.
+	g.keepStreams = denied || g.cfg.AdminCreds != ""
 	if !errors.Is(err, ErrNotProvisioned) || g.cfg.AdminCreds != "" {
 		return err
 	}

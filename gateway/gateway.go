@@ -49,6 +49,9 @@ type Gateway struct {
 	// Denials logs the permission violations NATS reports to nc and tells
 	// provisioning when its identity may not create what it tried.
 	denials *Denials
+	// keepStreams says this gateway's identity does not edit the fabric's
+	// streams (see provision).
+	keepStreams bool
 	// Log is the event log; Views the projections over it; Bridge the
 	// herdr gateway (nil with NoHerdr). Set once Start returned.
 	Log    events.Log
@@ -209,7 +212,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	g.Views = projections.New(g.Log, g.js, projections.Options{Replicas: replicas, Logger: g.log, HostTTL: g.cfg.HostTTL, TurnTTL: g.turnTTL,
 		// The embedded server fsyncs each write with SyncAlways: a batch
 		// is synced once (what an external server does is not known).
-		BatchWrites: g.cfg.ExternalURL == "" && g.cfg.NATS.SyncAlways})
+		BatchWrites: g.cfg.ExternalURL == "" && g.cfg.NATS.SyncAlways, KeepStreams: g.keepStreams})
 	g.goRun("projections", g.whileForming(g.Views.Run), runCtx)
 	select {
 	case <-g.Views.Ready():

@@ -49,8 +49,13 @@ type Provisioner struct {
 // a missing one makes run return ErrNotProvisioned once it has tried the
 // rest.
 func (p Provisioner) Run(ctx context.Context) error {
+	_, err := p.run(ctx)
+	return err
+}
+
+// run is Run, and says whether NATS refused this identity a create.
+func (p Provisioner) run(ctx context.Context) (denied bool, err error) {
 	var missing []string
-	denied := false // once refused, the identity is: only look at the rest
 	ensure := func(what, stream string, create func(context.Context) error) error {
 		if !denied {
 			err := retryForming(ctx, p.Log, p.Denials, what, create)
@@ -78,7 +83,7 @@ func (p Provisioner) Run(ctx context.Context) error {
 		_, err := events.EnsureStream(ctx, p.JS, events.StreamOptions{Replicas: p.Replicas})
 		return err
 	}); err != nil {
-		return err
+		return denied, err
 	}
 	for _, cfg := range projections.BucketConfigs(projections.Options{Replicas: p.Replicas}) {
 		if err := ensure("bucket "+cfg.Bucket, "KV_"+cfg.Bucket, func(ctx context.Context) error {
@@ -90,25 +95,25 @@ func (p Provisioner) Run(ctx context.Context) error {
 			_, err := projections.AllowBatchWrites(ctx, p.JS, cfg.Bucket)
 			return err
 		}); err != nil {
-			return fmt.Errorf("ensure bucket %s: %w", cfg.Bucket, err)
+			return denied, fmt.Errorf("ensure bucket %s: %w", cfg.Bucket, err)
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s", ErrNotProvisioned, strings.Join(missing, ", "))
+		return denied, fmt.Errorf("%w: %s", ErrNotProvisioned, strings.Join(missing, ", "))
 	}
 	for _, role := range p.Roles {
 		cfg, err := router.ConsumerConfig(role, 0)
 		if err != nil {
-			return err
+			return denied, err
 		}
 		if err := retryForming(ctx, p.Log, p.Denials, "consumer "+cfg.Durable, func(ctx context.Context) error {
 			_, err := p.JS.CreateOrUpdateConsumer(ctx, events.Stream, cfg)
 			return err
 		}); err != nil && (p.Strict || !errors.Is(err, ErrDenied)) {
-			return fmt.Errorf("ensure consumer %s: %w", cfg.Durable, err)
+			return denied, fmt.Errorf("ensure consumer %s: %w", cfg.Durable, err)
 		}
 	}
-	return nil
+	return denied, nil
 }
 
 // Await waits until FLEET and every bucket exist, saying now and then

@@ -41,13 +41,19 @@ const (
 // after. An identity that may not edit streams gets an error; its writes
 // then go one by one.
 func AllowBatchWrites(ctx context.Context, js jetstream.JetStream, bucket string) (bool, error) {
+	return batchWrites(ctx, js, bucket, true)
+}
+
+// batchWrites reports whether a bucket's stream takes atomic batches,
+// turning them on first when allow says this identity may.
+func batchWrites(ctx context.Context, js jetstream.JetStream, bucket string, allow bool) (bool, error) {
 	st, err := js.Stream(ctx, "KV_"+bucket)
 	if err != nil {
 		return false, err
 	}
 	cfg := st.CachedInfo().Config
-	if cfg.AllowAtomicPublish {
-		return true, nil
+	if cfg.AllowAtomicPublish || !allow {
+		return cfg.AllowAtomicPublish, nil
 	}
 	cfg.AllowAtomicPublish = true
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {

@@ -136,3 +136,35 @@ func TestARefusedBatchOfViewWritesIsWrittenOneByOne(t *testing.T) {
 		return nil
 	})
 }
+
+// A projection that keeps the streams as they are (a gateway key, which
+// may not edit them) uses batches only where a bucket takes them already:
+// it never asks, and still writes its views.
+func TestAProjectionThatKeepsTheStreamsNeverEditsThem(t *testing.T) {
+	ctx := context.Background()
+	for _, keep := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
+			srv, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/projections"})
+			if _, err := log.Append(ctx, events.Event{Subject: "w1", Data: events.AgentRegistered{Agent: "w1", Host: "h1", Pane: "p1"}}); err != nil {
+				t.Fatal(err)
+			}
+			p := projections.New(log, srv.JS, projections.Options{BatchWrites: true, KeepStreams: keep})
+			t.Cleanup(func() { p.Close() })
+			if err := p.Rebuild(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Roster()) != 1 {
+				t.Fatalf("roster %v", p.Roster())
+			}
+			for _, b := range projections.Buckets() {
+				st, err := srv.JS.Stream(ctx, "KV_"+b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := st.CachedInfo().Config.AllowAtomicPublish; got == keep {
+					t.Errorf("%s: atomic batches %v with KeepStreams %v", b, got, keep)
+				}
+			}
+		})
+	}
+}

@@ -63,6 +63,12 @@ type Options struct {
 	// cost a sync each (about 30× slower). Without SyncAlways, plain
 	// asynchronous puts are faster (a batch is staged server-side first).
 	BatchWrites bool
+	// KeepStreams says this identity may not edit the buckets' streams
+	// (a gateway key: the admin provisions them). BatchWrites then uses
+	// batches where a bucket takes them already and never asks: asking is
+	// a permission violation, and a gateway that came up while the admin
+	// was still provisioning would be refused.
+	KeepStreams bool
 	// UpTo, with Memory, makes Rebuild fold the log only up to this
 	// stream sequence (inclusive): the fleet as it was then, by the same
 	// fold as live — the dashboard's time travel and `fleetd roster --at`

@@ -134,7 +134,7 @@ func ensureBuckets(ctx context.Context, js jetstream.JetStream, o Options) (*buc
 		if !o.BatchWrites {
 			break
 		}
-		ok, err := AllowBatchWrites(ctx, js, kv.Bucket())
+		ok, err := batchWrites(ctx, js, kv.Bucket(), !o.KeepStreams)
 		if err != nil {
 			o.Logger.Debug("projections: view writes go one by one", "bucket", kv.Bucket(), "err", err)
 		}
