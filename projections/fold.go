@@ -124,6 +124,19 @@ type dirtySet struct {
 	agents   map[string]struct{}
 	sessions map[string]struct{}
 	turns    map[string]lifecycle.Turn
+	// ended counts the turns that ended: between checkpoints a catch-up
+	// writes only those (see collect), so they decide when it flushes.
+	ended int
+}
+
+// turn marks t changed.
+func (d *dirtySet) turn(t lifecycle.Turn) {
+	if t.State.Final() {
+		if was, ok := d.turns[t.ID]; !ok || !was.State.Final() {
+			d.ended++
+		}
+	}
+	d.turns[t.ID] = t
 }
 
 func newDirtySet() dirtySet {
@@ -582,7 +595,7 @@ func (m *materializer) turnEvent(ev events.Event, b *batch) (lifecycle.Turn, boo
 	if !ok {
 		return lifecycle.Turn{}, false
 	}
-	m.dirty.turns[t.ID] = t
+	m.dirty.turn(t)
 	b.changes = append(b.changes, Change{Kind: KindTurn, Key: t.ID, Seq: b.seq})
 	if t.State.Final() {
 		if out := m.cache.add(t); out != "" {

@@ -485,7 +485,7 @@ func (m *materializer) catchUp(ctx context.Context) error {
 			if !m.flushDue() {
 				continue
 			}
-			if writing != nil && len(m.dirty.turns) >= 2*batchSize*bulkSpread {
+			if writing != nil && m.dirty.ended >= 2*batchSize*bulkSpread {
 				// The writes fall behind: hold the fold rather than
 				// let what waits to be written grow without bound.
 				if err := wait(); err != nil {
@@ -608,8 +608,9 @@ func (m *materializer) follow(ctx context.Context) error {
 // flushDue reports whether enough has changed to write before the tick.
 func (m *materializer) flushDue() bool {
 	if m.bulk {
-		// Roster and session rows wait for the checkpoint (see prepare).
-		return len(m.dirty.turns) >= batchSize*bulkSpread || m.checkpointDue()
+		// Roster and session rows and open turns wait for the
+		// checkpoint (see prepare and collect).
+		return m.dirty.ended >= batchSize*bulkSpread || m.checkpointDue()
 	}
 	// Live, CheckpointInterval is the flush tick's business: a flush
 	// (and a checkpoint's encoding) started by the event that just came

@@ -289,3 +289,37 @@ func TestARebuildWritesMoreViewsThanOnePublisherMayHaveInFlight(t *testing.T) {
 		}
 	}
 }
+
+// A catch-up writes an ended turn once: between checkpoints its flushes
+// write only the turns that ended, and the open ones (which change again
+// within a few events) wait for the end. The turns bucket then holds as
+// many writes as turns. The workload is large enough for several flushes
+// before the end (one per 4,096 ended turns).
+func TestACatchUpWritesEachTurnOnceBetweenCheckpoints(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w := projectionstest.Generate(projectionstest.Config{Seed: 31, Events: 40000 / workloadScale})
+	if _, err := projectionstest.Play(ctx, e.log, e.js, w.Ops); err != nil {
+		t.Fatal(err)
+	}
+	p := projections.New(e.log, e.js, projections.Options{
+		BucketPrefix: "once_", Now: func() time.Time { return w.End },
+		// No checkpoint before the end: it would write the open turns.
+		CheckpointEvery: 1 << 30, CheckpointInterval: time.Hour,
+	})
+	t.Cleanup(p.Close)
+	if err := p.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.js.Stream(ctx, "KV_once_turns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.CachedInfo().State
+	if st.Msgs < 4096/uint64(workloadScale) {
+		t.Fatalf("%d turns: too few for a flush before the end", st.Msgs)
+	}
+	if st.LastSeq != st.Msgs {
+		t.Errorf("%d writes for %d turns; want one each", st.LastSeq, st.Msgs)
+	}
+}

@@ -272,9 +272,9 @@ func (m *materializer) prepare(force bool) (flushJob, bool, error) {
 			return flushJob{}, false, err
 		}
 	}
-	// While catching up, an agent's row changes with nearly every event:
-	// it is written with the checkpoints and at the end, not with each
-	// batch of turns.
+	// While catching up, an agent's row changes with nearly every event,
+	// an open turn with the next few: they are written with the
+	// checkpoints and at the end, not with each batch of ended turns.
 	puts, err := m.collect(force || job.ckpt != nil || !m.bulk)
 	if err != nil {
 		return flushJob{}, false, err
@@ -322,8 +322,22 @@ func (m *materializer) collect(rows bool) ([]put, error) {
 	if rows {
 		m.dirty = newDirtySet()
 	} else {
-		m.dirty.turns = map[string]lifecycle.Turn{}
-		d.agents, d.sessions = nil, nil
+		// Catching up, between checkpoints: only the turns that ended
+		// go out. An open one changes again within a few events (typed,
+		// submitted, replied), and writing each state it passed through
+		// was a third of a rebuild's writes; it goes with the next
+		// checkpoint or at the end, when every changed entry does.
+		ended := map[string]lifecycle.Turn{}
+		open := map[string]lifecycle.Turn{}
+		for id, t := range d.turns {
+			if t.State.Final() {
+				ended[id] = t
+			} else {
+				open[id] = t
+			}
+		}
+		m.dirty.turns, m.dirty.ended = open, 0
+		d = dirtySet{turns: ended}
 	}
 	m.writing = d.turns
 	names := bucketNames(m.o)
@@ -356,7 +370,7 @@ func (m *materializer) collect(rows bool) ([]put, error) {
 		}
 		add(names[2], id, t, ttl, func() {
 			if _, newer := m.dirty.turns[id]; !newer {
-				m.dirty.turns[id] = t
+				m.dirty.turn(t)
 			}
 		})
 	}
