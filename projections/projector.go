@@ -121,11 +121,16 @@ type materializer struct {
 	stream  time.Time
 	trimmed uint64 // the first sequence of a gap already reported
 	wfail   writeTrouble
-	// evicted, while a rebuild folds into emptied buckets, holds the turns
+	// evicted, while a fold from nothing reads the whole stream (a
+	// rebuild into emptied buckets, a first start), holds the turns
 	// pushed out of the cache: the only ones the turns bucket can hold
 	// that memory does not. nil otherwise (then every turn memory lacks
 	// is looked up).
 	evicted map[string]struct{}
+	// scratch: the fold started from nothing (no checkpoint) and has
+	// folded nothing yet; whole: and the stream still holds its first
+	// event, so the catch-up sees every turn it could be asked about.
+	scratch, whole bool
 	// bulk: the fold is catching up (see bulkSpread).
 	bulk bool
 	// writing holds the turns of the flush in flight until it is
@@ -301,6 +306,7 @@ func (m *materializer) open(ctx context.Context) error {
 			return err
 		}
 	}
+	m.scratch = snap == nil
 	if snap != nil {
 		st := snap.state()
 		m.mu.Lock()
@@ -377,6 +383,7 @@ func (m *materializer) anchor(ctx context.Context) error {
 	case !m.stream.Equal(st.Created):
 		m.reanchor(st)
 	}
+	m.whole = m.scratch && m.Applied() == 0 && st.FirstSeq <= 1
 	if st.Msgs > 0 && st.FirstSeq > m.Applied()+1 && st.FirstSeq != m.trimmed {
 		m.trimmed = st.FirstSeq
 		m.o.Logger.Warn("projections: the log was trimmed past the views' position; the events in between were never folded",
@@ -407,6 +414,7 @@ func (m *materializer) reanchor(st events.StreamState) {
 	m.mu.Unlock()
 	m.cache.reset()
 	m.setStream(st.Created)
+	m.scratch = false
 	m.ckptStale = true
 	m.trimmed = 0
 	m.setApplied(from - 1)
@@ -426,6 +434,16 @@ func (m *materializer) setStream(t time.Time) {
 func (m *materializer) catchUp(ctx context.Context) error {
 	m.bulk = true
 	defer func() { m.bulk = false }()
+	if m.whole && m.evicted == nil {
+		// A first start on a log without a checkpoint folds it all from
+		// nothing, as a rebuild does: every ended turn a queued event
+		// could name ended earlier in this read, so only those the cache
+		// let go of are asked of KV — not every turn older than this
+		// process, which was a KV read per turn of the log.
+		m.evicted = map[string]struct{}{}
+		defer func() { m.evicted = nil }()
+	}
+	m.whole, m.scratch = false, false
 	// The log is read and decoded ahead, in batches, while the fold and
 	// its view writes work on the ones before: on a rebuild the two are
 	// about even, and one waits on the server while the other computes.

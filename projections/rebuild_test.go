@@ -3,8 +3,11 @@ package projections_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
@@ -321,5 +324,65 @@ func TestACatchUpWritesEachTurnOnceBetweenCheckpoints(t *testing.T) {
 	}
 	if st.LastSeq != st.Msgs {
 		t.Errorf("%d writes for %d turns; want one each", st.LastSeq, st.Msgs)
+	}
+}
+
+// A first start on a log without a checkpoint folds it from nothing, as a
+// rebuild does, and ends with the rebuild's views; it asks the turns
+// bucket only about a turn its cache let go of that a queued event names
+// again, not about every turn older than the process (that was a KV read
+// per turn of the log, a third of a first start on a million events).
+func TestAFirstStartFoldsLikeARebuildAndAsksKVOnlyAboutTurnsItLetGo(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	w := projectionstest.Generate(projectionstest.Config{Seed: 41, Events: 4000 / workloadScale})
+	now := func() time.Time { return w.End }
+	if _, err := projectionstest.Play(ctx, e.log, e.js, w.Ops); err != nil {
+		t.Fatal(err)
+	}
+	// A queued event appended again (a spool replay, a duplicate) is the
+	// only one that can name a turn the fold let go of.
+	queued, turns := 0, map[string]bool{}
+	for _, op := range w.Ops {
+		switch op.Event.Data.(type) {
+		case events.AgentQueued, events.RoleQueued:
+			queued++
+			turns[lifecycle.TurnID(op.Event)] = true
+		}
+	}
+	again := queued - len(turns)
+
+	var reads atomic.Int64
+	sub, err := e.js.Conn().Subscribe("$JS.API.*.GET.KV_fs_turns.>", func(*nats.Msg) { reads.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	const cache = 20
+	first := start(t, projections.New(e.log, e.js, projections.Options{Now: now, BucketPrefix: "fs_", TurnCacheSize: cache}))
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) < 10*cache {
+		t.Fatalf("%d turns: too few for the cache of %d to let most go", len(turns), cache)
+	}
+	if n := reads.Load(); n > int64(again) {
+		t.Errorf("%d turn reads from KV for %d turns, %d queued events appended again; want at most %d", n, len(turns), again, again)
+	}
+
+	rebuilt := projections.New(e.log, e.js, projections.Options{Now: now, BucketPrefix: "rb_", TurnCacheSize: cache})
+	t.Cleanup(rebuilt.Close)
+	if err := rebuilt.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rbKV := kvView(t, e.js, "rb_")
+	if err := diff("first start KV vs rebuild KV", kvView(t, e.js, "fs_"), rbKV); err != nil {
+		t.Fatal(err)
+	}
+	if err := diff("first start memory vs rebuild memory", memView(t, first, rbKV.turnIDs()), memView(t, rebuilt, rbKV.turnIDs())); err != nil {
+		t.Fatal(err)
 	}
 }
