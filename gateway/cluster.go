@@ -118,11 +118,32 @@ func (g *Gateway) whileForming(run func(context.Context) error) func(context.Con
 	}
 }
 
+// errJustCreated marks a stream that a create or update is making, or has
+// just made, and that a lookup of it did not find.
+var errJustCreated = errors.New("not found while being created")
+
+// whileCreating says a stream that is not found while a create or update
+// is making it is a cluster still forming: a server learns of a new
+// stream from the meta leader a moment after the leader made it, and a
+// lookup (nats.go's create-or-update asks first; batches are turned on
+// after) can reach it in between. Seen as a gateway starting while its
+// peers elected their first leader; it stopped the gateway.
+func whileCreating(err error) error {
+	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) {
+		return fmt.Errorf("%w: %w", errJustCreated, err)
+	}
+	return err
+}
+
 // clusterForming reports whether err is what a JetStream API call returns
 // while a cluster is still forming or has lost a peer: no suitable peers
 // for placement (10005), temporarily unavailable (10008), no leader
-// (10009), or no answer at all.
+// (10009), a stream not found while being created (whileCreating), or no
+// answer at all.
 func clusterForming(err error) bool {
+	if errors.Is(err, errJustCreated) {
+		return true
+	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {

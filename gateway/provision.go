@@ -81,19 +81,19 @@ func (p Provisioner) run(ctx context.Context) (denied bool, err error) {
 	}
 	if err := ensure("stream "+events.Stream, events.Stream, func(ctx context.Context) error {
 		_, err := events.EnsureStream(ctx, p.JS, events.StreamOptions{Replicas: p.Replicas})
-		return err
+		return whileCreating(err)
 	}); err != nil {
 		return denied, err
 	}
 	for _, cfg := range projections.BucketConfigs(projections.Options{Replicas: p.Replicas}) {
 		if err := ensure("bucket "+cfg.Bucket, "KV_"+cfg.Bucket, func(ctx context.Context) error {
 			if _, err := p.JS.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
-				return err
+				return whileCreating(err)
 			}
 			// A KV update writes the stream's config without atomic
 			// batches: allow them again, for the views' large flushes.
 			_, err := projections.AllowBatchWrites(ctx, p.JS, cfg.Bucket)
-			return err
+			return whileCreating(err)
 		}); err != nil {
 			return denied, fmt.Errorf("ensure bucket %s: %w", cfg.Bucket, err)
 		}
