@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 type pane struct {
@@ -322,22 +323,67 @@ func (s *Server) reap(p *pane, outputDone, answersDone <-chan struct{}) {
 	close(p.exited)
 }
 
-// hangUp sends SIGHUP to each pane's process group, then SIGKILL to those
-// still alive after KillGrace, and waits until they are reaped.
+// hangUp sends SIGHUP to each pane's process groups, then SIGKILL to
+// those of every pane still alive after KillGrace, and waits until they
+// are reaped.
+//
+// A pane's groups are its program's and its terminal's foreground group:
+// a shell runs what was typed into it (an agent, say) as a job of its own
+// group. Signalling the shell's group alone left such a job that ignores
+// SIGHUP — anything started under nohup does — holding the terminal
+// after the shell was gone, and the pane never ended; and since panes
+// were killed one after the other, neither did any pane after it.
 func (s *Server) hangUp(panes []*pane) {
-	for _, p := range panes {
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGHUP)
+	groups := make([][]int, len(panes))
+	for i, p := range panes {
+		groups[i] = []int{p.cmd.Process.Pid}
+		if fg := p.foreground(); fg > 0 && fg != p.cmd.Process.Pid {
+			groups[i] = append(groups[i], fg)
+		}
+		signalGroups(groups[i], syscall.SIGHUP)
 	}
 	deadline := time.After(s.cfg.KillGrace)
+grace:
 	for _, p := range panes {
 		select {
 		case <-p.exited:
-			continue
 		case <-deadline:
+			break grace
 		}
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	for i, p := range panes {
+		select {
+		case <-p.exited:
+		default:
+			signalGroups(groups[i], syscall.SIGKILL)
+		}
+	}
+	for _, p := range panes {
 		<-p.exited
 	}
+}
+
+// signalGroups sends sig to each process group.
+func signalGroups(groups []int, sig syscall.Signal) {
+	for _, g := range groups {
+		syscall.Kill(-g, sig)
+	}
+}
+
+// foreground is the process group the pane's terminal has in the
+// foreground, or 0 when that cannot be read.
+func (p *pane) foreground() int {
+	raw, err := p.ptmx.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	pgrp := 0
+	raw.Control(func(fd uintptr) {
+		if g, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP); err == nil {
+			pgrp = g
+		}
+	})
+	return pgrp
 }
 
 // write sends b to the pane's program as one write and records it.

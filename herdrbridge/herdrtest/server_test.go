@@ -2,6 +2,7 @@ package herdrtest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -301,4 +302,68 @@ func TestCloseStopsEverything(t *testing.T) {
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines after Close, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
+}
+
+// A pane's shell runs a typed command as a job of its own process group,
+// the terminal's foreground. Close ends such a job too, even one that
+// ignores SIGHUP (anything started under nohup does), and a pane that
+// SIGHUP does not end holds up no other: what is left is killed together
+// after KillGrace. Under nohup, Close once waited here for ever: the
+// job held the terminal after its shell was gone, and the panes after it
+// were never killed.
+func TestCloseEndsAForegroundJobThatIgnoresHangUps(t *testing.T) {
+	s := Start(t, Config{Validator: herdrschema.Schema(t)})
+	ctx := context.Background()
+	sh, err := s.SpawnPane(ctx, PaneSpec{Argv: []string{"sh", "-i"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.SpawnPane(ctx, PaneSpec{Argv: []string{"sh", "-c", "trap '' HUP; sleep 60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	p := s.panes[sh.ID]
+	s.mu.Unlock()
+	if err := s.write(p, []byte("sh -c 'trap \"\" HUP; exec sleep 60'\r")); err != nil {
+		t.Fatal(err)
+	}
+	job := 0
+	for deadline := time.Now().Add(10 * time.Second); job == 0; time.Sleep(20 * time.Millisecond) {
+		if fg := p.foreground(); fg > 0 && fg != sh.PID {
+			job = fg
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the typed job never took the terminal's foreground; screen:\n%s", s.Output(sh.ID))
+		}
+	}
+
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close still waits after 30 s: the job holds its pane")
+	}
+	// The job leads its group. Orphaned, it may stay a zombie until
+	// whoever adopted it reaps it: only a running process counts.
+	if running(job) {
+		t.Errorf("the job %d survived Close", job)
+	}
+	if running(other.PID) {
+		t.Errorf("the other pane's process %d survived Close", other.PID)
+	}
+}
+
+// running reports whether process pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state …: comm may hold spaces and parentheses.
+	_, rest, ok := strings.Cut(string(b[bytes.LastIndexByte(b, ')')+1:]), " ")
+	return ok && !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
