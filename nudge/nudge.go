@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/samber/lo"
+
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/restart"
 	"github.com/fleetd/fleetd/projections"
@@ -105,8 +107,13 @@ func Text(unread int) string {
 // an agent that reads by pull (a message, a status change, a turn's end
 // may each make a nudge due). A log that goes away (the stream lost, NATS
 // gone) only pauses it: it follows again once it can, looking over the
-// roster first for what it missed meanwhile.
+// roster first for what it missed meanwhile. Without a role that reads by
+// pull (the default roles have none) nothing can be due: it returns at
+// once, rather than decode every agent event of the fleet to find that.
 func (n *Nudger) Run(ctx context.Context) error {
+	if !lo.SomeBy(lo.Values(n.cfg.Roles.Roles), func(r roles.Role) bool { return r.Inbox }) {
+		return nil
+	}
 	restart.Loop(ctx, n.follow, func(err error, wait time.Duration) {
 		n.cfg.Logger.Warn("nudge: following the log again", "err", err, "backoff", wait)
 	})

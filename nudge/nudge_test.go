@@ -1,8 +1,10 @@
 package nudge_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,5 +140,45 @@ func TestAWorkingMainIsNudgedOnlyOnceIdle(t *testing.T) {
 	}
 	if ws, _, _ := nudges(t, f, "w-1"); len(ws) != 0 {
 		t.Errorf("worker nudged: %+v", ws)
+	}
+}
+
+// followCounter is a log that counts the follows asked of it.
+type followCounter struct {
+	events.Log
+	follows atomic.Int32
+}
+
+func (l *followCounter) Follow(ctx context.Context, q events.Query) (*events.Follower, error) {
+	l.follows.Add(1)
+	return l.Log.Follow(ctx, q)
+}
+
+// Without a role that reads by pull (the default roles have none) nothing
+// can come due: the nudger ends at once and reads nothing of the log,
+// rather than decode every agent event of the fleet on this gateway.
+func TestWithoutAnInboxRoleTheNudgerReadsNothing(t *testing.T) {
+	f := fleettest.New(t)
+	boxes, err := inbox.New(inbox.Config{Log: f.Log, JS: f.NATS.JS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &followCounter{Log: f.Log}
+	n, err := nudge.New(nudge.Config{Log: log, Views: f.Views, Inboxes: boxes, Host: "h1", Roles: roles.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.Run(fleettest.Ctx(t)) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the nudger still runs after 10 s with no role to nudge")
+	}
+	if got := log.follows.Load(); got != 0 {
+		t.Errorf("%d follows of the log; want none", got)
 	}
 }
