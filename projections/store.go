@@ -325,8 +325,9 @@ func (m *materializer) collect(rows bool) ([]put, error) {
 		// Catching up, between checkpoints: only the turns that ended
 		// go out. An open one changes again within a few events (typed,
 		// submitted, replied), and writing each state it passed through
-		// was a third of a rebuild's writes; it goes with the next
-		// checkpoint or at the end, when every changed entry does.
+		// was nearly a quarter of a rebuild's turn writes; it goes with
+		// the next checkpoint or at the end, when every changed entry
+		// does.
 		ended := map[string]lifecycle.Turn{}
 		open := map[string]lifecycle.Turn{}
 		for id, t := range d.turns {
