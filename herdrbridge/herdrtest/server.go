@@ -92,7 +92,8 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 // Close stops listening, drops every connection, hangs up every pane
-// (SIGHUP, then SIGKILL after KillGrace) and waits for all of the server's
+// (SIGHUP to its program and its terminal's foreground job, then SIGKILL
+// to whatever is left after KillGrace) and waits for all of the server's
 // goroutines. It is idempotent.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
