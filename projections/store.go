@@ -329,15 +329,13 @@ func (m *materializer) collect(rows bool) ([]put, error) {
 		// the next checkpoint or at the end, when every changed entry
 		// does.
 		ended := map[string]lifecycle.Turn{}
-		open := map[string]lifecycle.Turn{}
-		for id, t := range d.turns {
+		for id, t := range m.dirty.turns {
 			if t.State.Final() {
 				ended[id] = t
-			} else {
-				open[id] = t
+				delete(m.dirty.turns, id)
 			}
 		}
-		m.dirty.turns, m.dirty.ended = open, 0
+		m.dirty.ended = 0
 		d = dirtySet{turns: ended}
 	}
 	m.writing = d.turns
