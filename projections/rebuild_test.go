@@ -358,7 +358,7 @@ func TestAFirstStartFoldsLikeARebuildAndAsksKVOnlyAboutTurnsItLetGo(t *testing.T
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	const cache = 20
+	cache := 20 / workloadScale
 	first := start(t, projections.New(e.log, e.js, projections.Options{Now: now, BucketPrefix: "fs_", TurnCacheSize: cache}))
 	if err := first.stop(); err != nil {
 		t.Fatal(err)
