@@ -107,8 +107,10 @@ func (p Provisioner) run(ctx context.Context) (denied bool, err error) {
 			return denied, err
 		}
 		if err := retryForming(ctx, p.Log, p.Denials, "consumer "+cfg.Durable, func(ctx context.Context) error {
+			// FLEET exists by now: not finding it is the same moment as a
+			// stream's own create.
 			_, err := p.JS.CreateOrUpdateConsumer(ctx, events.Stream, cfg)
-			return err
+			return whileCreating(err)
 		}); err != nil && (p.Strict || !errors.Is(err, ErrDenied)) {
 			return denied, fmt.Errorf("ensure consumer %s: %w", cfg.Durable, err)
 		}
