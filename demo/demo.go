@@ -182,7 +182,7 @@ func (d *run) setup(ctx context.Context) error {
 		kind = "real Claude Code agents against a built-in fake Anthropic API"
 	}
 	d.step("fleetd demo: %d %s, %d tasks", d.opts.Agents, kind, d.opts.Tasks)
-	d.step("data in %s; built-in herdr on %s; fake API at %s", d.dir, fab.Herdr.Path(), fab.API.URL())
+	d.step("data in %s; built-in herdr on %s; fake API at %s", d.dir, fab.HerdrPath(), fab.API.URL())
 	d.step("fleetd up: NATS %s, lead shim http://%s", fab.Gateway.NATSURL(), fab.Gateway.HTTPAddr())
 	d.step("dashboard: http://%s/ (watch the fleet work, live)", fab.Gateway.HTTPAddr())
 	return nil

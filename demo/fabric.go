@@ -23,8 +23,11 @@ import (
 // and a gateway over embedded NATS with a lead shim on a free port. `fleetd
 // demo` and `fleetd bench` both run on it.
 type Fabric struct {
-	// Herdr is the built-in herdr-protocol server the agents' panes run in.
+	// Herdr is the built-in herdr-protocol server the agents' panes run
+	// in; nil when FabricConfig.HerdrPath named one already serving.
 	Herdr *herdrtest.Server
+	// herdrPath is the socket of the herdr the gateway uses.
+	herdrPath string
 	// API is the fake Anthropic Messages API gateway roles point at.
 	API *fakeapi.Server
 	// Gateway is the host's fleetd: NATS, the log, projections, the shim.
@@ -47,6 +50,12 @@ type FabricConfig struct {
 	// Roles builds the roles once the fake API runs, so gateway roles can
 	// point at it. Required.
 	Roles func(api *fakeapi.Server) (roles.Config, error)
+	// HerdrPath, when set, is the socket of a herdr already serving (a
+	// `fleetd dev-herdr` process, say) for the gateway to use instead of
+	// starting the built-in one in this process. The bench runs it so:
+	// a real herdr is a process of its own, and its panes' output would
+	// otherwise share the gateway's Go scheduler.
+	HerdrPath string
 }
 
 func (c *FabricConfig) setDefaults() {
@@ -85,18 +94,10 @@ func StartFabric(ctx context.Context, cfg FabricConfig) (f *Fabric, err error) {
 			f = nil
 		}
 	}()
-	// Unix socket paths are short-limited: keep herdr's under /tmp.
-	sockDir, err := os.MkdirTemp("", "fleetd-herdr-")
-	if err != nil {
-		return nil, err
-	}
-	f.Herdr, err = herdrtest.New(herdrtest.Config{SocketPath: filepath.Join(sockDir, "herdr.sock")})
-	if err != nil {
-		os.RemoveAll(sockDir)
-		return nil, err
-	}
-	if err := f.Herdr.Start(ctx); err != nil {
-		return nil, fmt.Errorf("built-in herdr: %w", err)
+	if f.herdrPath = cfg.HerdrPath; f.herdrPath == "" {
+		if err := f.startHerdr(ctx); err != nil {
+			return nil, err
+		}
 	}
 	f.API = fakeapi.New(fakeapi.Config{})
 	if err := f.API.Start(ctx); err != nil {
@@ -112,7 +113,7 @@ func StartFabric(ctx context.Context, cfg FabricConfig) (f *Fabric, err error) {
 	}
 	f.Gateway = gateway.New(gateway.Config{
 		Version: cfg.Version,
-		Host:    cfg.Host, NATS: natsCfg, HTTP: "127.0.0.1:0", HerdrPath: f.Herdr.Path(), Roles: &rc,
+		Host:    cfg.Host, NATS: natsCfg, HTTP: "127.0.0.1:0", HerdrPath: f.herdrPath, Roles: &rc,
 		Heartbeat: 5 * time.Second, Logger: cfg.Logger,
 	})
 	if err := f.Gateway.Start(ctx); err != nil {
@@ -121,6 +122,28 @@ func StartFabric(ctx context.Context, cfg FabricConfig) (f *Fabric, err error) {
 	f.Client = leadshim.NewClient("http://"+f.Gateway.HTTPAddr(), "")
 	return f, nil
 }
+
+// startHerdr starts the built-in herdr in this process.
+func (f *Fabric) startHerdr(ctx context.Context) error {
+	// Unix socket paths are short-limited: keep herdr's under /tmp.
+	sockDir, err := os.MkdirTemp("", "fleetd-herdr-")
+	if err != nil {
+		return err
+	}
+	f.Herdr, err = herdrtest.New(herdrtest.Config{SocketPath: filepath.Join(sockDir, "herdr.sock")})
+	if err != nil {
+		os.RemoveAll(sockDir)
+		return err
+	}
+	f.herdrPath = f.Herdr.Path()
+	if err := f.Herdr.Start(ctx); err != nil {
+		return fmt.Errorf("built-in herdr: %w", err)
+	}
+	return nil
+}
+
+// HerdrPath is the socket of the herdr the agents' panes run in.
+func (f *Fabric) HerdrPath() string { return f.herdrPath }
 
 // AgentSpec is one agent to spawn: its role, its name (the agent id) and
 // the directory its pane starts in.

@@ -31,10 +31,12 @@ type BenchCmd struct {
 	Show    string  `help:"Print an earlier --json report as the table, without running anything." type:"existingfile" placeholder:"REPORT.json"`
 
 	// Size "tiny" is for the command's own test; Stage and StageSync make
-	// a child run one stage.
+	// a child run one stage; Lead makes a child the fabric stage's lead,
+	// calling the shim at that URL from a process of its own.
 	Size      string `hidden:"" enum:",full,quick,tiny" default:""`
 	Stage     string `hidden:""`
 	StageSync bool   `hidden:""`
+	Lead      string `hidden:""`
 }
 
 // size is the run's workload sizes, as the flags pick them.
@@ -46,6 +48,9 @@ func (c *BenchCmd) size() bench.Size { return bench.SizeFor(c.Size, c.Quick, c.T
 func (c *BenchCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Stage != "" {
 		return c.runStage(ctx, g)
+	}
+	if c.Lead != "" {
+		return bench.ServeLead(ctx, c.Lead, g.Token, os.Stdin, os.Stdout)
 	}
 	if c.Show != "" {
 		r, err := bench.ReadReport(c.Show)
