@@ -14,11 +14,15 @@ type StreamOptions struct {
 	// Replicas is 1 standalone and 3 in a cluster of three or more.
 	Replicas int
 	// Duplicates is how long an event id is remembered for dedupe; a
-	// retried append within it is a no-op. Default 2 minutes.
+	// retried append within it is a no-op. Default DefaultDuplicates.
 	Duplicates time.Duration
 	// Storage defaults to file storage; memory is only for benchmarks.
 	Storage jetstream.StorageType
 }
+
+// DefaultDuplicates is the FLEET stream's dedupe window. A server that
+// starts reloads the id of every event stored within it.
+const DefaultDuplicates = 2 * time.Minute
 
 // StreamConfig is the FLEET stream: every fleet.> subject, limits retention
 // (the log is never trimmed by consumption), file storage, a dedupe window,
@@ -28,7 +32,7 @@ func StreamConfig(o StreamOptions) jetstream.StreamConfig {
 		o.Replicas = 1
 	}
 	if o.Duplicates == 0 {
-		o.Duplicates = 2 * time.Minute
+		o.Duplicates = DefaultDuplicates
 	}
 	return jetstream.StreamConfig{
 		Name:               Stream,

@@ -35,7 +35,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 		"whole turn: sim-agent", "agent floor: sim-agent", "events per turn: sim-agent", "completion:",
 		"fabric overhead per turn", "log hop:", "whole turn: real Claude Code", "fan-out:", "hook:",
 		"append: Log.Append,", "append: Log.AppendBatch,", "rebuild: projection fold", "roster: GET /roster",
-		"roster: Views.Roster", "memory: gateway RSS", "memory: heap after",
+		"roster: Views.Roster", "memory: gateway RSS", "memory: heap after", "restart: fleetd up ready",
 	}
 	for _, prefix := range want {
 		for _, sync := range []bool{true, false} {
@@ -57,6 +57,13 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 			case row.Target != "" && row.Status != bench.StatusOK && row.Status != bench.StatusMiss:
 				t.Errorf("row %q has a target but status %q", row.Name, row.Status)
 			}
+		}
+	}
+	// The restart is set beside the embedded server started alone on the
+	// same store, so fleetd's own share of it shows.
+	for _, r := range rep.Rows {
+		if strings.HasPrefix(r.Name, "restart: fleetd up ready") && (r.Base <= 0 || r.BaseName != "NATS alone") {
+			t.Errorf("row %q (sync %v): baseline %v %q, want the embedded server alone", r.Name, r.Sync, r.Base, r.BaseName)
 		}
 	}
 	if rep.Machine.Cores == 0 || rep.Mode != "tiny" {
