@@ -63,6 +63,15 @@ func (c *turnCache) each(fn func(lifecycle.Turn) bool) {
 	}
 }
 
+// rewrite replaces every cached turn with fn of it, keeping the order.
+func (c *turnCache) rewrite(fn func(lifecycle.Turn) lifecycle.Turn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.order.Front(); e != nil; e = e.Next() {
+		e.Value = fn(e.Value.(lifecycle.Turn))
+	}
+}
+
 func (c *turnCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -412,7 +412,23 @@ func (m *materializer) reanchor(st events.StreamState) {
 	}
 	m.version.Add(1)
 	m.mu.Unlock()
-	m.cache.reset()
+	// The ended turns stay: readers are answered from the cache until
+	// their rows are written (dropping it lost a just-replied turn from
+	// the views until the next flush). Their positions were in the old
+	// stream; they ended before anything in the new one, so a queued
+	// event it replays for one does not open it again (endedBefore).
+	before := func(t lifecycle.Turn) lifecycle.Turn {
+		if t.State.Final() {
+			t.FirstSeq, t.LastSeq = 0, 0
+		}
+		return t
+	}
+	m.cache.rewrite(before)
+	for _, pending := range []map[string]lifecycle.Turn{m.dirty.turns, m.writing} {
+		for id, t := range pending {
+			pending[id] = before(t)
+		}
+	}
 	m.setStream(st.Created)
 	m.scratch = false
 	m.ckptStale = true

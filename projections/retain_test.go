@@ -171,6 +171,46 @@ func TestViewsFollowAStreamCreatedAgain(t *testing.T) {
 	}
 }
 
+// A turn that ended just before the stream was created again is still
+// answered while its row waits to be written (here: never, the flushes
+// are an hour apart), and it counts as ended before the new stream: a
+// queued event the new stream carries for it again opens nothing.
+func TestATurnEndedBeforeTheStreamCameBackIsStillReadAndStaysEnded(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow, FlushInterval: time.Hour, CheckpointInterval: time.Hour}))
+	done := events.NewULIDSource(time.Now)()
+	e.append(t, reg("w1", "h1", ""))
+	e.append(t, queued("w1", done, "first"))
+	e.append(t, events.Event{Subject: "w1", CorrelationID: done, Time: at(3), Data: events.AgentTyped{Pane: "p1"}})
+	e.append(t, events.Event{Subject: "w1", CorrelationID: done, Time: at(4), Data: events.AgentReplied{Reply: "one"}})
+	e.append(t, events.Event{Subject: "w1", Time: at(5), Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "herdr"}})
+	ack := e.append(t, events.Event{Subject: "w1", Time: at(6), Data: events.AgentStatusChanged{Status: events.StatusWorking, Source: "herdr"}})
+	waitSeq(t, p, ack.Seq)
+
+	if err := e.js.DeleteStream(ctx, events.Stream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := events.EnsureStream(ctx, e.js, events.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.append(t, reg("w1", "h1", ""))
+	again := e.append(t, queued("w1", done, "first")) // at 2: below the turn's old positions
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if h := p.Horizon(); h.Applied != again.Seq {
+			return fmt.Errorf("views at %d of the new stream, want %d", h.Applied, again.Seq)
+		}
+		return nil
+	})
+	tu, ok, err := p.Turn(ctx, done)
+	if err != nil || !ok || tu.State != lifecycle.StateReplied || tu.Reply != "one" {
+		t.Errorf("the turn that ended in the old stream: %+v %v %v; want it replied, as before", tu, ok, err)
+	}
+	if a, _ := p.Agent("w1"); a.Open() != 0 {
+		t.Errorf("agent w1 holds %d open turn(s), want none: the replayed queued event opened the ended turn", a.Open())
+	}
+}
+
 // Final turns leave the turns bucket TurnTTL after their last write;
 // open ones stay. A turns bucket made before TTLs existed is upgraded.
 func TestFinalTurnsExpireFromTheTurnsBucket(t *testing.T) {
