@@ -22,15 +22,16 @@ func DefaultRules() []Rule {
 	}
 }
 
+// Compiled on first use, not as every fleetd process (each hook run) starts.
 var (
-	delayMarker  = regexp.MustCompile(`\[delay=([^\]\s]+)\]`)
-	statusMarker = regexp.MustCompile(`\[status=(\d{3})(?:x(\d+))?\]`)
-	toolMarker   = regexp.MustCompile(`\[tool=([A-Za-z0-9_.-]+):`)
+	delayMarker  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[delay=([^\]\s]+)\]`) })
+	statusMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[status=(\d{3})(?:x(\d+))?\]`) })
+	toolMarker   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[tool=([A-Za-z0-9_.-]+):`) })
 )
 
 // MarkerDelay is the "[delay=D]" of a prompt, 0 when absent or malformed.
 func MarkerDelay(prompt string) time.Duration {
-	m := delayMarker.FindStringSubmatch(prompt)
+	m := delayMarker().FindStringSubmatch(prompt)
 	if m == nil {
 		return 0
 	}
@@ -55,7 +56,7 @@ func statusRule() Rule {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	match := func(c Call) bool {
-		m := statusMarker.FindStringSubmatch(c.Prompt)
+		m := statusMarker().FindStringSubmatch(c.Prompt)
 		if m == nil {
 			return false
 		}
@@ -72,7 +73,7 @@ func statusRule() Rule {
 		return true
 	}
 	reply := func(c Call) Reply {
-		m := statusMarker.FindStringSubmatch(c.Prompt)
+		m := statusMarker().FindStringSubmatch(c.Prompt)
 		status, _ := strconv.Atoi(m[1])
 		return Reply{Status: status, Delay: MarkerDelay(c.Prompt)}
 	}
@@ -84,7 +85,7 @@ func ToolMarkers(prompt string) []ToolUse {
 	var out []ToolUse
 	rest := prompt
 	for {
-		loc := toolMarker.FindStringSubmatchIndex(rest)
+		loc := toolMarker().FindStringSubmatchIndex(rest)
 		if loc == nil {
 			return out
 		}

@@ -170,11 +170,12 @@ func NewDenials(log *slog.Logger) *Denials {
 	return &Denials{log: log, watchers: map[int]func(string){}}
 }
 
-var violationRE = regexp.MustCompile(`(?:Publish|Subscription) to "([^"]+)"`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var violationRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:Publish|Subscription) to "([^"]+)"`) })
 
 // handle is the connection's nats.ErrorHandler.
 func (d *Denials) Handle(_ *nats.Conn, sub *nats.Subscription, err error) {
-	m := violationRE.FindStringSubmatch(err.Error())
+	m := violationRE().FindStringSubmatch(err.Error())
 	if !errors.Is(err, nats.ErrPermissionViolation) || m == nil {
 		d.log.Debug("nats", "err", err)
 		return

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -86,7 +87,8 @@ type Plan struct {
 // commandLike matches text Claude Code would take for a slash command on
 // submit, however it was typed: "/" and a command name at the very start.
 // "/tmp/x is broken" is not one (the name would hold "/").
-var commandLike = regexp.MustCompile(`^/[A-Za-z0-9:_-]+(\s|$)`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var commandLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/[A-Za-z0-9:_-]+(\s|$)`) })
 
 // PlanText decides how text (already normalised) is typed into Claude
 // Code's composer so that the model receives exactly text as the prompt,
@@ -130,7 +132,7 @@ func mustGoAsFile(text string, l Limits) string {
 	switch {
 	case len(text) > l.MaxPasteBytes:
 		return fmt.Sprintf("it is longer than %d bytes", l.MaxPasteBytes)
-	case commandLike.MatchString(text):
+	case commandLike().MatchString(text):
 		return "it starts like a slash command, which Claude Code would run instead of sending"
 	}
 	if r, _ := utf8.DecodeLastRuneInString(text); unicode.IsSpace(r) || r == '\ufeff' {

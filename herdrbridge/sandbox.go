@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -28,7 +29,8 @@ const sandboxScript = `printf '\n[fleetd] %s\n' 'the sandbox starts'; "$@"; s=$?
 const sandboxStartLine = "[fleetd] the sandbox starts"
 
 // sandboxExitRE finds the line sandboxScript prints.
-var sandboxExitRE = regexp.MustCompile(`\[fleetd\] the sandbox exited with status (\d+)`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var sandboxExitRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[fleetd\] the sandbox exited with status (\d+)`) })
 
 // sandboxArgv is what is typed into a sandboxed agent's pane: the role's
 // sandbox template filled in around the agent's command, run by sh so the
@@ -141,7 +143,7 @@ func (b *Bridge) awaitSandbox(ctx context.Context, agent, pane string, after uin
 		case errors.Is(err, herdrapi.ErrPaneNotFound):
 			return fmt.Errorf("%w: its pane %s closed", ErrSandboxExited, pane)
 		case err == nil:
-			if m := sandboxExitRE.FindStringSubmatchIndex(r.Text); m != nil {
+			if m := sandboxExitRE().FindStringSubmatchIndex(r.Text); m != nil {
 				said := r.Text[:m[0]]
 				if i := strings.LastIndex(said, sandboxStartLine); i >= 0 {
 					said = said[i+len(sandboxStartLine):]

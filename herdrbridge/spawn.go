@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
@@ -391,7 +392,8 @@ func (b *Bridge) history(ctx context.Context, agent string) (history, error) {
 	return h, nil
 }
 
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var shellSafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`) })
 
 // ShellQuote renders argv as one POSIX shell command line, single-quoting
 // every word that needs it, so typing it into a pane's shell runs exactly
@@ -399,7 +401,7 @@ var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
 func ShellQuote(argv []string) string {
 	words := make([]string, len(argv))
 	for i, a := range argv {
-		if shellSafe.MatchString(a) {
+		if shellSafe().MatchString(a) {
 			words[i] = a
 			continue
 		}

@@ -28,11 +28,13 @@ func newConnLimiter(ln net.Listener, maxConns, maxPending int) *connLimiter {
 	return &connLimiter{Listener: ln, maxConns: maxConns, maxPending: maxPending}
 }
 
-// refusal is what a connection over a cap reads before it is closed.
-var refusal = func() []byte {
+// refusal is what a connection over a cap reads before it is closed
+// (made on first use: every process of the binary, each hook run, would
+// pay for the JSON encoding at start).
+var refusal = sync.OnceValue(func() []byte {
 	body := jsonBody(Error{Err: ErrorBody{Code: "too_many_connections", Message: "the shim has too many open connections; try again later"}})
 	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-}()
+})
 
 func (l *connLimiter) Accept() (net.Conn, error) {
 	for {
@@ -54,7 +56,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		// A fresh socket's send buffer is empty: this write does not
 		// block, and the deadline makes sure of it.
 		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		_, _ = c.Write(refusal)
+		_, _ = c.Write(refusal())
 		_ = c.Close()
 	}
 }

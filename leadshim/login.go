@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -64,7 +65,9 @@ func (s *Server) wantsPage(r *http.Request) bool {
 		(r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/"))
 }
 
-var loginTmpl = template.Must(template.New("login").Parse(`<!doctype html>
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var loginTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("login").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>fleetd — sign in</title>
 <style>body{font:15px system-ui,sans-serif;background:#0f1419;color:#d8dee9;display:grid;place-items:center;height:90vh}
@@ -80,6 +83,7 @@ button{padding:.5em 1.5em;background:#5e81ac;color:#fff;border:0;border-radius:4
 <button type="submit">Sign in</button>
 </form></body></html>
 `))
+})
 
 // loginPage writes the sign-in form with status.
 func (s *Server) loginPage(w http.ResponseWriter, status int, next, errMsg string) {
@@ -89,7 +93,7 @@ func (s *Server) loginPage(w http.ResponseWriter, status int, next, errMsg strin
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_ = loginTmpl.Execute(w, struct{ Next, Error string }{safeNext(next), errMsg})
+	_ = loginTmpl().Execute(w, struct{ Next, Error string }{safeNext(next), errMsg})
 }
 
 // safeNext keeps a post-login redirect on this shim: a path, never

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/fleetd/fleetd/jobs"
 	"github.com/fleetd/fleetd/turns"
@@ -58,7 +59,8 @@ type ContextItem struct {
 
 // Task ids become parts of context keys (rollup:<id>) and job ids of
 // sub-plans, so they are tokens.
-var taskIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var taskIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`) })
 
 // ParsePlan decodes and validates a plan file. Unknown fields are errors,
 // so a typo in the file does not silently drop a dependency.
@@ -106,8 +108,8 @@ func (p Plan) Validate() error {
 	ids := map[string]bool{}
 	for i, t := range p.Tasks {
 		switch {
-		case !taskIDRE.MatchString(t.ID):
-			bad("task %d: id %q must match %s", i, t.ID, taskIDRE)
+		case !taskIDRE().MatchString(t.ID):
+			bad("task %d: id %q must match %s", i, t.ID, taskIDRE())
 		case ids[t.ID]:
 			bad("task %q: duplicate id", t.ID)
 		}

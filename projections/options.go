@@ -156,7 +156,7 @@ func (o Options) Validate() error {
 	if o.CheckpointEvery < 1 {
 		errs = append(errs, fmt.Errorf("checkpoint every %d events: want ≥ 1", o.CheckpointEvery))
 	}
-	if !bucketRE.MatchString(o.BucketPrefix + "x") {
+	if !bucketRE().MatchString(o.BucketPrefix + "x") {
 		errs = append(errs, fmt.Errorf("bucket prefix %q: want letters, digits, - and _", o.BucketPrefix))
 	}
 	if len(errs) > 0 {

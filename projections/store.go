@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,9 +17,10 @@ import (
 	"github.com/fleetd/fleetd/lifecycle"
 )
 
+// Compiled on first use, not as every fleetd process (each hook run) starts.
 var (
-	bucketRE = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
-	keyRE    = regexp.MustCompile(`^[-/_=a-zA-Z0-9]+(\.[-/_=a-zA-Z0-9]+)*$`)
+	bucketRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]+$`) })
+	keyRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[-/_=a-zA-Z0-9]+(\.[-/_=a-zA-Z0-9]+)*$`) })
 )
 
 // encodedPrefix marks a KV key that is the base64url form of a name that
@@ -29,7 +31,7 @@ const encodedPrefix = "_b64_"
 // the name itself when it is a valid key, else encodedPrefix + its
 // base64url form.
 func Key(name string) string {
-	if keyRE.MatchString(name) && !strings.HasPrefix(name, encodedPrefix) {
+	if keyRE().MatchString(name) && !strings.HasPrefix(name, encodedPrefix) {
 		return name
 	}
 	return encodedPrefix + base64.RawURLEncoding.EncodeToString([]byte(name))

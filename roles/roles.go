@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -253,12 +254,13 @@ var DefaultCommands = []string{"/clear", "/compact"}
 
 // commandRE is the shape of a slash command: "/" and a name, then
 // optional arguments.
-var commandRE = regexp.MustCompile(`^/[A-Za-z0-9:_-]+(\s|$)`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var commandRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/[A-Za-z0-9:_-]+(\s|$)`) })
 
 // CommandName is the name of a slash command line ("/compact focus on
 // tests" → "/compact"), or "" when line is not one.
 func CommandName(line string) string {
-	if !commandRE.MatchString(line) {
+	if !commandRE().MatchString(line) {
 		return ""
 	}
 	if i := strings.IndexFunc(line, unicode.IsSpace); i >= 0 {
@@ -295,7 +297,8 @@ type Config struct {
 	Sandboxes map[string]Sandbox `json:"sandboxes,omitempty"`
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`) })
 
 // Default is the roles fleetd knows without a file: a clean lead and main,
 // and clean Claude workers. Gateway roles need a URL, so they come from a
@@ -374,8 +377,8 @@ func (c Config) Validate() error {
 	var errs []error
 	for _, name := range c.Names() {
 		r := c.Roles[name]
-		if !nameRE.MatchString(name) {
-			errs = append(errs, fmt.Errorf("role %q: name must match %s", name, nameRE))
+		if !nameRE().MatchString(name) {
+			errs = append(errs, fmt.Errorf("role %q: name must match %s", name, nameRE()))
 		}
 		switch r.EnvClass {
 		case EnvClean:
@@ -432,8 +435,8 @@ func (c Config) Validate() error {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Sandboxes)) {
-		if !nameRE.MatchString(name) {
-			errs = append(errs, fmt.Errorf("sandbox %q: name must match %s", name, nameRE))
+		if !nameRE().MatchString(name) {
+			errs = append(errs, fmt.Errorf("sandbox %q: name must match %s", name, nameRE()))
 		}
 		if err := c.Sandboxes[name].Validate(); err != nil {
 			errs = append(errs, err)

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ErrSandbox means a sandbox launch template cannot be used: it lacks
@@ -67,7 +68,8 @@ const (
 	EnvPlaceholder     = "{env}"
 )
 
-var placeholderRE = regexp.MustCompile(`\{[a-z]+\}`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var placeholderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{[a-z]+\}`) })
 
 // Bwrap is the sandbox fleetd ships, named "bwrap" unless the roles file
 // defines its own: bubblewrap with everything read-only but the agent's
@@ -128,7 +130,7 @@ func (s Sandbox) Validate() error {
 		case EnvPlaceholder:
 			continue
 		}
-		for _, p := range placeholderRE.FindAllString(w, -1) {
+		for _, p := range placeholderRE().FindAllString(w, -1) {
 			switch {
 			case p == CommandPlaceholder || p == EnvPlaceholder:
 				errs = append(errs, fmt.Errorf("%w %q: %s must be a word of its own, not part of %q", ErrSandbox, s.Name, p, w))
@@ -151,7 +153,7 @@ func (s Sandbox) Validate() error {
 		if len(words) > 0 && !strings.Contains(joined, "{name}") {
 			errs = append(errs, fmt.Errorf("%w %q: %s %q names no {name}", ErrSandbox, s.Name, field, joined))
 		}
-		for _, p := range placeholderRE.FindAllString(joined, -1) {
+		for _, p := range placeholderRE().FindAllString(joined, -1) {
 			if p != "{name}" && (p != "{value}" || field != "env") {
 				errs = append(errs, fmt.Errorf("%w %q: %s uses %s (env may use {name} and {value}, unset {name})", ErrSandbox, s.Name, field, p))
 			}
@@ -206,7 +208,7 @@ func (s Sandbox) Expand(v LaunchVars) ([]string, error) {
 			continue
 		}
 		var missing error
-		w = placeholderRE.ReplaceAllStringFunc(w, func(p string) string {
+		w = placeholderRE().ReplaceAllStringFunc(w, func(p string) string {
 			val := values[p]
 			if val == "" && missing == nil {
 				missing = fmt.Errorf("%w %q: %s has no value for this spawn", ErrSandbox, s.Name, p)

@@ -457,10 +457,12 @@ func (a *Agent) bash(ctx context.Context, command string) {
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
 
 var (
-	delayRE = regexp.MustCompile(`\[delay=([0-9a-zµ.]+)\]`)
+	// Compiled on first use, not as every fleetd process (each hook run) starts.
+	delayRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[delay=([0-9a-zµ.]+)\]`) })
 	// orchestrateRE is the marker that makes the agent act as a main: it
 	// runs `fleetd orchestrate ARGS` and replies with what it printed.
-	orchestrateRE = regexp.MustCompile(`\[orchestrate:([^\]]+)\]`)
+	// Compiled on first use, not as every fleetd process (each hook run) starts.
+	orchestrateRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[orchestrate:([^\]]+)\]`) })
 )
 
 // turn runs one prompt: UserPromptSubmit, work, transcript, Stop.
@@ -476,7 +478,7 @@ func (a *Agent) turn(ctx context.Context, prompt string) error {
 		return err
 	}
 	think := a.cfg.Think
-	if m := delayRE.FindStringSubmatch(prompt); m != nil {
+	if m := delayRE().FindStringSubmatch(prompt); m != nil {
 		if d, err := time.ParseDuration(m[1]); err == nil {
 			think = d
 		}
@@ -504,7 +506,7 @@ func (a *Agent) turn(ctx context.Context, prompt string) error {
 		spin = a.spin()
 	}
 	var reply string
-	if m := orchestrateRE.FindStringSubmatch(prompt); m != nil {
+	if m := orchestrateRE().FindStringSubmatch(prompt); m != nil {
 		reply = a.orchestrate(ctx, strings.Fields(m[1]))
 	} else {
 		select {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 )
@@ -279,11 +280,12 @@ func isJSSpace(r rune) bool {
 // slashRE is how Claude tells a slash command from a prompt that merely
 // starts with a path: a name of letters, digits, ":", "_" or "-", then
 // white space or the end.
-var slashRE = regexp.MustCompile(`^/([A-Za-z0-9:_-]+)`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var slashRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/([A-Za-z0-9:_-]+)`) })
 
 // slashCommand is the command a submitted value names, if it names one.
 func slashCommand(value string) (string, bool) {
-	m := slashRE.FindStringSubmatch(value)
+	m := slashRE().FindStringSubmatch(value)
 	if m == nil {
 		return "", false
 	}

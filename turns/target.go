@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/fleetd/fleetd/events"
 )
@@ -73,14 +74,15 @@ func ParseTarget(to string) (Target, error) {
 
 // sessionRE leaves room in a session name for the -<n> incarnation suffix
 // of the agent ids that serve it.
-var sessionRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,55}$`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var sessionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,55}$`) })
 
 // ValidSession checks a session name: an agent id short enough that
 // "<name>-<n>" is one too, because session S is served by agents S-1,
 // S-2, … (one per incarnation).
 func ValidSession(name string) error {
-	if !sessionRE.MatchString(name) {
-		return fmt.Errorf("session name %q must match %s", name, sessionRE)
+	if !sessionRE().MatchString(name) {
+		return fmt.Errorf("session name %q must match %s", name, sessionRE())
 	}
 	return nil
 }

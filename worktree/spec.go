@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"sync"
 )
 
 // BranchPrefix starts the name of every agent branch: fleet/<name>.
@@ -28,7 +29,8 @@ type Spec struct {
 
 // nameRE is an agent id's shape (events.ValidAgentID): safe as a path
 // element and as a branch name component.
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`) })
 
 // Validate reports every problem with the spec at once.
 func (s Spec) Validate() error {
@@ -39,8 +41,8 @@ func (s Spec) Validate() error {
 	if s.Dir == "" || !filepath.IsAbs(s.Dir) {
 		errs = append(errs, fmt.Errorf("%w: dir %q must be an absolute path", ErrInvalidSpec, s.Dir))
 	}
-	if !nameRE.MatchString(s.Name) {
-		errs = append(errs, fmt.Errorf("%w: name %q must match %s", ErrInvalidSpec, s.Name, nameRE))
+	if !nameRE().MatchString(s.Name) {
+		errs = append(errs, fmt.Errorf("%w: name %q must match %s", ErrInvalidSpec, s.Name, nameRE()))
 	}
 	return errors.Join(errs...)
 }
