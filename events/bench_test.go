@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,4 +101,31 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(msgs)*b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkConcurrentAppend is many goroutines appending at once (a
+// fan-out's handlers and delivery workers) on a server that syncs every
+// write, one at a time or coalesced into batches (CoalesceAppends).
+func BenchmarkConcurrentAppend(b *testing.B) {
+	for _, coalesce := range []bool{false, true} {
+		name := "coalesce=off"
+		if coalesce {
+			name = "coalesce=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			_, log := fleettest.StartLog(b, events.Options{Source: "fleetd/bench/events", CoalesceAppends: coalesce}, natstest.WithSyncAlways())
+			b.SetParallelism(32)
+			var n atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for pb.Next() {
+					i := int(n.Add(1))
+					if err := bench.LogAppend(log)(ctx, i); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
 }

@@ -156,6 +156,12 @@ type Options struct {
 	// a health watcher learns of a full store from the writes themselves.
 	// It must not block.
 	OnAppend func(err error)
+	// CoalesceAppends makes the appends that come in while one is in
+	// flight go together as one atomic batch ("group commit"): for a
+	// server that syncs every write to disk (SyncAlways), where each
+	// append otherwise waits for the syncs of those before it. Each
+	// caller still gets its own event's answer (see coalescer).
+	CoalesceAppends bool
 }
 
 // New returns a Log over the FLEET stream of js. It does no I/O; the stream
@@ -176,7 +182,11 @@ func New(js jetstream.JetStream, o Options) Log {
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second
 	}
-	return &jsLog{js: js, o: o}
+	l := &jsLog{js: js, o: o}
+	if o.CoalesceAppends {
+		l.co = &coalescer{l: l}
+	}
+	return l
 }
 
 // NewULIDSource returns a goroutine-safe generator of monotonic ULIDs.
@@ -193,6 +203,7 @@ func NewULIDSource(now func() time.Time) func() string {
 type jsLog struct {
 	js      jetstream.JetStream
 	o       Options
+	co      *coalescer // nil unless Options.CoalesceAppends
 	skipped atomic.Uint64
 	seen    skipSet
 	// singleUntil (unix ns): the stream was seen with one replica, so
@@ -242,24 +253,23 @@ func (l *jsLog) Append(ctx context.Context, ev Event, opts ...AppendOption) (Ack
 	for _, o := range opts {
 		o(&ao)
 	}
-	popts := []jetstream.PublishOpt{jetstream.WithExpectStream(Stream)}
-	if ao.expect != nil {
-		if ao.expectFor != "" {
-			popts = append(popts, jetstream.WithExpectLastSequenceForSubject(*ao.expect, ao.expectFor))
-		} else {
-			popts = append(popts, jetstream.WithExpectLastSequencePerSubject(*ao.expect))
-		}
-	}
 	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
 	defer cancel()
-	pa, err := l.js.PublishMsg(ctx, msg, popts...)
+	var (
+		seq uint64
+		dup bool
+	)
+	if l.co != nil {
+		seq, dup, err = l.co.append(ctx, msg, ao)
+	} else {
+		seq, dup, err = l.publishOne(ctx, msg, ao)
+	}
 	if err != nil {
-		err = fmt.Errorf("append %s: %w", msg.Subject, translate(err))
 		l.appended(err)
 		return Ack{}, err
 	}
 	l.appended(nil)
-	return Ack{ID: ev.ID, Subject: msg.Subject, Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
+	return Ack{ID: ev.ID, Subject: msg.Subject, Seq: seq, Duplicate: dup}, nil
 }
 
 // manyInFlight bounds AppendMany's async publishes in flight, well under

@@ -10,14 +10,22 @@ import (
 )
 
 func TestJetStreamLog(t *testing.T) {
-	eventstest.TestLog(t, func(t *testing.T) eventstest.Harness {
-		srv, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/events"})
-		return eventstest.Harness{
-			Log: log,
-			PublishRaw: func(subj string, data []byte) error {
-				_, err := srv.JS.Publish(context.Background(), subj, data)
-				return err
-			},
+	for _, coalesce := range []bool{false, true} {
+		name := "one publish an append"
+		if coalesce {
+			name = "appends in flight together coalesced"
 		}
-	})
+		t.Run(name, func(t *testing.T) {
+			eventstest.TestLog(t, func(t *testing.T) eventstest.Harness {
+				srv, log := fleettest.StartLog(t, events.Options{Source: "fleetd/test/events", CoalesceAppends: coalesce})
+				return eventstest.Harness{
+					Log: log,
+					PublishRaw: func(subj string, data []byte) error {
+						_, err := srv.JS.Publish(context.Background(), subj, data)
+						return err
+					},
+				}
+			})
+		})
+	}
 }

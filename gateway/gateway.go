@@ -184,6 +184,10 @@ func (g *Gateway) Start(ctx context.Context) error {
 			g.log.Info("a log reader made its consumer again and reads on", "subjects", filters, "cause", cause)
 		},
 		OnAppend: g.Watcher.Observe,
+		// The embedded server syncs each write with SyncAlways: appends
+		// made together (a fan-out's queued and typed events) are
+		// stored as one batch, synced once.
+		CoalesceAppends: g.cfg.ExternalURL == "" && g.cfg.NATS.SyncAlways,
 	})
 	if err := g.startComponents(ctx); err != nil {
 		g.Close()

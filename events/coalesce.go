@@ -1,0 +1,220 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// coalescer is group commit for Append (Options.CoalesceAppends). An
+// append that finds none in flight is published at once, as without it;
+// those that come in while one is in flight wait for it and then go
+// together as one atomic batch, which a server that syncs every write
+// to disk (SyncAlways) stores with one sync instead of one each. A burst
+// of turns (a lead's fan-out) is a hundred queued and a hundred typed
+// events from as many goroutines, each otherwise waiting its turn for
+// the disk.
+//
+// A batch is all or nothing. When it is refused as a whole — a guard of
+// one of its events failed, an event was stored before (a retry), the
+// stream takes no atomic batches — its events are published one by one
+// instead, in the order they came, so each caller gets the answer a lone
+// Append would have given it.
+type coalescer struct {
+	l *jsLog
+
+	mu    sync.Mutex
+	busy  bool // a publish (one event or a batch) is in flight
+	queue []*pendingAppend
+	// off: the stream refused atomic batches; appends go one by one.
+	off atomic.Bool
+	// batched counts the events stored in batches.
+	batched atomic.Uint64
+}
+
+// pendingAppend is an append waiting for the one in flight.
+type pendingAppend struct {
+	msg  *nats.Msg
+	ao   appendOpts
+	seq  uint64
+	dup  bool
+	err  error
+	done chan struct{}
+}
+
+func (c *coalescer) append(ctx context.Context, msg *nats.Msg, ao appendOpts) (uint64, bool, error) {
+	c.mu.Lock()
+	if !c.busy {
+		c.busy = true
+		c.mu.Unlock()
+		seq, dup, err := c.l.publishOne(ctx, msg, ao)
+		c.next()
+		return seq, dup, err
+	}
+	p := &pendingAppend{msg: msg, ao: ao, done: make(chan struct{})}
+	c.queue = append(c.queue, p)
+	c.mu.Unlock()
+	select {
+	case <-p.done:
+		return p.seq, p.dup, p.err
+	case <-ctx.Done():
+		// It may still be stored with its batch, as a publish whose ack
+		// never came may be: a retry with the same id is a no-op.
+		return 0, false, fmt.Errorf("append %s: %w", msg.Subject, ctx.Err())
+	}
+}
+
+// next sends what queued while a publish was in flight, or ends the busy
+// spell when nothing did.
+func (c *coalescer) next() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		c.busy = false
+		return
+	}
+	n := batchLen(c.queue)
+	batch := c.queue[:n:n]
+	c.queue = append([]*pendingAppend(nil), c.queue[n:]...)
+	go c.flush(batch)
+}
+
+// batchLen is how many of the queued appends, from the first, go in one
+// batch: at most MaxBatch, and none after which a guarded one would
+// follow an event its guard covers. The server checks a guard against
+// what was stored before the batch: an event before it in the same batch
+// on the same agent would be stored in between unseen (with a wildcard
+// guard, fleet.agent.X.>) or refuse the whole batch (its own subject).
+// Such an event goes first in the next batch instead, where what came
+// before it is stored.
+func batchLen(queue []*pendingAppend) int {
+	n := 0
+	for n < len(queue) && n < MaxBatch {
+		if p := queue[n]; n > 0 && p.ao.expect != nil {
+			filter := p.ao.expectFor
+			if filter == "" {
+				filter = p.msg.Subject
+			}
+			if slices.ContainsFunc(queue[:n], func(q *pendingAppend) bool { return subjectMatches(filter, q.msg.Subject) }) {
+				break
+			}
+		}
+		n++
+	}
+	return n
+}
+
+// subjectMatches reports whether subject (no wildcards) matches filter,
+// with NATS's wildcards: * one token, > the rest.
+func subjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, tok := range f {
+		switch {
+		case tok == ">":
+			return len(s) > i
+		case i >= len(s):
+			return false
+		case tok != "*" && tok != s[i]:
+			return false
+		}
+	}
+	return len(f) == len(s)
+}
+
+// flush publishes batch and answers its callers, then sends what queued
+// meanwhile. Its callers' contexts do not bound it (each stops waiting on
+// its own); the Log's Timeout does.
+func (c *coalescer) flush(batch []*pendingAppend) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.l.o.Timeout)
+	defer cancel()
+	if len(batch) == 1 || c.off.Load() || !c.publishBatch(ctx, batch) {
+		for _, p := range batch {
+			p.seq, p.dup, p.err = c.l.publishOne(ctx, p.msg, p.ao)
+		}
+	}
+	for _, p := range batch {
+		close(p.done)
+	}
+	c.next()
+}
+
+// publishBatch publishes batch as one atomic batch and reports whether it
+// was stored. The messages sent are copies: the events' own messages stay
+// as they were for a publish one by one.
+func (c *coalescer) publishBatch(ctx context.Context, batch []*pendingAppend) bool {
+	nc := c.l.js.Conn()
+	id := c.l.o.NewID()
+	for i, p := range batch {
+		m := nats.NewMsg(p.msg.Subject)
+		m.Data = p.msg.Data
+		for k, v := range p.msg.Header {
+			m.Header[k] = v
+		}
+		m.Header.Set(jetstream.ExpectedStreamHeader, Stream)
+		if p.ao.expect != nil {
+			m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(*p.ao.expect, 10))
+			if p.ao.expectFor != "" {
+				m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, p.ao.expectFor)
+			}
+		}
+		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		if i < len(batch)-1 {
+			if err := nc.PublishMsg(m); err != nil {
+				return false
+			}
+			continue
+		}
+		m.Header.Set("Nats-Batch-Commit", "1")
+		resp, err := nc.RequestMsgWithContext(ctx, m)
+		if err != nil {
+			return false
+		}
+		var ba batchAck
+		if err := json.Unmarshal(resp.Data, &ba); err != nil {
+			return false
+		}
+		if ba.Error != nil {
+			if ba.Error.ErrorCode == errCodeAtomicPublishDisabled {
+				c.off.Store(true)
+			}
+			return false
+		}
+		first := ba.Sequence - uint64(len(batch)) + 1
+		for j, q := range batch {
+			q.seq = first + uint64(j)
+		}
+		c.batched.Add(uint64(len(batch)))
+	}
+	return true
+}
+
+// errCodeAtomicPublishDisabled is nats-server's "atomic publish is
+// disabled" (JSAtomicPublishDisabledErr): a FLEET stream made before
+// AllowAtomicPublish, not yet updated.
+const errCodeAtomicPublishDisabled jetstream.ErrorCode = 10174
+
+// publishOne is one event's publish with its guard.
+func (l *jsLog) publishOne(ctx context.Context, msg *nats.Msg, ao appendOpts) (uint64, bool, error) {
+	popts := []jetstream.PublishOpt{jetstream.WithExpectStream(Stream)}
+	if ao.expect != nil {
+		if ao.expectFor != "" {
+			popts = append(popts, jetstream.WithExpectLastSequenceForSubject(*ao.expect, ao.expectFor))
+		} else {
+			popts = append(popts, jetstream.WithExpectLastSequencePerSubject(*ao.expect))
+		}
+	}
+	pa, err := l.js.PublishMsg(ctx, msg, popts...)
+	if err != nil {
+		return 0, false, fmt.Errorf("append %s: %w", msg.Subject, translate(err))
+	}
+	return pa.Sequence, pa.Duplicate, nil
+}

@@ -1,0 +1,183 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/embeddednats/natstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
+)
+
+// coalescing starts a log with CoalesceAppends on a server that syncs
+// every write, and holds its coalescer busy, as if a publish were in
+// flight, so the appends a test makes queue until it calls release.
+func coalescing(t *testing.T) (l *jsLog, release func()) {
+	t.Helper()
+	srv := natstest.Start(t, natstest.WithSyncAlways())
+	if _, err := EnsureStream(context.Background(), srv.JS, StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l = New(srv.JS, Options{Source: "fleetd/test/coalesce", CoalesceAppends: true}).(*jsLog)
+	l.co.busy = true
+	return l, l.co.next
+}
+
+// appendAll appends each event from its own goroutine once the coalescer
+// holds them all queued, then releases it; it returns each append's ack
+// and error, in the events' order.
+func appendAll(t *testing.T, l *jsLog, release func(), evs []Event, opts [][]AppendOption) ([]Ack, []error) {
+	t.Helper()
+	acks, errs := make([]Ack, len(evs)), make([]error, len(evs))
+	var wg sync.WaitGroup
+	for i := range evs {
+		wg.Go(func() { acks[i], errs[i] = l.Append(context.Background(), evs[i], opts[i]...) })
+		// One at a time, so the queue holds them in this order.
+		checkfor.Eventually(t, 10*time.Second, time.Millisecond, func() error {
+			l.co.mu.Lock()
+			defer l.co.mu.Unlock()
+			if len(l.co.queue) != i+1 {
+				return errors.New("not queued yet")
+			}
+			return nil
+		})
+	}
+	release()
+	wg.Wait()
+	return acks, errs
+}
+
+// storedAt reads back the event at seq.
+func storedAt(t *testing.T, l *jsLog, seq uint64) Event {
+	t.Helper()
+	for ev, err := range l.Read(context.Background(), Query{FromSeq: seq}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	t.Fatalf("nothing stored at %d", seq)
+	return Event{}
+}
+
+func status(agent, detail string) Event {
+	return Event{Subject: agent, Data: AgentStatusChanged{Status: StatusWorking, Source: "hook", Detail: detail}}
+}
+
+// Appends that queue behind one in flight are stored together, as one
+// atomic batch, and each caller's ack is its own event's place.
+func TestAppendsQueuedBehindOneInFlightAreStoredAsOneBatch(t *testing.T) {
+	l, release := coalescing(t)
+	var evs []Event
+	for i := range 12 {
+		evs = append(evs, status("w"+string(rune('a'+i%3)), string(rune('A'+i))))
+	}
+	acks, errs := appendAll(t, l, release, evs, make([][]AppendOption, len(evs)))
+	seqs := map[uint64]bool{}
+	for i, ack := range acks {
+		if errs[i] != nil {
+			t.Fatalf("append %d: %v", i, errs[i])
+		}
+		if seqs[ack.Seq] {
+			t.Fatalf("two appends acked at seq %d", ack.Seq)
+		}
+		seqs[ack.Seq] = true
+		if got := storedAt(t, l, ack.Seq); got.ID != ack.ID || got.Data.(AgentStatusChanged).Detail != evs[i].Data.(AgentStatusChanged).Detail {
+			t.Errorf("append %d acked at %d, which holds %s, not its event %s", i, ack.Seq, got.ID, ack.ID)
+		}
+		if i > 0 && ack.Seq != acks[i-1].Seq+1 {
+			t.Errorf("append %d at %d after %d: a batch stores them together, in the order they queued", i, ack.Seq, acks[i-1].Seq)
+		}
+	}
+	if n := l.co.batched.Load(); n != uint64(len(evs)) {
+		t.Errorf("%d of %d events were stored in a batch, want all", n, len(evs))
+	}
+	checkfor.Eventually(t, 10*time.Second, time.Millisecond, func() error {
+		l.co.mu.Lock()
+		defer l.co.mu.Unlock()
+		if l.co.busy {
+			return errors.New("the coalescer is still busy with nothing queued")
+		}
+		return nil
+	})
+}
+
+// A batch one of whose events fails its guard is refused whole; its
+// events then go one by one, so the guard fails for that event alone,
+// and an event stored before (a retry) is acked as the duplicate it is.
+func TestARefusedBatchFallsBackToOneByOne(t *testing.T) {
+	l, release := coalescing(t)
+	l.co.busy = false
+	stored, err := l.Append(context.Background(), status("w1", "stored before"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.co.busy = true
+	retry := status("w1", "stored before")
+	retry.ID = stored.ID
+	evs := []Event{status("w2", "first"), status("w3", "guarded"), status("w3", "guarded too"), retry, status("w2", "last")}
+	opts := [][]AppendOption{nil, {ExpectLastSeq(0)}, {ExpectLastSeq(0)}, nil, nil}
+	acks, errs := appendAll(t, l, release, evs, opts)
+	for _, i := range []int{0, 1, 4} {
+		if errs[i] != nil {
+			t.Errorf("append %d: %v, want it stored", i, errs[i])
+		}
+	}
+	if !errors.Is(errs[2], ErrConcurrency) {
+		t.Errorf("second append guarded on an empty w3: %v, want ErrConcurrency", errs[2])
+	}
+	if errs[3] != nil || !acks[3].Duplicate || acks[3].Seq != stored.Seq {
+		t.Errorf("the retry: %+v, %v; want the duplicate of seq %d", acks[3], errs[3], stored.Seq)
+	}
+	for _, i := range []int{0, 1, 4} {
+		if got := storedAt(t, l, acks[i].Seq); got.ID != acks[i].ID {
+			t.Errorf("append %d acked at %d, which holds %s", i, acks[i].Seq, got.ID)
+		}
+	}
+}
+
+// A guard covers what came before it, in a batch too: an event queued
+// ahead of a guarded one on the same agent is stored first, and the
+// guarded one then fails as it would alone — it is not slipped into the
+// same batch, where the server would check it against the log as it was
+// before the batch.
+func TestAGuardedAppendSeesTheEventsQueuedAheadOfIt(t *testing.T) {
+	l, release := coalescing(t)
+	l.co.busy = false
+	first, err := l.Append(context.Background(), status("w1", "before"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.co.busy = true
+	evs := []Event{status("w2", "other"), status("w1", "between"), status("w1", "guarded")}
+	opts := [][]AppendOption{nil, nil, {ExpectLastSeqFor(first.Seq, "fleet.agent.w1.>")}}
+	_, errs := appendAll(t, l, release, evs, opts)
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("unguarded appends: %v", errs)
+	}
+	if !errors.Is(errs[2], ErrConcurrency) {
+		t.Errorf("guarded on w1's last event %d with another queued ahead of it: %v, want ErrConcurrency", first.Seq, errs[2])
+	}
+}
+
+func TestSubjectMatches(t *testing.T) {
+	for _, tc := range []struct {
+		filter, subject string
+		want            bool
+	}{
+		{"fleet.agent.w1.>", "fleet.agent.w1.status", true},
+		{"fleet.agent.w1.>", "fleet.agent.w1", false},
+		{"fleet.agent.w1.>", "fleet.agent.w10.status", false},
+		{"fleet.agent.*.status", "fleet.agent.w1.status", true},
+		{"fleet.agent.*.status", "fleet.agent.w1.typed", false},
+		{"fleet.agent.w1.status", "fleet.agent.w1.status", true},
+		{"fleet.agent.w1.status", "fleet.agent.w1.status.x", false},
+		{">", "fleet", true},
+	} {
+		if got := subjectMatches(tc.filter, tc.subject); got != tc.want {
+			t.Errorf("subjectMatches(%q, %q) = %v, want %v", tc.filter, tc.subject, got, tc.want)
+		}
+	}
+}
