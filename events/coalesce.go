@@ -2,7 +2,7 @@ package events
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -150,8 +150,7 @@ func (c *coalescer) flush(batch []*pendingAppend) {
 // was stored. The messages sent are copies: the events' own messages stay
 // as they were for a publish one by one.
 func (c *coalescer) publishBatch(ctx context.Context, batch []*pendingAppend) bool {
-	nc := c.l.js.Conn()
-	id := c.l.o.NewID()
+	msgs := make([]*nats.Msg, len(batch))
 	for i, p := range batch {
 		m := nats.NewMsg(p.msg.Subject)
 		m.Data = p.msg.Data
@@ -165,35 +164,20 @@ func (c *coalescer) publishBatch(ctx context.Context, batch []*pendingAppend) bo
 				m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, p.ao.expectFor)
 			}
 		}
-		m.Header.Set("Nats-Batch-Id", id)
-		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
-		if i < len(batch)-1 {
-			if err := nc.PublishMsg(m); err != nil {
-				return false
-			}
-			continue
-		}
-		m.Header.Set("Nats-Batch-Commit", "1")
-		resp, err := nc.RequestMsgWithContext(ctx, m)
-		if err != nil {
-			return false
-		}
-		var ba batchAck
-		if err := json.Unmarshal(resp.Data, &ba); err != nil {
-			return false
-		}
-		if ba.Error != nil {
-			if ba.Error.ErrorCode == errCodeAtomicPublishDisabled {
-				c.off.Store(true)
-			}
-			return false
-		}
-		first := ba.Sequence - uint64(len(batch)) + 1
-		for j, q := range batch {
-			q.seq = first + uint64(j)
-		}
-		c.batched.Add(uint64(len(batch)))
+		msgs[i] = m
 	}
+	first, err := c.l.sendBatch(ctx, msgs)
+	if err != nil {
+		var api *jetstream.APIError
+		if errors.As(err, &api) && api.ErrorCode == errCodeAtomicPublishDisabled {
+			c.off.Store(true)
+		}
+		return false
+	}
+	for j, q := range batch {
+		q.seq = first + uint64(j)
+	}
+	c.batched.Add(uint64(len(batch)))
 	return true
 }
 

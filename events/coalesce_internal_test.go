@@ -181,3 +181,28 @@ func TestSubjectMatches(t *testing.T) {
 		}
 	}
 }
+
+// On a stream that takes no atomic batches (made before fleetd asked for
+// them), the queued appends are stored one by one, and later ones are no
+// longer tried as batches.
+func TestWithoutAtomicBatchesAppendsGoOneByOne(t *testing.T) {
+	l, release := coalescing(t)
+	cfg := StreamConfig(StreamOptions{})
+	cfg.AllowAtomicPublish = false
+	if _, err := l.js.UpdateStream(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	evs := []Event{status("w1", "a"), status("w2", "b"), status("w3", "c")}
+	acks, errs := appendAll(t, l, release, evs, make([][]AppendOption, len(evs)))
+	for i := range evs {
+		if errs[i] != nil {
+			t.Fatalf("append %d: %v", i, errs[i])
+		}
+		if got := storedAt(t, l, acks[i].Seq); got.ID != acks[i].ID {
+			t.Errorf("append %d acked at %d, which holds %s", i, acks[i].Seq, got.ID)
+		}
+	}
+	if !l.co.off.Load() || l.co.batched.Load() != 0 {
+		t.Errorf("off %v, batched %d: want batches given up, none stored as one", l.co.off.Load(), l.co.batched.Load())
+	}
+}

@@ -370,43 +370,56 @@ func (l *jsLog) appendBatch(ctx context.Context, evs []Event) ([]Ack, error) {
 	case len(evs) > MaxBatch:
 		return nil, fmt.Errorf("append batch: %d events, at most %d", len(evs), MaxBatch)
 	}
-	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
-	defer cancel()
-	nc := l.js.Conn()
-	batchID := l.o.NewID()
+	msgs := make([]*nats.Msg, len(evs))
 	acks := make([]Ack, len(evs))
 	for i := range evs {
 		msg, err := l.prepare(&evs[i])
 		if err != nil {
 			return nil, fmt.Errorf("append batch event %d: %w", i, err)
 		}
-		msg.Header.Set("Nats-Batch-Id", batchID)
-		msg.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
-		acks[i] = Ack{ID: evs[i].ID, Subject: msg.Subject}
-		if i < len(evs)-1 {
-			if err := nc.PublishMsg(msg); err != nil {
-				return nil, fmt.Errorf("append batch: %w", translate(err))
-			}
-			continue
-		}
-		msg.Header.Set("Nats-Batch-Commit", "1")
-		resp, err := nc.RequestMsgWithContext(ctx, msg)
-		if err != nil {
-			return nil, fmt.Errorf("append batch commit: %w", translate(err))
-		}
-		var ba batchAck
-		if err := json.Unmarshal(resp.Data, &ba); err != nil {
-			return nil, fmt.Errorf("append batch commit: bad ack: %w", err)
-		}
-		if ba.Error != nil {
-			return nil, fmt.Errorf("append batch: %w", translate(ba.Error))
-		}
-		first := ba.Sequence - uint64(len(evs)) + 1
-		for j := range acks {
-			acks[j].Seq = first + uint64(j)
-		}
+		msgs[i], acks[i] = msg, Ack{ID: evs[i].ID, Subject: msg.Subject}
+	}
+	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
+	defer cancel()
+	first, err := l.sendBatch(ctx, msgs)
+	if err != nil {
+		return nil, fmt.Errorf("append batch: %w", translate(err))
+	}
+	for j := range acks {
+		acks[j].Seq = first + uint64(j)
 	}
 	return acks, nil
+}
+
+// sendBatch publishes msgs as one atomic batch and returns the stream
+// sequence of the first. A batch the server refused returns its
+// *jetstream.APIError as it is.
+func (l *jsLog) sendBatch(ctx context.Context, msgs []*nats.Msg) (uint64, error) {
+	nc := l.js.Conn()
+	id := l.o.NewID()
+	for i, m := range msgs[:len(msgs)-1] {
+		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		if err := nc.PublishMsg(m); err != nil {
+			return 0, err
+		}
+	}
+	last := msgs[len(msgs)-1]
+	last.Header.Set("Nats-Batch-Id", id)
+	last.Header.Set("Nats-Batch-Sequence", strconv.Itoa(len(msgs)))
+	last.Header.Set("Nats-Batch-Commit", "1")
+	resp, err := nc.RequestMsgWithContext(ctx, last)
+	if err != nil {
+		return 0, fmt.Errorf("commit: %w", err)
+	}
+	var ba batchAck
+	if err := json.Unmarshal(resp.Data, &ba); err != nil {
+		return 0, fmt.Errorf("commit: bad ack: %w", err)
+	}
+	if ba.Error != nil {
+		return 0, ba.Error
+	}
+	return ba.Sequence - uint64(len(msgs)) + 1, nil
 }
 
 func (l *jsLog) LastSeq(ctx context.Context, subject string) (uint64, error) {
