@@ -49,6 +49,23 @@ func appendAll(t *testing.T, l *jsLog, release func(), evs []Event, opts [][]App
 	return acks, errs
 }
 
+// appendIdle appends ev with nothing in flight, then holds the coalescer
+// busy again.
+func appendIdle(t *testing.T, l *jsLog, ev Event) Ack {
+	t.Helper()
+	l.co.mu.Lock()
+	l.co.busy = false
+	l.co.mu.Unlock()
+	ack, err := l.Append(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.co.mu.Lock()
+	l.co.busy = true
+	l.co.mu.Unlock()
+	return ack
+}
+
 // storedAt reads back the event at seq.
 func storedAt(t *testing.T, l *jsLog, seq uint64) Event {
 	t.Helper()
@@ -109,12 +126,7 @@ func TestAppendsQueuedBehindOneInFlightAreStoredAsOneBatch(t *testing.T) {
 // and an event stored before (a retry) is acked as the duplicate it is.
 func TestARefusedBatchFallsBackToOneByOne(t *testing.T) {
 	l, release := coalescing(t)
-	l.co.busy = false
-	stored, err := l.Append(context.Background(), status("w1", "stored before"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.co.busy = true
+	stored := appendIdle(t, l, status("w1", "stored before"))
 	retry := status("w1", "stored before")
 	retry.ID = stored.ID
 	evs := []Event{status("w2", "first"), status("w3", "guarded"), status("w3", "guarded too"), retry, status("w2", "last")}
@@ -145,12 +157,7 @@ func TestARefusedBatchFallsBackToOneByOne(t *testing.T) {
 // before the batch.
 func TestAGuardedAppendSeesTheEventsQueuedAheadOfIt(t *testing.T) {
 	l, release := coalescing(t)
-	l.co.busy = false
-	first, err := l.Append(context.Background(), status("w1", "before"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.co.busy = true
+	first := appendIdle(t, l, status("w1", "before"))
 	evs := []Event{status("w2", "other"), status("w1", "between"), status("w1", "guarded")}
 	opts := [][]AppendOption{nil, nil, {ExpectLastSeqFor(first.Seq, "fleet.agent.w1.>")}}
 	_, errs := appendAll(t, l, release, evs, opts)
