@@ -238,6 +238,30 @@ func (s stage) scale(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The first call after each change: the views share a roster's rows
+	// until they change, so the calls above, with nothing changing, each
+	// got the same rows.
+	var fresh Sample
+	for i := range max(s.Size.Queries/4, 1) {
+		a := f.Agents[i%len(f.Agents)]
+		st := events.StatusWorking
+		if i%2 == 1 {
+			st = events.StatusIdle
+		}
+		seq, err := Publish(ctx, gw.JetStream(), []events.Event{{Subject: a, Data: events.AgentStatusChanged{Status: st, Source: "herdr", Pane: "p-" + a}}})
+		if err != nil {
+			return nil, err
+		}
+		if err := waitSeq(ctx, gw.Views, seq); err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		r := gw.Views.Roster()
+		fresh = append(fresh, time.Since(start))
+		if len(r) < len(f.Agents) {
+			return nil, fmt.Errorf("scale: roster has %d agents", len(r))
+		}
+	}
 	hc := &http.Client{}
 	url := "http://" + gw.HTTPAddr() + "/roster"
 	get := func() error {
@@ -273,13 +297,16 @@ func (s stage) scale(ctx context.Context) ([]Row, error) {
 		{Name: "roster: GET /roster, " + label, N: len(httpS), Unit: UnitMs, P50: Ms(httpS.P50()), P99: Ms(httpS.P99()),
 			Target: "≤ 2ms p99", Note: "over HTTP on loopback, keep-alive, the whole roster as JSON"},
 		{Name: "roster: Views.Roster, " + label, N: len(views), Unit: UnitMs, P50: Ms(views.P50()), P99: Ms(views.P99()),
-			Target: "≤ 2ms p99"},
+			Target: "≤ 2ms p99", Note: "in-process, the views unchanged between calls: each returns the rows shared since the last change"},
+		{Name: "roster: Views.Roster after a change, " + label, N: len(fresh), Unit: UnitMs, P50: Ms(fresh.P50()), P99: Ms(fresh.P99()),
+			Target: "≤ 2ms p99", Note: "the first call after an agent's status changed: the rows copied and sorted again"},
 		{Name: "memory: gateway RSS, " + label, N: 1, Unit: UnitMB, P50: rss, Target: "≤ 150 MB",
 			Note: "VmRSS of the gateway process (embedded NATS, projections, shim) after the roster queries"},
 	}
 	rows[0].Check(rows[0].P99 <= 2)
 	rows[1].Check(rows[1].P99 <= 2)
-	rows[2].Check(rss <= 150)
+	rows[2].Check(rows[2].P99 <= 2)
+	rows[3].Check(rss <= 150)
 	return append(rows, dash...), nil
 }
 

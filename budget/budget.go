@@ -155,12 +155,14 @@ func (c *Checker) Role(role string) *projections.BudgetState {
 	return first
 }
 
-// Decorate fills each row's Budget (in place) and returns the rows.
+// Decorate returns a copy of the rows with each one's Budget filled.
 func (c *Checker) Decorate(roster []projections.Agent) []projections.Agent {
-	for i := range roster {
-		roster[i].Budget = c.Agent(roster[i])
+	// A copy: the views share their roster's rows with every caller.
+	out := slices.Clone(roster)
+	for i := range out {
+		out[i].Budget = c.Agent(out[i])
 	}
-	return roster
+	return out
 }
 
 // Exhausted lists every agent and role out of budget now, roles first,

@@ -154,8 +154,8 @@ type materializer struct {
 	// version counts changes to the views (Views.Version); it moves under
 	// the write lock, so a reader that sees a state sees its version.
 	version atomic.Uint64
-	// sorted caches the roster's order for one version.
-	sorted atomic.Pointer[sortedIDs]
+	// roster caches Roster's rows for one version.
+	roster atomic.Pointer[rosterRows]
 	seqCh  chan struct{}
 
 	smu  sync.Mutex

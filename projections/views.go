@@ -179,7 +179,9 @@ type Host struct {
 // materialized projection implements it; consumers may declare narrower
 // interfaces.
 type Views interface {
-	// Roster lists every agent, sorted by id.
+	// Roster lists every agent, sorted by id. The rows are shared with
+	// every other caller until the views change: read them, or copy
+	// them before changing anything (as budget.Checker.Decorate does).
 	Roster() []Agent
 	// Agent returns one roster row.
 	Agent(id string) (Agent, bool)

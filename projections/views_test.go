@@ -3,6 +3,7 @@ package projections_test
 import (
 	"testing"
 
+	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/projections"
 )
 
@@ -23,5 +24,30 @@ func TestOpenCountsEveryTurnOnAnAgentThatIsNotFinal(t *testing.T) {
 		if got := tc.a.Open(); got != tc.want {
 			t.Errorf("%s: Open() = %d, want %d", tc.a.Agent, got, tc.want)
 		}
+	}
+}
+
+// Every caller gets the same roster rows until the views change, and the
+// rows a caller holds stay as they were when the views move on: a change
+// makes new rows, it never writes the shared ones.
+func TestRosterRowsAreSharedAndStayAsTheyWereWhenTheViewsChange(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow}))
+	e.append(t, reg("w1", "h1", ""))
+	ack := e.append(t, reg("w2", "h1", ""))
+	waitSeq(t, p, ack.Seq)
+	before, again := p.Roster(), p.Roster()
+	if len(before) != 2 || &before[0] != &again[0] {
+		t.Fatalf("roster %v, then %v: want the same two rows while nothing changed", before, again)
+	}
+	was := before[0]
+	ack = e.append(t, events.Event{Subject: "w1", Time: at(5), Data: events.AgentStatusChanged{Status: events.StatusWorking, Source: "herdr"}})
+	waitSeq(t, p, ack.Seq)
+	after := p.Roster()
+	if after[0].Status != events.StatusWorking {
+		t.Errorf("w1 after its status event: %q, want working", after[0].Status)
+	}
+	if before[0] != was {
+		t.Errorf("the rows a caller held changed under it: %+v, was %+v", before[0], was)
 	}
 }

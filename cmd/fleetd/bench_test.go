@@ -35,7 +35,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 		"whole turn: sim-agent", "agent floor: sim-agent", "events per turn: sim-agent", "completion:",
 		"fabric overhead per turn", "log hop:", "whole turn: real Claude Code", "fan-out:", "hook:",
 		"append: Log.Append,", "append: Log.AppendBatch,", "rebuild: projection fold", "roster: GET /roster",
-		"roster: Views.Roster", "memory: gateway RSS", "memory: heap after", "restart: fleetd up ready",
+		"roster: Views.Roster,", "roster: Views.Roster after a change", "memory: gateway RSS", "memory: heap after", "restart: fleetd up ready",
 	}
 	for _, prefix := range want {
 		for _, sync := range []bool{true, false} {
