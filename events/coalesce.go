@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,30 +36,28 @@ type coalescer struct {
 	queue []*pendingAppend
 	// off: the stream refused atomic batches; appends go one by one.
 	off atomic.Bool
-	// batched counts the events stored in batches.
-	batched atomic.Uint64
 }
 
-// pendingAppend is an append waiting for the one in flight.
+// pendingAppend is an append waiting for the one in flight; its
+// message carries its guard (appendOpts.guard).
 type pendingAppend struct {
 	msg  *nats.Msg
-	ao   appendOpts
 	seq  uint64
 	dup  bool
 	err  error
 	done chan struct{}
 }
 
-func (c *coalescer) append(ctx context.Context, msg *nats.Msg, ao appendOpts) (uint64, bool, error) {
+func (c *coalescer) append(ctx context.Context, msg *nats.Msg) (uint64, bool, error) {
 	c.mu.Lock()
 	if !c.busy {
 		c.busy = true
 		c.mu.Unlock()
-		seq, dup, err := c.l.publishOne(ctx, msg, ao)
+		seq, dup, err := c.l.publishOne(ctx, msg)
 		c.next()
 		return seq, dup, err
 	}
-	p := &pendingAppend{msg: msg, ao: ao, done: make(chan struct{})}
+	p := &pendingAppend{msg: msg, done: make(chan struct{})}
 	c.queue = append(c.queue, p)
 	c.mu.Unlock()
 	select {
@@ -98,10 +96,10 @@ func (c *coalescer) next() {
 func batchLen(queue []*pendingAppend) int {
 	n := 0
 	for n < len(queue) && n < MaxBatch {
-		if p := queue[n]; n > 0 && p.ao.expect != nil {
-			filter := p.ao.expectFor
+		if h := queue[n].msg.Header; n > 0 && h.Get(jetstream.ExpectedLastSubjSeqHeader) != "" {
+			filter := h.Get(jetstream.ExpectedLastSubjSeqSubjHeader)
 			if filter == "" {
-				filter = p.msg.Subject
+				filter = queue[n].msg.Subject
 			}
 			if slices.ContainsFunc(queue[:n], func(q *pendingAppend) bool { return subjectMatches(filter, q.msg.Subject) }) {
 				break
@@ -137,7 +135,7 @@ func (c *coalescer) flush(batch []*pendingAppend) {
 	defer cancel()
 	if len(batch) == 1 || c.off.Load() || !c.publishBatch(ctx, batch) {
 		for _, p := range batch {
-			p.seq, p.dup, p.err = c.l.publishOne(ctx, p.msg, p.ao)
+			p.seq, p.dup, p.err = c.l.publishOne(ctx, p.msg)
 		}
 	}
 	for _, p := range batch {
@@ -152,19 +150,7 @@ func (c *coalescer) flush(batch []*pendingAppend) {
 func (c *coalescer) publishBatch(ctx context.Context, batch []*pendingAppend) bool {
 	msgs := make([]*nats.Msg, len(batch))
 	for i, p := range batch {
-		m := nats.NewMsg(p.msg.Subject)
-		m.Data = p.msg.Data
-		for k, v := range p.msg.Header {
-			m.Header[k] = v
-		}
-		m.Header.Set(jetstream.ExpectedStreamHeader, Stream)
-		if p.ao.expect != nil {
-			m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(*p.ao.expect, 10))
-			if p.ao.expectFor != "" {
-				m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, p.ao.expectFor)
-			}
-		}
-		msgs[i] = m
+		msgs[i] = &nats.Msg{Subject: p.msg.Subject, Data: p.msg.Data, Header: maps.Clone(p.msg.Header)}
 	}
 	first, err := c.l.sendBatch(ctx, msgs)
 	if err != nil {
@@ -177,7 +163,6 @@ func (c *coalescer) publishBatch(ctx context.Context, batch []*pendingAppend) bo
 	for j, q := range batch {
 		q.seq = first + uint64(j)
 	}
-	c.batched.Add(uint64(len(batch)))
 	return true
 }
 
@@ -186,17 +171,9 @@ func (c *coalescer) publishBatch(ctx context.Context, batch []*pendingAppend) bo
 // AllowAtomicPublish, not yet updated.
 const errCodeAtomicPublishDisabled jetstream.ErrorCode = 10174
 
-// publishOne is one event's publish with its guard.
-func (l *jsLog) publishOne(ctx context.Context, msg *nats.Msg, ao appendOpts) (uint64, bool, error) {
-	popts := []jetstream.PublishOpt{jetstream.WithExpectStream(Stream)}
-	if ao.expect != nil {
-		if ao.expectFor != "" {
-			popts = append(popts, jetstream.WithExpectLastSequenceForSubject(*ao.expect, ao.expectFor))
-		} else {
-			popts = append(popts, jetstream.WithExpectLastSequencePerSubject(*ao.expect))
-		}
-	}
-	pa, err := l.js.PublishMsg(ctx, msg, popts...)
+// publishOne is one event's publish; its message carries its guard.
+func (l *jsLog) publishOne(ctx context.Context, msg *nats.Msg) (uint64, bool, error) {
+	pa, err := l.js.PublishMsg(ctx, msg)
 	if err != nil {
 		return 0, false, fmt.Errorf("append %s: %w", msg.Subject, translate(err))
 	}

@@ -66,6 +66,21 @@ func appendIdle(t *testing.T, l *jsLog, ev Event) Ack {
 	return ack
 }
 
+// batchOf is the id of the atomic batch that stored the message at seq,
+// "" when it was stored alone.
+func batchOf(t *testing.T, l *jsLog, seq uint64) string {
+	t.Helper()
+	st, err := l.js.Stream(context.Background(), Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetMsg(context.Background(), seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Header.Get("Nats-Batch-Id")
+}
+
 // storedAt reads back the event at seq.
 func storedAt(t *testing.T, l *jsLog, seq uint64) Event {
 	t.Helper()
@@ -108,8 +123,12 @@ func TestAppendsQueuedBehindOneInFlightAreStoredAsOneBatch(t *testing.T) {
 			t.Errorf("append %d at %d after %d: a batch stores them together, in the order they queued", i, ack.Seq, acks[i-1].Seq)
 		}
 	}
-	if n := l.co.batched.Load(); n != uint64(len(evs)) {
-		t.Errorf("%d of %d events were stored in a batch, want all", n, len(evs))
+	// The server keeps a batch's id on each message it stored.
+	batch := batchOf(t, l, acks[0].Seq)
+	for i, ack := range acks {
+		if id := batchOf(t, l, ack.Seq); id == "" || id != batch {
+			t.Errorf("append %d stored in batch %q, the first in %q: want all in one", i, id, batch)
+		}
 	}
 	checkfor.Eventually(t, 10*time.Second, time.Millisecond, func() error {
 		l.co.mu.Lock()
@@ -209,7 +228,12 @@ func TestWithoutAtomicBatchesAppendsGoOneByOne(t *testing.T) {
 			t.Errorf("append %d acked at %d, which holds %s", i, acks[i].Seq, got.ID)
 		}
 	}
-	if !l.co.off.Load() || l.co.batched.Load() != 0 {
-		t.Errorf("off %v, batched %d: want batches given up, none stored as one", l.co.off.Load(), l.co.batched.Load())
+	for i := range evs {
+		if id := batchOf(t, l, acks[i].Seq); id != "" {
+			t.Errorf("append %d stored in batch %q, want alone", i, id)
+		}
+	}
+	if !l.co.off.Load() {
+		t.Error("batches are still tried on a stream that refused them")
 	}
 }

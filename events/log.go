@@ -128,6 +128,20 @@ func ExpectLastSeqFor(seq uint64, filter string) AppendOption {
 	return func(o *appendOpts) { o.expect = &seq; o.expectFor = filter }
 }
 
+// guard sets the append's preconditions as headers: the stream, and the
+// last sequence expected of the event's subject or of a filter. A lone
+// publish and a batch (see coalescer) send the same ones.
+func (ao appendOpts) guard(h nats.Header) {
+	h.Set(jetstream.ExpectedStreamHeader, Stream)
+	if ao.expect == nil {
+		return
+	}
+	h.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(*ao.expect, 10))
+	if ao.expectFor != "" {
+		h.Set(jetstream.ExpectedLastSubjSeqSubjHeader, ao.expectFor)
+	}
+}
+
 // Options configure a JetStream-backed Log.
 type Options struct {
 	// Registry decodes events; default NewRegistry().
@@ -253,6 +267,7 @@ func (l *jsLog) Append(ctx context.Context, ev Event, opts ...AppendOption) (Ack
 	for _, o := range opts {
 		o(&ao)
 	}
+	ao.guard(msg.Header)
 	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
 	defer cancel()
 	var (
@@ -260,9 +275,9 @@ func (l *jsLog) Append(ctx context.Context, ev Event, opts ...AppendOption) (Ack
 		dup bool
 	)
 	if l.co != nil {
-		seq, dup, err = l.co.append(ctx, msg, ao)
+		seq, dup, err = l.co.append(ctx, msg)
 	} else {
-		seq, dup, err = l.publishOne(ctx, msg, ao)
+		seq, dup, err = l.publishOne(ctx, msg)
 	}
 	if err != nil {
 		l.appended(err)
