@@ -408,7 +408,9 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 			if start.IsZero() || t0.Before(start) {
 				start = t0
 			}
-			end = later(end, t1)
+			if t1.After(end) {
+				end = t1
+			}
 			done[a] = t1
 			switch {
 			case err != nil:
@@ -499,12 +501,4 @@ func (r *fabricRun) hookRuns(ctx context.Context, exe string) (Sample, error) {
 		}
 		return nil
 	})
-}
-
-// later is the later of a and b.
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

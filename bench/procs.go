@@ -55,6 +55,23 @@ func startChild(exe string, args []string, errw io.Writer) (*child, io.WriteClos
 	return c, in, out, nil
 }
 
+// exit waits briefly for a child whose output ended and says how it
+// ended, for an error message.
+func (c *child) exit() string {
+	if c == nil {
+		return "unknown"
+	}
+	select {
+	case <-c.done:
+		if c.err != nil {
+			return c.err.Error()
+		}
+		return "exit status 0"
+	case <-time.After(time.Second):
+		return "still running"
+	}
+}
+
 // stop asks the child to end (SIGTERM to its group, so herdr's panes go
 // with it) and kills the group if it has not within grace.
 func (c *child) stop(grace time.Duration) {
@@ -102,7 +119,7 @@ func startHerdrProc(ctx context.Context, exe string, errw io.Writer) (*herdrProc
 		}
 		_, _ = io.Copy(io.Discard, out)
 		select {
-		case serving <- errors.New("dev-herdr ended before it served"):
+		case serving <- fmt.Errorf("dev-herdr ended before it served (%s)", c.exit()):
 		default: // it served
 		}
 	}()
@@ -244,7 +261,7 @@ func (l *leadProc) send(ctx context.Context, m leadshim.Message) (leadshim.Envel
 		}
 		return a.Env, start, end, nil
 	case <-l.gone:
-		return leadshim.Envelope{}, time.Time{}, time.Time{}, errors.New("bench lead: the lead process ended")
+		return leadshim.Envelope{}, time.Time{}, time.Time{}, fmt.Errorf("bench lead: the lead process ended (%s); its stderr is in the progress output", l.exit())
 	case <-ctx.Done():
 		return leadshim.Envelope{}, time.Time{}, time.Time{}, ctx.Err()
 	}
