@@ -30,6 +30,9 @@ type Log interface {
 	AppendBatch(ctx context.Context, evs []Event) ([]Ack, error)
 	// AppendMany stores evs in order of their acks, not atomically: on an
 	// error some may be stored and others not (their Ack has no Seq).
+	// An event the checks refuse (its subject, its limits) stores none of
+	// the call; one that fails later (its encoding, its publish) stores
+	// only itself not.
 	// Each carries its id as the dedupe key, so calling it again with the
 	// same events (within the dedupe window) stores only what is missing.
 	// It is for bulk writes that need no all-or-none: several times the
@@ -228,6 +231,15 @@ type jsLog struct {
 func (l *jsLog) Skipped() uint64 { return l.skipped.Load() }
 
 func (l *jsLog) prepare(ev *Event) (*nats.Msg, error) {
+	if err := l.check(ev); err != nil {
+		return nil, err
+	}
+	return l.encode(ev)
+}
+
+// check fills ev's defaults and its stream subject and refuses what no
+// reader would take: everything an append can refuse before it encodes.
+func (l *jsLog) check(ev *Event) error {
 	if ev.ID == "" {
 		ev.ID = l.o.NewID()
 	}
@@ -239,20 +251,25 @@ func (l *jsLog) prepare(ev *Event) (*nats.Msg, error) {
 	}
 	subj, err := ev.StreamSubject()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// What no reader would take is not written either.
 	if err := l.o.Registry.Check(*ev); err != nil {
-		return nil, err
+		return err
 	}
+	ev.NATSSubject = subj
+	return nil
+}
+
+// encode makes the message of an event that check passed.
+func (l *jsLog) encode(ev *Event) (*nats.Msg, error) {
 	// MarshalJSON directly: json.Marshal would re-scan and compact what
 	// it returns, which costs four times the encoding itself.
 	body, err := ev.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	ev.NATSSubject = subj
-	msg := nats.NewMsg(subj)
+	msg := nats.NewMsg(ev.NATSSubject)
 	msg.Data = body
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
 	return msg, nil
@@ -294,29 +311,32 @@ const manyInFlight = 1024
 
 func (l *jsLog) AppendMany(ctx context.Context, evs []Event) ([]Ack, error) {
 	// Every event is checked before anything is sent: an invalid one
-	// stores none.
-	msgs := make([]*nats.Msg, len(evs))
+	// stores none. Each is then encoded just before it is published, so
+	// the server stores the first while the next ones are encoded.
 	acks := make([]Ack, len(evs))
 	for i := range evs {
-		msg, err := l.prepare(&evs[i])
-		if err != nil {
+		if err := l.check(&evs[i]); err != nil {
 			return nil, fmt.Errorf("append many, event %d: %w", i, err)
 		}
-		msgs[i], acks[i] = msg, Ack{ID: evs[i].ID, Subject: msg.Subject}
+		acks[i] = Ack{ID: evs[i].ID, Subject: evs[i].NATSSubject}
 	}
 	ctx, cancel := withDefaultTimeout(ctx, l.o.Timeout)
 	defer cancel()
 	var failed []error
-	for start := 0; start < len(msgs); start += manyInFlight {
-		window := msgs[start:min(start+manyInFlight, len(msgs))]
-		futures := make([]jetstream.PubAckFuture, len(window))
-		for k, msg := range window {
-			var err error
-			if futures[k], err = l.js.PublishMsgAsync(msg, jetstream.WithExpectStream(Stream)); err != nil {
+	futures := make([]jetstream.PubAckFuture, min(len(evs), manyInFlight))
+	for start := 0; start < len(evs); start += manyInFlight {
+		window := futures[:min(manyInFlight, len(evs)-start)]
+		for k := range window {
+			msg, err := l.encode(&evs[start+k])
+			if err == nil {
+				window[k], err = l.js.PublishMsgAsync(msg, jetstream.WithExpectStream(Stream))
+			}
+			if err != nil {
+				window[k] = nil
 				failed = append(failed, fmt.Errorf("event %d: %w", start+k, translate(err)))
 			}
 		}
-		for k, f := range futures {
+		for k, f := range window {
 			if f == nil {
 				continue
 			}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +33,7 @@ func TestLog(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("reads filter by subject and start point", func(t *testing.T) { testFilters(t, newHarness(t)) })
 	t.Run("follow delivers history then live events", func(t *testing.T) { testFollow(t, newHarness(t)) })
 	t.Run("a batch is stored whole and in order", func(t *testing.T) { testBatch(t, newHarness(t)) })
-	t.Run("many are stored in order, once, or none when one is invalid", func(t *testing.T) { testMany(t, newHarness(t)) })
+	t.Run("many are stored in order, once; none when one is invalid, the others when one cannot be encoded", func(t *testing.T) { testMany(t, newHarness(t)) })
 	t.Run("invalid tokens are refused before anything is stored", func(t *testing.T) { testInvalid(t, newHarness(t)) })
 }
 
@@ -373,6 +375,24 @@ func testMany(t *testing.T, h Harness) {
 	}
 	if got := ReadAll(t, h.Log, events.Query{Subjects: []string{"fleet.agent.>"}}); len(got) != len(many) {
 		t.Errorf("after the refused call: %d events, want %d", len(got), len(many))
+	}
+	// One event that passes the checks but cannot be encoded (JSON has
+	// no NaN): the call says which, and the others are stored, as its
+	// contract allows of a call that is not atomic.
+	unencodable := []events.Event{
+		{Subject: "many3", Data: events.AgentQueued{Text: "before"}},
+		{Subject: "many3", Data: events.AgentReplied{Reply: "r", CostUSD: math.NaN()}},
+		{Subject: "many3", Data: events.AgentQueued{Text: "after"}},
+	}
+	acks, err = h.Log.AppendMany(ctx(t), unencodable)
+	if err == nil || !strings.Contains(err.Error(), "event 1") {
+		t.Fatalf("a call with an event JSON cannot encode: %v, want an error naming event 1", err)
+	}
+	if len(acks) != 3 || acks[0].Seq == 0 || acks[1].Seq != 0 || acks[2].Seq == 0 {
+		t.Errorf("acks %+v: want the first and last stored, the middle not", acks)
+	}
+	if got := ReadAll(t, h.Log, events.Query{Subjects: []string{"fleet.agent.many3.>"}}); len(got) != 2 {
+		t.Errorf("stored %d of the call's events, want 2", len(got))
 	}
 }
 
