@@ -31,8 +31,8 @@ type Log interface {
 	// AppendMany stores evs in order of their acks, not atomically: on an
 	// error some may be stored and others not (their Ack has no Seq).
 	// An event the checks refuse (its subject, its limits) stores none of
-	// the call; one that fails later (its encoding, its publish) stores
-	// only itself not.
+	// the call; one that fails later (its encoding, its publish) is
+	// left out alone.
 	// Each carries its id as the dedupe key, so calling it again with the
 	// same events (within the dedupe window) stores only what is missing.
 	// It is for bulk writes that need no all-or-none: several times the
