@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -171,9 +173,17 @@ func (c *coalescer) publishBatch(ctx context.Context, batch []*pendingAppend) bo
 // AllowAtomicPublish, not yet updated.
 const errCodeAtomicPublishDisabled jetstream.ErrorCode = 10174
 
+// retryUntilDone has a publish try again, every 100ms, while no one
+// answers: the tries end with ctx, which always has a deadline here.
+var retryUntilDone = []jetstream.PublishOpt{jetstream.WithRetryAttempts(math.MaxInt32), jetstream.WithRetryWait(100 * time.Millisecond)}
+
 // publishOne is one event's publish; its message carries its guard.
+// While the stream has no leader to answer (an election after a node
+// died, a stream being made) the publish is tried again until ctx ends:
+// nats.go's own two tries in half a second fell short of an election on
+// a busy machine, and failed appends a moment later would have stored.
 func (l *jsLog) publishOne(ctx context.Context, msg *nats.Msg) (uint64, bool, error) {
-	pa, err := l.js.PublishMsg(ctx, msg)
+	pa, err := l.js.PublishMsg(ctx, msg, retryUntilDone...)
 	if err != nil {
 		return 0, false, fmt.Errorf("append %s: %w", msg.Subject, translate(err))
 	}
