@@ -299,7 +299,7 @@ func (s stage) scale(ctx context.Context) ([]Row, error) {
 		{Name: "roster: Views.Roster, " + label, N: len(views), Unit: UnitMs, P50: Ms(views.P50()), P99: Ms(views.P99()),
 			Target: "≤ 2ms p99", Note: "in-process, the views unchanged between calls: each returns the rows shared since the last change"},
 		{Name: "roster: Views.Roster after a change, " + label, N: len(fresh), Unit: UnitMs, P50: Ms(fresh.P50()), P99: Ms(fresh.P99()),
-			Target: "≤ 2ms p99", Note: "the first call after an agent's status changed: the rows copied and sorted again"},
+			Target: "≤ 2ms p99", Note: "the first call after an agent's status changed: a new row for that agent, the others shared with the version before"},
 		{Name: "memory: gateway RSS, " + label, N: 1, Unit: UnitMB, P50: rss, Target: "≤ 150 MB",
 			Note: "VmRSS of the gateway process (embedded NATS, projections, shim) after the roster queries"},
 	}
@@ -425,7 +425,7 @@ func (s stage) turns(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	// The fold must have ended every turn it was given.
-	replied := lo.CountBy(gw.Views.Roster(), func(a projections.Agent) bool { return a.Open() == 0 })
+	replied := lo.CountBy(gw.Views.Roster(), func(a *projections.Agent) bool { return a.Open() == 0 })
 	if replied < len(f.Agents) {
 		return nil, fmt.Errorf("turns: %d of %d agents still have a turn open", len(f.Agents)-replied, len(f.Agents))
 	}

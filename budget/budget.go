@@ -21,7 +21,7 @@ const (
 // Views is what the Checker reads of the projection.
 type Views interface {
 	Usage(kind, id string) projections.Usage
-	Roster() []projections.Agent
+	Roster() []*projections.Agent
 }
 
 // Checker judges agents and roles against their budgets at its clock.
@@ -141,7 +141,7 @@ func (c *Checker) Role(role string) *projections.BudgetState {
 			continue
 		}
 		live++
-		st := state(c.AgentStandings(a), now)
+		st := state(c.AgentStandings(*a), now)
 		if !st.Exhausted() {
 			return own
 		}
@@ -156,11 +156,16 @@ func (c *Checker) Role(role string) *projections.BudgetState {
 }
 
 // Decorate returns a copy of the rows with each one's Budget filled.
-func (c *Checker) Decorate(roster []projections.Agent) []projections.Agent {
-	// A copy: the views share their roster's rows with every caller.
+func (c *Checker) Decorate(roster []*projections.Agent) []*projections.Agent {
+	// The views share their roster's rows with every caller: a row that
+	// gains a budget is a copy.
 	out := slices.Clone(roster)
-	for i := range out {
-		out[i].Budget = c.Agent(out[i])
+	for i, a := range out {
+		if st := c.Agent(*a); st != nil {
+			row := *a
+			row.Budget = st
+			out[i] = &row
+		}
 	}
 	return out
 }
@@ -179,7 +184,7 @@ func (c *Checker) Exhausted() []*projections.BudgetState {
 		if a.Exited {
 			continue
 		}
-		if st := state(c.AgentStandings(a), now); st.Exhausted() {
+		if st := state(c.AgentStandings(*a), now); st.Exhausted() {
 			out = append(out, st)
 		}
 	}

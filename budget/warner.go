@@ -92,7 +92,7 @@ func (w *Warner) Check(ctx context.Context) error {
 		if a.Host != w.Host || a.Exited || c.Roles.Roles[a.Role].AgentBudget == nil {
 			continue
 		}
-		errs = append(errs, w.warn(ctx, c.AgentStandings(a), events.CategoryAgent, a.Agent))
+		errs = append(errs, w.warn(ctx, c.AgentStandings(*a), events.CategoryAgent, a.Agent))
 	}
 	return errors.Join(errs...)
 }

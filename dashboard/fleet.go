@@ -105,7 +105,8 @@ func (s *Server) fleetModel(ctx context.Context, src source) fleetModel {
 		models[sess.Name] = sess.Model
 	}
 	roles := map[[2]string]*roleGroup{}
-	for _, a := range src.views.Roster() {
+	for _, row := range src.views.Roster() {
+		a := *row // the views' rows are shared: this one gains a budget
 		if src.seq == 0 && s.cfg.Budgets != nil {
 			a.Budget = s.cfg.Budgets.Agent(a)
 		}

@@ -292,11 +292,11 @@ func statusOf(err error) int {
 type RosterAt struct {
 	// At is the time the roster is as of; Seq the last stream sequence
 	// folded into it.
-	At     time.Time           `json:"at"`
-	Seq    uint64              `json:"seq"`
-	Live   bool                `json:"live,omitempty"`
-	Agents []projections.Agent `json:"agents"`
-	Hosts  []projections.Host  `json:"hosts"`
+	At     time.Time            `json:"at"`
+	Seq    uint64               `json:"seq"`
+	Live   bool                 `json:"live,omitempty"`
+	Agents []*projections.Agent `json:"agents"`
+	Hosts  []projections.Host   `json:"hosts"`
 }
 
 // point reads ?at= or answers 400.

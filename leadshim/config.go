@@ -24,7 +24,7 @@ type Budgets interface {
 	// Role is how a new turn for any agent of the role stands.
 	Role(role string) *projections.BudgetState
 	// Decorate fills the roster rows' Budget.
-	Decorate(roster []projections.Agent) []projections.Agent
+	Decorate(roster []*projections.Agent) []*projections.Agent
 	// Exhausted lists every agent and role out of budget now.
 	Exhausted() []*projections.BudgetState
 }

@@ -204,7 +204,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 
 // roster is the roster with each row's budget standing, when the shim
 // knows the budgets.
-func (s *Server) roster() []projections.Agent {
+func (s *Server) roster() []*projections.Agent {
 	r := s.cfg.Views.Roster()
 	if s.cfg.Budgets != nil {
 		r = s.cfg.Budgets.Decorate(r)
@@ -233,7 +233,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) roleStates() []RoleState {
 	// Roles the file names and roles agents were registered with (a
 	// role may be gone from the file while its agents live on).
-	live := lo.FilterMap(s.cfg.Views.Roster(), func(a projections.Agent, _ int) (string, bool) { return a.Role, a.Role != "" })
+	live := lo.FilterMap(s.cfg.Views.Roster(), func(a *projections.Agent, _ int) (string, bool) { return a.Role, a.Role != "" })
 	out := lo.Map(lo.Uniq(append(s.cfg.Roles.Names(), live...)), func(n string, _ int) RoleState { return s.roleState(n) })
 	sortBy(out, func(r RoleState) string { return r.Name })
 	return out

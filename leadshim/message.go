@@ -552,8 +552,8 @@ func (s *Server) roleState(role string) RoleState {
 	agents := projections.OfRole(s.cfg.Views.Roster(), role)
 	st.known = st.known || len(agents) > 0
 	st.Agents = len(agents)
-	st.Ready = lo.CountBy(agents, projections.Agent.Ready)
-	st.Open = lo.SumBy(agents, projections.Agent.Open)
+	st.Ready = lo.CountBy(agents, (*projections.Agent).Ready)
+	st.Open = lo.SumBy(agents, (*projections.Agent).Open)
 	return st
 }
 

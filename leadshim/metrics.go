@@ -46,12 +46,12 @@ func newMetrics(views projections.Views, stats func() Stats, degraded func() deg
 	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fleetd_queue_depth", Help: "Turns queued on agents and not yet typed, fleet-wide.",
 	}, func() float64 {
-		return float64(lo.SumBy(views.Roster(), func(a projections.Agent) int { return a.QueueDepth }))
+		return float64(lo.SumBy(views.Roster(), func(a *projections.Agent) int { return a.QueueDepth }))
 	})
 	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fleetd_turns_in_flight", Help: "Agents with a turn typed or submitted.",
 	}, func() float64 {
-		return float64(lo.CountBy(views.Roster(), func(a projections.Agent) bool { return a.CurrentTurn != "" }))
+		return float64(lo.CountBy(views.Roster(), func(a *projections.Agent) bool { return a.CurrentTurn != "" }))
 	})
 	gauge := func(name, help string, v func(Stats) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(stats()) })

@@ -25,7 +25,7 @@ type Inboxes interface {
 // Views is the read side the nudger decides on.
 type Views interface {
 	Agent(id string) (projections.Agent, bool)
-	Roster() []projections.Agent
+	Roster() []*projections.Agent
 	WaitSeq(ctx context.Context, seq uint64) error
 }
 

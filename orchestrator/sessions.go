@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/samber/lo"
+
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/turns"
@@ -42,7 +44,7 @@ func (s SessionSpec) validate() error {
 
 // SessionViews is the part of projections.Views the session manager reads.
 type SessionViews interface {
-	Roster() []projections.Agent
+	Roster() []*projections.Agent
 	Agent(id string) (projections.Agent, bool)
 	Sessions() []projections.Session
 	WaitSeq(ctx context.Context, seq uint64) error
@@ -397,7 +399,7 @@ func (s *Sessions) ReapOrphans(ctx context.Context) ([]string, error) {
 	var errs []error
 	for _, a := range s.cfg.Views.Roster() {
 		managed := a.Origin == "spawned" && a.Session != "" && a.Session != a.Agent
-		if !managed || a.Exited || owner[a.Session] == a.Agent || !s.inScope(a) ||
+		if !managed || a.Exited || owner[a.Session] == a.Agent || !s.inScope(*a) ||
 			a.CurrentTurn != "" || a.QueueDepth > 0 {
 			continue
 		}
@@ -449,23 +451,14 @@ func (NoSpawner) Close(_ context.Context, agent string) error {
 
 // Peers are the other live agents at an agent's tier under the same
 // parent — a main pair finds each other here — sorted by id.
-func Peers(roster []projections.Agent, self string) []projections.Agent {
-	var me *projections.Agent
-	for i := range roster {
-		if roster[i].Agent == self {
-			me = &roster[i]
-		}
-	}
-	if me == nil {
+func Peers(roster []*projections.Agent, self string) []*projections.Agent {
+	me, ok := lo.Find(roster, func(a *projections.Agent) bool { return a.Agent == self })
+	if !ok {
 		return nil
 	}
-	var out []projections.Agent
-	for _, a := range roster {
-		if a.Agent != self && !a.Exited && a.Tier == me.Tier && a.Parent == me.Parent {
-			out = append(out, a)
-		}
-	}
-	return out
+	return lo.Filter(roster, func(a *projections.Agent, _ int) bool {
+		return a.Agent != self && !a.Exited && a.Tier == me.Tier && a.Parent == me.Parent
+	})
 }
 
 // TierOf is agent's tier in the roster once views have caught up with

@@ -137,7 +137,7 @@ func memView(t testing.TB, p projections.Views, turnIDs []string) view {
 	t.Helper()
 	v := view{Roster: map[string]projections.Agent{}, Sessions: map[string]projections.Session{}, Turns: map[string]lifecycle.Turn{}}
 	for _, a := range p.Roster() {
-		v.Roster[a.Agent] = a
+		v.Roster[a.Agent] = *a
 	}
 	for _, s := range p.Sessions() {
 		v.Sessions[projections.Key(s.Name)] = s

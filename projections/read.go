@@ -8,37 +8,63 @@ import (
 	"github.com/fleetd/fleetd/lifecycle"
 )
 
-func (m *materializer) Roster() []Agent {
+func (m *materializer) Roster() []*Agent {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	v := m.version.Load()
-	if c := m.roster.Load(); c != nil && c.version == v {
-		return c.rows
+	prev := m.roster.Load()
+	if prev != nil && prev.version == v {
+		return prev.rows
 	}
-	ids := make([]string, 0, len(m.st.agents))
-	for id, a := range m.st.agents {
+	registered := 0
+	for _, a := range m.st.agents {
 		if a.Registered {
-			ids = append(ids, id)
+			registered++
 		}
 	}
-	slices.Sort(ids)
-	rows := make([]Agent, len(ids))
-	for i, id := range ids {
-		rows[i] = m.st.agents[id].Agent
+	var ids []string
+	if prev != nil && prev.st == m.st && len(prev.ids) == registered {
+		// A state's agents are only ever added and registered, never
+		// taken away (a new state replaces the whole), so the same count
+		// is the same agents, in the same order.
+		ids = prev.ids
+	} else {
+		ids = make([]string, 0, registered)
+		for id, a := range m.st.agents {
+			if a.Registered {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		prev = nil
 	}
-	m.roster.Store(&rosterRows{version: v, rows: rows})
+	rows := make([]*Agent, len(ids))
+	for i, id := range ids {
+		cur := &m.st.agents[id].Agent
+		if prev != nil && *prev.rows[i] == *cur {
+			rows[i] = prev.rows[i]
+			continue
+		}
+		a := *cur
+		rows[i] = &a
+	}
+	m.roster.Store(&rosterRows{version: v, st: m.st, ids: ids, rows: rows})
 	return rows
 }
 
 // rosterRows are the roster as of a version of the views. Every caller
 // of Roster gets the same rows until the views change (the caller holds
-// the read lock, under which the version cannot move): a copy of ~400
-// bytes a row for each call was ~400 KB at 1,000 agents, and the
-// collector's work behind its p99. The rows are never written after they
-// are stored; a change makes new ones.
+// the read lock, under which the version cannot move), and a row that
+// did not change is the same *Agent in the next version too. Copying
+// every row at each change was ~400 KB at 1,000 agents, and while the
+// collector marks, every pointer copied pays its write barrier: 1–4.7 ms
+// in one call of eight after a change. The rows are never written after
+// they are stored; a change makes new ones.
 type rosterRows struct {
 	version uint64
-	rows    []Agent
+	st      *state // the state ids lists the registered agents of
+	ids     []string
+	rows    []*Agent
 }
 
 func (m *materializer) Agent(id string) (Agent, bool) {

@@ -150,7 +150,7 @@ func TestRestartResumesFromCheckpoint(t *testing.T) {
 		a := first.Roster()
 		kv := kvAll[projections.Agent](t, e.js, projections.BucketRoster)
 		for _, row := range a {
-			if !kvEqual(kv[row.Agent], row) {
+			if !kvEqual(kv[row.Agent], *row) {
 				return fmt.Errorf("%s not written yet", row.Agent)
 			}
 		}

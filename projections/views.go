@@ -132,8 +132,8 @@ func (a Agent) Open() int {
 }
 
 // OfRole is the agents of roster in role.
-func OfRole(roster []Agent, role string) []Agent {
-	return lo.Filter(roster, func(a Agent, _ int) bool { return a.Role == role })
+func OfRole(roster []*Agent, role string) []*Agent {
+	return lo.Filter(roster, func(a *Agent, _ int) bool { return a.Role == role })
 }
 
 // Session is one named, resumable agent conversation.
@@ -180,9 +180,10 @@ type Host struct {
 // interfaces.
 type Views interface {
 	// Roster lists every agent, sorted by id. The rows are shared with
-	// every other caller until the views change: read them, or copy
-	// them before changing anything (as budget.Checker.Decorate does).
-	Roster() []Agent
+	// every other caller, and a row stays the same *Agent while the
+	// agent does not change: read them, or copy them before changing
+	// anything (as budget.Checker.Decorate does).
+	Roster() []*Agent
 	// Agent returns one roster row.
 	Agent(id string) (Agent, bool)
 	// Sessions lists sessions, sorted by name.

@@ -199,24 +199,24 @@ func (r *Router) keepAlive(msg jetstream.Msg) (stop func()) {
 // on an agent, typed or submitted.
 func (r *Router) choose(role string) (projections.Agent, bool) {
 	agents := projections.OfRole(r.cfg.Views.Roster(), role)
-	if limit := r.cfg.Roles.Roles[role].Cap; limit > 0 && lo.SumBy(agents, projections.Agent.Open) >= limit {
+	if limit := r.cfg.Roles.Roles[role].Cap; limit > 0 && lo.SumBy(agents, (*projections.Agent).Open) >= limit {
 		return projections.Agent{}, false
 	}
 	budgets := r.cfg.Budgets
 	if budgets != nil && budgets.Role(role).Exhausted() {
 		return projections.Agent{}, false
 	}
-	ready := lo.Filter(agents, func(a projections.Agent, _ int) bool {
-		return a.Ready() && (budgets == nil || !budgets.Agent(a).Exhausted())
+	ready := lo.Filter(agents, func(a *projections.Agent, _ int) bool {
+		return a.Ready() && (budgets == nil || !budgets.Agent(*a).Exhausted())
 	})
 	if len(ready) == 0 {
 		return projections.Agent{}, false
 	}
 	// Idle longest = last heard of longest ago; ties by id.
-	slices.SortFunc(ready, func(a, b projections.Agent) int {
+	best := slices.MinFunc(ready, func(a, b *projections.Agent) int {
 		return cmp.Or(a.LastSeen.Compare(b.LastSeen), cmp.Compare(a.Agent, b.Agent))
 	})
-	return ready[0], true
+	return *best, true
 }
 
 // assign appends the turn's assignment to agent (turns.Assignment),

@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/samber/lo"
+
 	"github.com/fleetd/fleetd/dashboard"
 	"github.com/fleetd/fleetd/internal/clitable"
 	"github.com/fleetd/fleetd/projections"
@@ -60,7 +62,7 @@ func (c *RosterCmd) rosterAt(ctx context.Context, g *Globals) ([]projections.Age
 	}
 	at := r.At
 	c.now = func() time.Time { return at }
-	return r.Agents, nil
+	return lo.FromSlicePtr(r.Agents), nil
 }
 
 // SessionsCmd prints the named, resumable agent sessions.
