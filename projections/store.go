@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/lifecycle"
@@ -69,6 +70,8 @@ type buckets struct {
 	roster, sessions, turns, checkpoints jetstream.KeyValue
 	// batched are the buckets whose streams take atomic batches.
 	batched map[string]bool
+	// nc asks a bucket's stream leader when a direct get goes unanswered.
+	nc *nats.Conn
 }
 
 func bucketNames(o Options) [4]string {
@@ -131,7 +134,7 @@ func ensureBuckets(ctx context.Context, js jetstream.JetStream, o Options) (*buc
 		}
 		kvs[i] = kv
 	}
-	b := &buckets{roster: kvs[0], sessions: kvs[1], turns: kvs[2], checkpoints: kvs[3], batched: map[string]bool{}}
+	b := &buckets{roster: kvs[0], sessions: kvs[1], turns: kvs[2], checkpoints: kvs[3], batched: map[string]bool{}, nc: js.Conn()}
 	for _, kv := range kvs {
 		if !o.BatchWrites {
 			break
@@ -169,7 +172,7 @@ func (m *materializer) probe(ctx context.Context) {
 		m.o.Logger.Debug("projections: memory fold reads no buckets", "err", err)
 		return
 	}
-	m.kvb.Store(&buckets{turns: turns, checkpoints: ckpts})
+	m.kvb.Store(&buckets{turns: turns, checkpoints: ckpts, nc: m.js.Conn()})
 }
 
 // dropBuckets deletes the projection's buckets named by which (indexes
@@ -201,18 +204,92 @@ func dropBuckets(ctx context.Context, js jetstream.JetStream, o Options, which .
 func (b *buckets) get(ctx context.Context, kv jetstream.KeyValue, name string, v any, timeout time.Duration) (bool, error) {
 	ctx, cancel := withTimeout(ctx, timeout)
 	defer cancel()
-	e, err := kv.Get(ctx, Key(name))
-	if isNotFound(err) {
-		return false, nil
-	}
+	value, ok, err := b.latest(ctx, kv, Key(name))
 	if err != nil {
 		return false, fmt.Errorf("get %s/%s: %w", kv.Bucket(), name, err)
 	}
-	if err := decode(e.Value(), v); err != nil {
+	if !ok {
+		return false, nil
+	}
+	if err := decode(value, v); err != nil {
 		return false, fmt.Errorf("decode %s/%s: %w", kv.Bucket(), name, err)
 	}
 	return true, nil
 }
+
+// directWait is how long a direct get may go unanswered before the
+// stream's leader is asked instead.
+const directWait = time.Second
+
+// latest reads key's value in kv; false when there is none (never
+// written, deleted, expired). It asks with a direct get first, which any
+// replica of the bucket answers, the nearest first. A replica whose
+// process stopped without closing its connections (frozen, swapped out)
+// keeps its share of the direct gets until its routes time out, minutes
+// later, and answers none: a fold that read a turn there waited out
+// every try, and its whole gateway's views stood still (seen in a
+// three-host test with one host stopped). After directWait the get goes
+// to the stream's leader, which a cluster elects among the live members.
+func (b *buckets) latest(ctx context.Context, kv jetstream.KeyValue, key string) ([]byte, bool, error) {
+	dctx, cancel := context.WithTimeout(ctx, directWait)
+	e, err := kv.Get(dctx, key)
+	cancel()
+	switch {
+	case err == nil:
+		return e.Value(), true, nil
+	case isNotFound(err):
+		return nil, false, nil
+	case ctx.Err() != nil || b.nc == nil:
+		return nil, false, err
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders):
+		return leaderGet(ctx, b.nc, kv.Bucket(), key)
+	}
+	return nil, false, err
+}
+
+// leaderGet is JetStream's message get ($JS.API.STREAM.MSG.GET), answered
+// by the stream's leader, of key's last message in bucket.
+func leaderGet(ctx context.Context, nc *nats.Conn, bucket, key string) ([]byte, bool, error) {
+	stream, subject := "KV_"+bucket, "$KV."+bucket+"."+key
+	req, _ := json.Marshal(struct {
+		LastBySubject string `json:"last_by_subj"`
+	}{subject})
+	msg, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, false, fmt.Errorf("from the stream leader: %w", err)
+	}
+	var resp struct {
+		Message *struct {
+			Header []byte `json:"hdrs"`
+			Data   []byte `json:"data"`
+		} `json:"message"`
+		Error *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return nil, false, fmt.Errorf("from the stream leader: %w", err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == msgNotFound:
+		return nil, false, nil
+	case resp.Error != nil:
+		return nil, false, fmt.Errorf("from the stream leader: %s (%d)", resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return nil, false, errors.New("from the stream leader: no message in the answer")
+	}
+	// A delete, a purge or an expiry leaves a marker with no value, as
+	// jetstream's kv.Get reads them.
+	if h := string(resp.Message.Header); strings.Contains(h, "KV-Operation:") || strings.Contains(h, jetstream.MarkerReasonHeader+":") {
+		return nil, false, nil
+	}
+	return resp.Message.Data, true, nil
+}
+
+// msgNotFound is JetStream's "no message found" (JSNoMessageFoundErr).
+const msgNotFound = 10037
 
 // put is one pending KV write; ttl, when set, expires the entry.
 type put struct {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samber/lo"
+
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
@@ -314,5 +316,5 @@ func (f *fixture) Horizon() projections.Horizon { return f.views.Horizon() }
 func snapshot(t *testing.T, v projections.Projector) string {
 	t.Helper()
 	h := v.Horizon()
-	return fmt.Sprintf("roster %+v\nsessions %+v\nopen from %d, live %v, gone %v\n", v.Roster(), v.Sessions(), h.OpenFrom, h.Live, h.Gone)
+	return fmt.Sprintf("roster %+v\nsessions %+v\nopen from %d, live %v, gone %v\n", lo.FromSlicePtr(v.Roster()), v.Sessions(), h.OpenFrom, h.Live, h.Gone)
 }
