@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -69,5 +70,32 @@ func TestAGetNoReplicaAnswersIsAskedOfTheStreamLeader(t *testing.T) {
 	defer cancel()
 	if _, _, err := b.latest(short, silentKV{kv}, "kept"); err == nil {
 		t.Error("a read past its caller's deadline succeeded")
+	}
+}
+
+// A gateway starting while the replica nearest it is frozen reads its
+// checkpoint from the stream's leader too: head and chunks alike.
+func TestACheckpointNoReplicaAnswersIsReadFromTheStreamLeader(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx := context.Background()
+	kv, err := srv.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "fleet_checkpoints"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := encode(snapshot{Seq: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := json.Marshal(checkpointHead{Seq: 42, Slot: 1, Chunks: 1, Bytes: len(data), Time: time.Now()})
+	for key, value := range map[string][]byte{chunkKey(1, 0): data, CheckpointKey: head} {
+		if _, err := kv.Put(ctx, key, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := &materializer{o: Options{Timeout: 10 * time.Second, Memory: true}}
+	m.kvb.Store(&buckets{nc: srv.NC, checkpoints: silentKV{kv}})
+	snap, err := m.loadCheckpoint(ctx)
+	if err != nil || snap == nil || snap.Seq != 42 || m.slot != 1 {
+		t.Fatalf("loaded %+v (slot %d), %v; want the checkpoint at 42 in slot 1", snap, m.slot, err)
 	}
 }

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -650,33 +651,40 @@ func (m *materializer) writeCheckpoint(ctx context.Context, c *encodedCheckpoint
 // loadCheckpoint reads the latest snapshot, or nil when there is none.
 // A memory fold reads the checkpoint another projection keeps writing: a
 // head that moved while its chunks were read means they may be of two
-// snapshots, so it reads again.
+// snapshots, so it reads again. Every read goes through latest, so a
+// gateway starting while the replica nearest it is frozen asks the
+// stream's leader instead of waiting out its timeout. The head is
+// compared by its bytes: every head written carries its own time.
 func (m *materializer) loadCheckpoint(ctx context.Context) (*snapshot, error) {
 	ctx, cancel := withTimeout(ctx, m.o.Timeout)
 	defer cancel()
-	kv := m.kvBuckets().checkpoints
+	b := m.kvBuckets()
+	kv := b.checkpoints
 	for try := 1; ; try++ {
-		e, err := kv.Get(ctx, CheckpointKey)
-		if isNotFound(err) {
-			return nil, nil
-		}
+		raw, ok, err := b.latest(ctx, kv, CheckpointKey)
 		if err != nil {
 			return nil, fmt.Errorf("load checkpoint: %w", err)
 		}
+		if !ok {
+			return nil, nil
+		}
 		var head checkpointHead
-		if err := json.Unmarshal(e.Value(), &head); err != nil {
+		if err := json.Unmarshal(raw, &head); err != nil {
 			return nil, fmt.Errorf("load checkpoint head: %w", err)
 		}
 		data := make([]byte, 0, head.Bytes)
 		for n := range head.Chunks {
-			c, err := kv.Get(ctx, chunkKey(head.Slot, n))
+			c, ok, err := b.latest(ctx, kv, chunkKey(head.Slot, n))
+			if err == nil && !ok {
+				err = errors.New("missing")
+			}
 			if err != nil {
 				return nil, fmt.Errorf("load checkpoint chunk %d: %w", n, err)
 			}
-			data = append(data, c.Value()...)
+			data = append(data, c...)
 		}
 		if m.o.Memory && try < 3 {
-			if now, err := kv.Get(ctx, CheckpointKey); err == nil && now.Revision() != e.Revision() {
+			if now, ok, err := b.latest(ctx, kv, CheckpointKey); err == nil && ok && !bytes.Equal(now, raw) {
 				continue
 			}
 		}
