@@ -229,7 +229,13 @@ func (b *Bridge) herdrReady(agent string) bool {
 // arrive late), or no Stop hook came at all (after IdleGrace).
 func (b *Bridge) settle(ctx context.Context, agent string, t lifecycle.Turn) {
 	f, ok := b.inFlight(agent, t.ID)
-	if !ok || f.turn.State != lifecycle.StateSubmitted || f.readySince.IsZero() {
+	if !ok || f.turn.State != lifecycle.StateSubmitted {
+		return
+	}
+	if f.readySince.IsZero() {
+		f.readySince = b.readyInView(agent)
+	}
+	if f.readySince.IsZero() {
 		return
 	}
 	now := b.cfg.Now()
@@ -247,6 +253,27 @@ func (b *Bridge) settle(ctx context.Context, agent string, t lifecycle.Turn) {
 	}
 	ack, err := b.append(ctx, agent, t.ID, events.AgentFailed{Reason: events.ReasonUnmatchedReply, Message: msg}, guard(agent, f.lastSeq))
 	b.settled(ctx, agent, ack, err)
+}
+
+// readyInView starts the agent's ready time now when herdr's present view
+// of it is ready, though no change of herdr's has said so since its ready
+// time was last cleared: a hook's "working" replayed from the spool after
+// herdr showed the agent idle (its Stop hook lost), or a typed event the
+// fold reached after herdr's view was taken (a gateway starting on a long
+// log). herdr tells changes only, so that view can stand for good, and the
+// turn with the agent's queue behind it would wait for ever. An agent
+// herdr does not recognise has no herdr view worth starting from.
+func (b *Bridge) readyInView(agent string) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.agents[agent]
+	if a == nil {
+		return time.Time{}
+	}
+	if a.readySince.IsZero() && a.fresh && a.recognised() && a.status.Ready() {
+		a.readySince = b.cfg.Now()
+	}
+	return a.readySince
 }
 
 func later(a, b time.Time) time.Time {

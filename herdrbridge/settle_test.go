@@ -121,3 +121,31 @@ func TestATurnCostsHerdrAFewRequests(t *testing.T) {
 		t.Errorf("%.1f herdr requests per turn, want at most 10", per)
 	}
 }
+
+// A hook's "working" that arrives after herdr showed the agent idle (its
+// UserPromptSubmit spooled while the gateway was down, replayed once it
+// was back) does not hold a turn whose Stop hook was lost: herdr shows
+// the agent idle and says nothing more, so the grace runs from herdr's
+// present view. The turn stayed submitted, the agent's queue behind it,
+// when only a change of herdr's status could start the grace.
+func TestASubmittedTurnIsSettledWhenHerdrShowsTheAgentIdleAfterAStaleHookStatus(t *testing.T) {
+	f := newFleet(t)
+	p := f.readyAgent("w-1", quickAgent)
+	f.start(func(c *herdrbridge.BridgeConfig) { c.IdleGrace = 3 * time.Second })
+	turn := f.queue("w-1", "its stop hook is lost", time.Time{})
+	f.waitOutput(p.ID, "ANSWER: its stop hook is lost")
+	f.waitTurn(turn, lifecycle.StateSubmitted)
+	typed := f.waitEvent("fleet.agent.w-1.typed", ofType(events.TypeAgentTyped, turn))
+	f.waitEvent("fleet.agent.w-1.status", func(ev events.Event) bool {
+		d, ok := ev.Data.(events.AgentStatusChanged)
+		return ok && ev.Seq > typed.Seq && d.Source == "herdr" && d.Status.Ready()
+	})
+	next := f.queue("w-1", "next", time.Time{})
+	f.add("w-1", events.AgentStatusChanged{Status: events.StatusWorking, Source: "hook"}, "")
+	got := f.waitTurn(turn, lifecycle.StateFailed)
+	if got.Reason != events.ReasonUnmatchedReply {
+		t.Errorf("turn %+v, want failed unmatched_reply", got)
+	}
+	f.waitOutput(p.ID, "ANSWER: next")
+	f.waitTurn(next, lifecycle.StateSubmitted, lifecycle.StateFailed)
+}
