@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"time"
 )
@@ -156,6 +158,10 @@ type StageConfig struct {
 	Logger *slog.Logger
 	// Progress gets the stage's progress lines (default os.Stderr).
 	Progress io.Writer
+	// CPUProfile, when set, is a directory the stage writes its process's
+	// CPU profile to, as <stage>-sync-<on|off>.pprof: where a row's time
+	// goes, the gateway's and the embedded server's alike.
+	CPUProfile string
 }
 
 // RunStage runs one stage in a temp dir it removes after, and returns its
@@ -189,6 +195,13 @@ func RunStage(ctx context.Context, cfg StageConfig) ([]Row, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(filepath.Join(cfg.CPUProfile, cfg.Stage+"-sync-"+onOff(cfg.Sync)+".pprof"))
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	st := stage{StageConfig: cfg, dir: dir}
 	var rows []Row
 	switch cfg.Stage {
@@ -212,6 +225,23 @@ func RunStage(ctx context.Context, cfg StageConfig) ([]Row, error) {
 		rows[i].Sync = cfg.Sync
 	}
 	return rows, nil
+}
+
+// startCPUProfile profiles the process's CPU into path until the returned
+// func is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // ServeStage is the child's side of InChild: it runs one stage and writes

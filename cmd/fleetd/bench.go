@@ -30,6 +30,8 @@ type BenchCmd struct {
 	Strict  bool    `help:"With --compare: exit 3 when a row regressed."`
 	Show    string  `help:"Print an earlier --json report as the table, without running anything." type:"existingfile" placeholder:"REPORT.json"`
 
+	CPUProfile string `name:"cpu-profile" help:"Write each stage's CPU profile (its child process, the gateway and its embedded server) to DIR/<stage>-sync-<on|off>.pprof, for go tool pprof." type:"existingdir" placeholder:"DIR"`
+
 	// Size "tiny" is for the command's own test; Stage and StageSync make
 	// a child run one stage; Lead makes a child the fabric stage's lead,
 	// calling the shim at that URL from a process of its own.
@@ -135,13 +137,17 @@ func (c *BenchCmd) child(size bench.Size) (bench.StageFunc, error) {
 		return nil, err
 	}
 	return bench.InChild(exe, func(stage string, sync bool) []string {
-		return []string{"bench", "--stage", stage, "--stage-sync=" + strconv.FormatBool(sync), "--size", size.Name,
+		args := []string{"bench", "--stage", stage, "--stage-sync=" + strconv.FormatBool(sync), "--size", size.Name,
 			"--claude", c.Claude, "--fan-out-think", size.Think.String()}
+		if c.CPUProfile != "" {
+			args = append(args, "--cpu-profile", c.CPUProfile)
+		}
+		return args
 	}), nil
 }
 
 // runStage is the child: run one stage, print its rows as JSON.
 func (c *BenchCmd) runStage(ctx context.Context, g *Globals) error {
 	return bench.ServeStage(ctx, bench.StageConfig{Stage: c.Stage, Size: c.size(), Sync: c.StageSync, Claude: c.Claude,
-		Version: version, Logger: g.quietLogger()}, os.Stdout)
+		Version: version, Logger: g.quietLogger(), CPUProfile: c.CPUProfile}, os.Stdout)
 }

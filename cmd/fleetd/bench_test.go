@@ -128,3 +128,24 @@ func checkCompare(t *testing.T, raw []byte, rep bench.Report) {
 		}
 	}
 }
+
+// --cpu-profile DIR leaves one CPU profile per stage and sync setting in
+// DIR, each in pprof's format (gzipped protobuf).
+func TestBenchWritesACPUProfilePerStage(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(fleetdBin, "bench", "--stages", "micro", "--sync", "off", "--size", "tiny", "--claude", "off", "--json", "--cpu-profile", dir)
+	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("bench failed: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "micro-sync-off.pprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("the profile is not gzipped (%d bytes)", len(b))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "micro-sync-on.pprof")); !os.IsNotExist(err) {
+		t.Errorf("a stage that did not run left a profile (%v)", err)
+	}
+}
