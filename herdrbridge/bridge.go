@@ -230,13 +230,20 @@ type Bridge struct {
 	applied  uint64
 	caughtUp bool
 	herdr    herdrLink
-	changed  chan struct{}
-	runCtx   context.Context
-	running  bool
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup // delivery workers and the herdr watcher
-	done     chan struct{}
-	writes   *writeGate
+	// changed is closed (and made anew) when something every worker must
+	// see changed — the link to herdr, the catch-up, the stream — or the
+	// set of agents this bridge owns did (the herdr watcher's
+	// subscriptions follow it). A change about one agent wakes only that
+	// agent's waiters (agentState.changed): with a hundred agents, waking
+	// every worker for each event of any agent kept the run queue full of
+	// workers that looked and found nothing to do.
+	changed chan struct{}
+	runCtx  context.Context
+	running bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // delivery workers and the herdr watcher
+	done    chan struct{}
+	writes  *writeGate
 	// stream is the incarnation of the stream the fold follows.
 	stream time.Time
 }
@@ -334,6 +341,10 @@ type agentState struct {
 
 	exitSent bool // AgentExited is appended or being appended
 	worker   bool // a delivery worker runs for it
+	// changed is closed (and made anew) when something about this agent
+	// changed, and on every change of Bridge.changed's: its delivery
+	// worker, resolvers and waits watch it.
+	changed chan struct{}
 }
 
 // recognised reports whether the agent is typed into with agent.prompt:
@@ -580,6 +591,9 @@ func (b *Bridge) apply(ev events.Event) {
 	t, changed := b.book.Apply(ev)
 	a := b.agentLocked(ev.Subject)
 	a.lastSeq = max(a.lastSeq, ev.Seq)
+	// Every event on fleet.agent.X.> is about X alone: a turn changes
+	// agent only by events on the agent's own subject (queued, released).
+	defer b.wakeLocked(a)
 	switch d := ev.Data.(type) {
 	case events.AgentRegistered:
 		if a.registered && ev.ID == a.registration.ID {
@@ -603,8 +617,10 @@ func (b *Bridge) apply(ev events.Event) {
 		a.attention = ""
 		a.resetBackoff()
 		b.startWorkerLocked(a)
+		b.ownersChangedLocked()
 	case events.AgentExited:
 		a.exited = true
+		b.ownersChangedLocked()
 	case events.AgentRestart:
 		switch d.State {
 		case events.RestartRestarting:
@@ -643,7 +659,6 @@ func (b *Bridge) apply(ev events.Event) {
 	if changed && t.State.Final() {
 		b.book.Forget(t.ID)
 	}
-	b.notifyLocked()
 }
 
 // sessionLocked follows the agent's Claude Code session from its hooks. An
@@ -698,7 +713,7 @@ func (b *Bridge) readyLocked(a *agentState, ready bool) {
 func (b *Bridge) agentLocked(id string) *agentState {
 	a, ok := b.agents[id]
 	if !ok {
-		a = &agentState{id: id}
+		a = &agentState{id: id, changed: make(chan struct{})}
 		b.agents[id] = a
 	}
 	return a
@@ -719,26 +734,45 @@ func (b *Bridge) startWorkerLocked(a *agentState) {
 	b.wg.Go(func() { b.deliverLoop(ctx, id) })
 }
 
-// notifyLocked wakes everyone waiting for a change of state.
+// notifyLocked wakes everyone waiting for a change of state: every
+// agent's waiters and the herdr watcher.
 func (b *Bridge) notifyLocked() {
+	b.ownersChangedLocked()
+	for _, a := range b.agents {
+		b.wakeLocked(a)
+	}
+}
+
+// ownersChangedLocked wakes the waiters of Bridge.changed (the herdr
+// watcher) without waking every agent's.
+func (b *Bridge) ownersChangedLocked() {
 	close(b.changed)
 	b.changed = make(chan struct{})
 }
 
-// waitApplied waits until the follower applied seq (so a decision taken
-// next sees the bridge's own append), or a bound passes.
-func (b *Bridge) waitApplied(ctx context.Context, seq uint64) {
-	b.waitFor(ctx, 5*time.Second, func() bool { return b.applied >= seq })
+// wakeLocked wakes the waiters of one agent.
+func (b *Bridge) wakeLocked(a *agentState) {
+	close(a.changed)
+	a.changed = make(chan struct{})
 }
 
-// waitFor re-checks cond, under b.mu, on every change of state until it
-// holds; it reports false when ctx ends or bound passes first.
-func (b *Bridge) waitFor(ctx context.Context, bound time.Duration, cond func() bool) bool {
+// waitApplied waits until the follower applied seq, an event about agent
+// the bridge appended (so a decision taken next sees it), or a bound
+// passes.
+func (b *Bridge) waitApplied(ctx context.Context, agent string, seq uint64) {
+	b.waitFor(ctx, agent, 5*time.Second, func() bool { return b.applied >= seq })
+}
+
+// waitFor re-checks cond, under b.mu, on every change of the agent's
+// state until it holds; it reports false when ctx ends or bound passes
+// first. cond must depend only on what changes wake the agent: its own
+// events (and the position they are folded to) and the bridge-wide state.
+func (b *Bridge) waitFor(ctx context.Context, agent string, bound time.Duration, cond func() bool) bool {
 	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
 	for {
 		b.mu.Lock()
-		ok, ch := cond(), b.changed
+		ok, ch := cond(), b.agentLocked(agent).changed
 		b.mu.Unlock()
 		if ok {
 			return true
@@ -775,7 +809,7 @@ func (b *Bridge) catchUp(ctx context.Context, agent string) {
 	b.mu.Lock()
 	a := b.agentLocked(agent)
 	b.mu.Unlock()
-	if b.waitFor(ctx, time.Second, func() bool { return a.lastSeq >= last }) || ctx.Err() != nil {
+	if b.waitFor(ctx, agent, time.Second, func() bool { return a.lastSeq >= last }) || ctx.Err() != nil {
 		return
 	}
 	b.mu.Lock()

@@ -32,7 +32,7 @@ func (b *Bridge) deliverLoop(ctx context.Context, id string) {
 			b.mu.Unlock()
 			return
 		}
-		ch := b.changed
+		ch := a.changed
 		b.mu.Unlock()
 		b.step(ctx, id)
 		t := time.NewTimer(b.cfg.Poll)
@@ -182,7 +182,7 @@ func (b *Bridge) release(ctx context.Context, agent string, lastSeq uint64, ts [
 				b.warnWrite("requeue released turn", err, "agent", agent, "turn", t.ID)
 			}
 		}
-		b.waitApplied(ctx, ack.Seq)
+		b.waitApplied(ctx, agent, ack.Seq)
 	}
 }
 
@@ -193,7 +193,7 @@ func (b *Bridge) fail(ctx context.Context, agent, turn, reason, msg string) {
 		b.warnWrite("record failed turn", err, "agent", agent, "turn", turn)
 		return
 	}
-	b.waitApplied(ctx, ack.Seq)
+	b.waitApplied(ctx, agent, ack.Seq)
 }
 
 // target is what typeTurn knows about the agent when it decides.
@@ -270,7 +270,7 @@ func (b *Bridge) typeTurn(ctx context.Context, agent string, t lifecycle.Turn) {
 	b.cfg.Metrics.TurnsTyped.Inc()
 	wrote, err := b.execute(ctx, agent, tg, typed, plan)
 	b.log.Info("typed", "agent", agent, "turn", t.ID, "pane", tg.pane, "method", typed.Method, "delivery", typed.Delivery, "err", err)
-	b.waitApplied(ctx, ack.Seq)
+	b.waitApplied(ctx, agent, ack.Seq)
 	switch {
 	case err == nil:
 	case !wrote && errors.Is(err, herdrapi.ErrPaneNotFound):
@@ -379,7 +379,7 @@ func (b *Bridge) awaitClear(ctx context.Context, agent string, tg target) error 
 	for {
 		b.mu.Lock()
 		a := b.agents[agent]
-		done, ch := a != nil && a.clears > tg.clears, b.changed
+		done, ch := a != nil && a.clears > tg.clears, b.agentLocked(agent).changed
 		b.mu.Unlock()
 		if done {
 			return nil
@@ -429,7 +429,7 @@ func (b *Bridge) defer_(ctx context.Context, agent string, t lifecycle.Turn, cau
 		return
 	}
 	b.log.Info("deferred", "agent", agent, "turn", t.ID, "err", cause)
-	b.waitApplied(ctx, ack.Seq)
+	b.waitApplied(ctx, agent, ack.Seq)
 	b.backoff(agent)
 }
 

@@ -38,7 +38,7 @@ func (b *Bridge) inFlight(agent, turn string) (inFlight, bool) {
 	return inFlight{
 		turn: t, pane: a.pane, lastSeq: a.lastSeq, up: b.herdr == linkUp, hooked: a.sessionSeen, ended: a.sessionEnded(),
 		recognised: a.recognised(), working: a.busySinceTyped,
-		readySince: a.readySince, strayAt: a.strayAt, sessions: a.sessionsSinceTyped, changed: b.changed,
+		readySince: a.readySince, strayAt: a.strayAt, sessions: a.sessionsSinceTyped, changed: a.changed,
 	}, true
 }
 
@@ -151,7 +151,7 @@ func (b *Bridge) settled(ctx context.Context, agent string, ack events.Ack, err 
 		b.warnWrite("record turn progress", err, "agent", agent)
 		sleep(ctx, b.cfg.Poll)
 	default:
-		b.waitApplied(ctx, ack.Seq)
+		b.waitApplied(ctx, agent, ack.Seq)
 	}
 }
 

@@ -55,8 +55,8 @@ func (b *Bridge) restart(ctx context.Context, agent, cause string, paneGone bool
 		b.mu.Lock()
 		if a := b.agents[agent]; a != nil {
 			a.restarting = false
+			b.wakeLocked(a)
 		}
-		b.notifyLocked()
 		b.mu.Unlock()
 	}()
 	retired := func() bool {
@@ -106,7 +106,7 @@ func (b *Bridge) restart(ctx context.Context, agent, cause string, paneGone bool
 			}
 			continue
 		}
-		b.waitApplied(ctx, ack.Seq)
+		b.waitApplied(ctx, agent, ack.Seq)
 		b.log.Info("restarting agent", "agent", agent, "attempt", attempt, "cause", cause, "delay", delay)
 		if !sleep(ctx, delay) || retired() {
 			return
@@ -130,7 +130,7 @@ func (b *Bridge) restart(ctx context.Context, agent, cause string, paneGone bool
 		// The fold must hold the new registration before the restart
 		// ends: until then the agent still looks dead, and a delivery step
 		// would restart it again.
-		b.waitFor(ctx, 10*time.Second, func() bool { a := b.agents[agent]; return a != nil && a.pane == got.Pane })
+		b.waitFor(ctx, agent, 10*time.Second, func() bool { a := b.agents[agent]; return a != nil && a.pane == got.Pane })
 		if _, err := b.append(ctx, agent, "", events.AgentRestart{State: events.RestartRestarted, Attempt: attempt, Cause: cause,
 			Pane: got.Pane, Resume: req.Resume}); err != nil {
 			b.warnWrite("record restarted", err, "agent", agent)

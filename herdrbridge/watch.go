@@ -417,7 +417,7 @@ func (b *Bridge) noteLocked(a *agentState, st herdrapi.AgentStatus, seq uint64, 
 	case a.blockedFrom.IsZero():
 		a.blockedFrom = b.cfg.Now()
 	}
-	b.notifyLocked()
+	b.wakeLocked(a)
 }
 
 // exitAgent retires an agent whose pane is gone: its queued and in-flight
@@ -475,6 +475,7 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 		b.mu.Lock()
 		a.exitSent = false // retried at the next sync
 		b.startWorkerLocked(a)
+		b.notifyLocked()
 		b.mu.Unlock()
 		return
 	}
@@ -531,7 +532,7 @@ func (b *Bridge) checkDied(ctx context.Context, agent string) {
 		b.mu.Unlock()
 		return
 	}
-	b.waitApplied(ctx, ack.Seq)
+	b.waitApplied(ctx, agent, ack.Seq)
 }
 
 // checkBoundary reads the env of the pane's foreground processes (when
