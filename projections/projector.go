@@ -156,7 +156,10 @@ type materializer struct {
 	version atomic.Uint64
 	// roster caches Roster's rows for one version.
 	roster atomic.Pointer[rosterRows]
-	seqCh  chan struct{}
+	// seqWaiters are the WaitSeq callers, each woken only once the fold
+	// reaches its position: a burst of sends (each waiting for its own
+	// queued event) is not woken by every event folded before theirs.
+	seqWaiters []seqWaiter
 
 	smu  sync.Mutex
 	subs map[chan Change]struct{}
@@ -895,14 +898,24 @@ func (m *materializer) Horizon() Horizon {
 	return h
 }
 
-// setApplied advances the applied position and wakes WaitSeq callers.
+// seqWaiter is one WaitSeq caller: ch is closed once seq is applied.
+type seqWaiter struct {
+	seq uint64
+	ch  chan struct{}
+}
+
+// setApplied advances the applied position and wakes the WaitSeq callers
+// it reached.
 func (m *materializer) setApplied(seq uint64) {
 	m.applied.Store(seq)
 	m.wmu.Lock()
-	if m.seqCh != nil {
-		close(m.seqCh)
-		m.seqCh = nil
-	}
+	m.seqWaiters = slices.DeleteFunc(m.seqWaiters, func(w seqWaiter) bool {
+		if w.seq > seq {
+			return false
+		}
+		close(w.ch)
+		return true
+	})
 	m.wmu.Unlock()
 }
 

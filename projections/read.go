@@ -199,24 +199,27 @@ func (m *materializer) WaitTurn(ctx context.Context, id string, done func(lifecy
 }
 
 func (m *materializer) WaitSeq(ctx context.Context, seq uint64) error {
-	for {
-		if m.Applied() >= seq {
-			return nil
-		}
-		m.wmu.Lock()
-		if m.seqCh == nil {
-			m.seqCh = make(chan struct{})
-		}
-		ch := m.seqCh
+	if m.Applied() >= seq {
+		return nil
+	}
+	m.wmu.Lock()
+	// Checked again under the lock setApplied takes after storing: it
+	// cannot pass between this check and the registration.
+	if m.Applied() >= seq {
 		m.wmu.Unlock()
-		if m.Applied() >= seq {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return nil
+	}
+	w := seqWaiter{seq: seq, ch: make(chan struct{})}
+	m.seqWaiters = append(m.seqWaiters, w)
+	m.wmu.Unlock()
+	select {
+	case <-w.ch:
+		return nil
+	case <-ctx.Done():
+		m.wmu.Lock()
+		m.seqWaiters = slices.DeleteFunc(m.seqWaiters, func(x seqWaiter) bool { return x.ch == w.ch })
+		m.wmu.Unlock()
+		return ctx.Err()
 	}
 }
 

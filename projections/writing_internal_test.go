@@ -144,3 +144,61 @@ func (m *materializer) waiting(id string) int {
 	}
 	return 0
 }
+
+// A WaitSeq caller is woken once the fold reaches its position and not by
+// the events folded before it: a burst of sends, each waiting for its own
+// queued event, is otherwise woken by every event of the burst. A caller
+// that gives up leaves no waiter behind.
+func TestWaitSeqWakesEachCallerAtItsPosition(t *testing.T) {
+	m := New(nil, nil, Options{Memory: true}).(*materializer)
+	ctx := context.Background()
+	returned := make(chan uint64, 3)
+	for _, seq := range []uint64{5, 10, 10} {
+		go func() {
+			if err := m.WaitSeq(ctx, seq); err == nil {
+				returned <- seq
+			}
+		}()
+	}
+	waiters := func() int {
+		m.wmu.Lock()
+		defer m.wmu.Unlock()
+		return len(m.seqWaiters)
+	}
+	for waiters() < 3 {
+		runtime.Gosched()
+	}
+	for seq := uint64(1); seq < 5; seq++ {
+		m.setApplied(seq)
+	}
+	if n := waiters(); n != 3 {
+		t.Fatalf("%d waiters left before any position was reached, want 3", n)
+	}
+	m.setApplied(7)
+	if got := <-returned; got != 5 {
+		t.Fatalf("the waiter for %d returned at 7", got)
+	}
+	if n := waiters(); n != 2 {
+		t.Fatalf("%d waiters left at 7, want the two for 10", n)
+	}
+	m.setApplied(10)
+	<-returned
+	<-returned
+
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- m.WaitSeq(cctx, 20) }()
+	for waiters() < 1 {
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("a cancelled WaitSeq returned nil")
+	}
+	if n := waiters(); n != 0 {
+		t.Errorf("a cancelled WaitSeq left %d waiters", n)
+	}
+	if err := m.WaitSeq(ctx, 10); err != nil {
+		t.Errorf("a position already reached: %v", err)
+	}
+}
