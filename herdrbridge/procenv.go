@@ -27,12 +27,25 @@ func (p paneProc) foreground() bool { return p.stat.pgrp == p.stat.tpgid }
 // Processes fleetd cannot read (another user's, another machine's, a
 // sandbox's) are simply not found: none means "unknown".
 func paneProcs(procRoot, socket, pane string) []paneProc {
+	return scanPanes(procRoot, socket, map[string]bool{pane: true})[pane]
+}
+
+// scanPanes lists the processes of every pane in panes, as paneProcs does
+// for one, in one pass over procRoot: a host's boundary checks after a
+// burst of herdr events (a hundred agents starting) read each process's
+// environment once, not once per pane.
+func scanPanes(procRoot, socket string, panes map[string]bool) map[string][]paneProc {
 	dirs, err := os.ReadDir(procRoot)
 	if err != nil {
 		return nil
 	}
-	needle := []byte("HERDR_PANE_ID=" + pane + "\x00")
-	var out []paneProc
+	needle := []byte("HERDR_PANE_ID=")
+	if len(panes) == 1 {
+		for pane := range panes {
+			needle = []byte("HERDR_PANE_ID=" + pane + "\x00")
+		}
+	}
+	out := map[string][]paneProc{}
 	for _, d := range dirs {
 		if _, err := strconv.Atoi(d.Name()); err != nil {
 			continue
@@ -43,22 +56,23 @@ func paneProcs(procRoot, socket, pane string) []paneProc {
 			continue
 		}
 		env := parseEnviron(raw)
-		if env["HERDR_PANE_ID"] != pane || env["HERDR_SOCKET_PATH"] != socket {
+		pane := env["HERDR_PANE_ID"]
+		if !panes[pane] || env["HERDR_SOCKET_PATH"] != socket {
 			continue
 		}
 		if st, ok := readStat(dir); ok {
-			out = append(out, paneProc{dir: dir, env: env, stat: st})
+			out[pane] = append(out[pane], paneProc{dir: dir, env: env, stat: st})
 		}
 	}
 	return out
 }
 
-// paneEnvs returns the environments of the pane's foreground processes,
-// for the boundary check, or of all its processes when none is in the
-// foreground; nil means "unknown", not "clean".
-func paneEnvs(procRoot, socket, pane string) []map[string]string {
+// foregroundEnvs returns the environments of the pane's foreground
+// processes, for the boundary check, or of all its processes when none is
+// in the foreground; nil means "unknown", not "clean".
+func foregroundEnvs(procs []paneProc) []map[string]string {
 	var all, fg []map[string]string
-	for _, p := range paneProcs(procRoot, socket, pane) {
+	for _, p := range procs {
 		all = append(all, p.env)
 		if p.foreground() {
 			fg = append(fg, p.env)

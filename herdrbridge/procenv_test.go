@@ -110,3 +110,49 @@ func TestThePanesFirstProcessIsRememberedWhileItLives(t *testing.T) {
 	}
 	check("a reused pid", false, false)
 }
+
+// One pass over /proc finds the processes of every pane asked about, and
+// only theirs: not another pane's, nor those of a pane of the same name
+// under another herdr.
+func TestScanPanesGroupsTheProcessesOfEachPane(t *testing.T) {
+	root := t.TempDir()
+	write := func(pid int, pane, socket string) {
+		t.Helper()
+		dir := filepath.Join(root, fmt.Sprint(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		env := "HERDR_PANE_ID=" + pane + "\x00HERDR_SOCKET_PATH=" + socket + "\x00FLEET_AGENT=a" + fmt.Sprint(pid) + "\x00"
+		stat := fmt.Sprintf("%d (claude) S 1 %d %d 34816 %d 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %d", pid, pid, pid, pid, 5000+pid)
+		for name, body := range map[string]string{"environ": env, "stat": stat} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(100, "w1:p1", "/sock")
+	write(101, "w1:p1", "/sock")
+	write(200, "w1:p2", "/sock")
+	write(300, "w1:p3", "/sock")
+	write(400, "w1:p1", "/other.sock")
+	got := scanPanes(root, "/sock", map[string]bool{"w1:p1": true, "w1:p2": true})
+	pids := func(pane string) []int {
+		var out []int
+		for _, p := range got[pane] {
+			out = append(out, p.stat.pid)
+		}
+		return out
+	}
+	if p := pids("w1:p1"); len(p) != 2 || p[0]+p[1] != 201 {
+		t.Errorf("w1:p1: pids %v, want 100 and 101", p)
+	}
+	if p := pids("w1:p2"); len(p) != 1 || p[0] != 200 {
+		t.Errorf("w1:p2: pids %v, want 200", p)
+	}
+	if _, ok := got["w1:p3"]; ok {
+		t.Error("a pane not asked about was listed")
+	}
+	if p := paneProcs(root, "/sock", "w1:p3"); len(p) != 1 || p[0].env["FLEET_AGENT"] != "a300" {
+		t.Errorf("paneProcs(w1:p3) = %+v", p)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/roles"
 )
 
 // lifecycleKinds are the herdr events the bridge follows for every pane.
@@ -85,6 +86,10 @@ func (b *Bridge) session(ctx context.Context) error {
 
 	sctx, cancel := context.WithCancel(ctx)
 	var fwd sync.WaitGroup
+	// boundary holds the agents whose panes' processes are to be checked
+	// against the subscription boundary: after a burst of herdr events
+	// (agents starting), one read of /proc checks them all.
+	boundary := map[string]bool{}
 	subs := map[string]*herdrapi.Stream{}
 	statuses := make(chan paneStatus, 64)
 	defer func() {
@@ -117,9 +122,10 @@ func (b *Bridge) session(ctx context.Context) error {
 			b.exitAgent(ctx, a.id, a.pane, "pane gone while herdr was unreachable")
 		}
 	}
-	if err := b.reconcile(sctx, subs, statuses, &fwd); err != nil {
+	if err := b.reconcile(sctx, subs, statuses, &fwd, boundary); err != nil {
 		return err
 	}
+	b.checkBoundaries(ctx, boundary)
 	b.mu.Lock()
 	b.herdr = linkUp
 	b.notifyLocked()
@@ -141,7 +147,7 @@ func (b *Bridge) session(ctx context.Context) error {
 				}
 				return herdrapi.ErrDisconnected
 			}
-			if err := b.onLifecycle(ctx, ev, known); err != nil {
+			if err := b.onLifecycle(ctx, ev, known, boundary); err != nil {
 				return err
 			}
 		case ps := <-statuses:
@@ -152,8 +158,12 @@ func (b *Bridge) session(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		}
-		if err := b.reconcile(sctx, subs, statuses, &fwd); err != nil {
+		if err := b.reconcile(sctx, subs, statuses, &fwd, boundary); err != nil {
 			return err
+		}
+		if len(boundary) > 0 && len(lc.Events()) == 0 {
+			// No more of the burst is waiting to be handled.
+			b.checkBoundaries(ctx, boundary)
 		}
 	}
 }
@@ -173,9 +183,9 @@ func (b *Bridge) ownedAgents() []agentState {
 
 // reconcile keeps one status subscription per owned pane, and no other:
 // each costs herdr CPU. A new subscription is followed by a sync through
-// agent.get (covering whatever changed before it started) and a boundary
-// check of the pane's processes.
-func (b *Bridge) reconcile(ctx context.Context, subs map[string]*herdrapi.Stream, out chan<- paneStatus, fwd *sync.WaitGroup) error {
+// agent.get (covering whatever changed before it started), and its agent
+// joins boundary, for a check of the pane's processes.
+func (b *Bridge) reconcile(ctx context.Context, subs map[string]*herdrapi.Stream, out chan<- paneStatus, fwd *sync.WaitGroup, boundary map[string]bool) error {
 	want := map[string]string{}
 	for _, a := range b.ownedAgents() {
 		want[a.pane] = a.id
@@ -211,7 +221,7 @@ func (b *Bridge) reconcile(ctx context.Context, subs map[string]*herdrapi.Stream
 		if err := b.syncPane(ctx, pane, ""); err != nil {
 			return err
 		}
-		b.checkBoundary(ctx, agent)
+		boundary[agent] = true
 	}
 	return nil
 }
@@ -219,8 +229,9 @@ func (b *Bridge) reconcile(ctx context.Context, subs map[string]*herdrapi.Stream
 // onLifecycle handles one lifecycle event. Replays (herdr re-sends up to
 // 512 old ones to every new subscriber) are harmless: a created pane the
 // snapshot had is skipped, and an exit is only believed when herdr no
-// longer has the pane.
-func (b *Bridge) onLifecycle(ctx context.Context, ev herdrapi.Event, known map[string]bool) error {
+// longer has the pane. A pane whose agent herdr detected anew joins
+// boundary, for a check of its processes.
+func (b *Bridge) onLifecycle(ctx context.Context, ev herdrapi.Event, known, boundary map[string]bool) error {
 	agent := b.ownerOf(ev.PaneID)
 	switch ev.Kind {
 	case herdrapi.EventPaneCreated:
@@ -257,7 +268,7 @@ func (b *Bridge) onLifecycle(ctx context.Context, ev herdrapi.Event, known map[s
 				}
 				b.mu.Unlock()
 			}
-			b.checkBoundary(ctx, agent)
+			boundary[agent] = true
 		}
 	}
 	return nil
@@ -535,48 +546,68 @@ func (b *Bridge) checkDied(ctx context.Context, agent string) {
 	b.waitApplied(ctx, agent, ack.Seq)
 }
 
-// checkBoundary reads the env of the pane's foreground processes (when
-// they run on this machine; in a sandboxed agent's pane, those of the
-// sandbox's launch) and reports, once per finding, a pane whose env
-// crosses its role's subscription boundary.
-func (b *Bridge) checkBoundary(ctx context.Context, agent string) {
+// checkBoundaries reads the env of the pending agents' panes' foreground
+// processes (when they run on this machine; in a sandboxed agent's pane,
+// those of the sandbox's launch), in one pass over /proc, and reports,
+// once per finding, a pane whose env crosses its role's subscription
+// boundary. It empties pending.
+func (b *Bridge) checkBoundaries(ctx context.Context, pending map[string]bool) {
+	type check struct {
+		agent, pane, reported string
+		role                  roles.Role
+		status                events.Status
+	}
+	var checks []check
+	panes := map[string]bool{}
 	b.mu.Lock()
-	a := b.agents[agent]
-	if a == nil || !b.ownedLocked(a) {
-		b.mu.Unlock()
-		return
-	}
-	pane, roleName, reported, status := a.pane, a.role, a.violation, a.logStatus
-	b.mu.Unlock()
-	role, err := b.cfg.Roles.Get(roleName)
-	if err != nil {
-		return
-	}
-	envs := paneEnvs(b.cfg.ProcRoot, b.client.Path(), pane)
-	if role.Sandbox != "" {
-		envs = sandboxedEnvs(envs)
-	}
-	violation := ""
-	for _, env := range envs {
-		if err := role.CheckEnv(env); err != nil {
-			violation = err.Error()
-			break
+	for agent := range pending {
+		delete(pending, agent)
+		a := b.agents[agent]
+		if a == nil || !b.ownedLocked(a) {
+			continue
 		}
+		role, err := b.cfg.Roles.Get(a.role)
+		if err != nil {
+			continue
+		}
+		checks = append(checks, check{agent: agent, pane: a.pane, reported: a.violation, role: role, status: a.logStatus})
+		panes[a.pane] = true
 	}
-	if violation == "" || violation == reported {
-		return
-	}
-	if status == "" {
-		status = events.StatusUnknown
-	}
-	b.log.Warn("pane crosses the subscription boundary", "agent", agent, "pane", pane, "violation", violation)
-	_, err = b.append(ctx, agent, "", events.AgentStatusChanged{Status: status, Source: "herdr", Pane: pane,
-		Detail: "boundary check of the pane's processes", Violation: violation})
-	if err != nil {
-		b.warnWrite("record boundary violation", err, "agent", agent)
-		return
-	}
-	b.mu.Lock()
-	a.violation = violation
 	b.mu.Unlock()
+	if len(checks) == 0 {
+		return
+	}
+	procs := scanPanes(b.cfg.ProcRoot, b.client.Path(), panes)
+	for _, c := range checks {
+		envs := foregroundEnvs(procs[c.pane])
+		if c.role.Sandbox != "" {
+			envs = sandboxedEnvs(envs)
+		}
+		violation := ""
+		for _, env := range envs {
+			if err := c.role.CheckEnv(env); err != nil {
+				violation = err.Error()
+				break
+			}
+		}
+		if violation == "" || violation == c.reported {
+			continue
+		}
+		status := c.status
+		if status == "" {
+			status = events.StatusUnknown
+		}
+		b.log.Warn("pane crosses the subscription boundary", "agent", c.agent, "pane", c.pane, "violation", violation)
+		_, err := b.append(ctx, c.agent, "", events.AgentStatusChanged{Status: status, Source: "herdr", Pane: c.pane,
+			Detail: "boundary check of the pane's processes", Violation: violation})
+		if err != nil {
+			b.warnWrite("record boundary violation", err, "agent", c.agent)
+			continue
+		}
+		b.mu.Lock()
+		if a := b.agents[c.agent]; a != nil {
+			a.violation = violation
+		}
+		b.mu.Unlock()
+	}
 }
