@@ -1,16 +1,12 @@
 package budget
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
-
-	"github.com/oklog/ulid/v2"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/projections"
@@ -183,8 +179,7 @@ func (w *Warner) append(ctx context.Context, s Standing, cat events.Category, id
 // it warns of and the subject's sequence it follows, so every host (and
 // every retry) that writes the same warning writes the same id.
 func warningID(subject, limit string, percent int, after uint64, now time.Time) string {
-	h := sha256.Sum256([]byte("fleetd/budget/" + subject + "/" + limit + "/" + strconv.Itoa(percent) + "/" + strconv.FormatUint(after, 10)))
 	// The time part is the minute: hosts a few seconds apart agree.
-	ms := uint64(now.Truncate(time.Minute).UnixMilli())
-	return ulid.MustNew(ms, bytes.NewReader(h[:])).String()
+	return events.DerivedID(uint64(now.Truncate(time.Minute).UnixMilli()),
+		"fleetd/budget/"+subject+"/"+limit+"/"+strconv.Itoa(percent)+"/"+strconv.FormatUint(after, 10))
 }

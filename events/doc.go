@@ -5,7 +5,9 @@
 //
 // The log is the source of truth. Appends are idempotent (the event id, a
 // ULID, is sent as Nats-Msg-Id) and optimistic (an expected last subject
-// sequence guards aggregate writes; a conflict is ErrConcurrency). Readers
+// sequence guards aggregate writes; a conflict is ErrConcurrency). A step
+// that several writers may take alike (a router's assignment, a notice of
+// a turn's end) gets a DerivedID, the same for all of them. Readers
 // skip and count anything on fleet.> that is not a valid event, because
 // anyone with a NATS client can publish there: that includes an event with
 // a string field over its Limits (ids 256 bytes, paths 4 KiB, free text

@@ -137,3 +137,14 @@ func TestBadPostsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// A turn's end notice has one id whoever writes it, in every version: a
+// retry, or a second notifier, is stored once.
+func TestANotificationsIDIsFixedByItsTurn(t *testing.T) {
+	if got, want := inbox.NotificationID("01JF6Z8K3Q4V5W6X7Y8Z9A0B1C"), "01JF6Z8K3QDKHMKAQ7CZ9H1M5Y"; got != want {
+		t.Errorf("NotificationID = %s, want %s (the id earlier versions wrote)", got, want)
+	}
+	if inbox.NotificationID("01JF6Z8K3Q4V5W6X7Y8Z9A0B1D") == inbox.NotificationID("01JF6Z8K3Q4V5W6X7Y8Z9A0B1C") {
+		t.Error("two turns share a notification id")
+	}
+}

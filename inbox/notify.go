@@ -1,16 +1,13 @@
 package inbox
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/restart"
@@ -43,12 +40,7 @@ type Notifier struct {
 // from the turn id, so a retry (or a second notifier) writes the same id
 // and JetStream's dedupe stores it once.
 func NotificationID(turn string) string {
-	var ms uint64
-	if u, err := ulid.ParseStrict(turn); err == nil {
-		ms = u.Time()
-	}
-	h := sha256.Sum256([]byte("fleetd/inbox/notify/" + turn))
-	return ulid.MustNew(ms, bytes.NewReader(h[:])).String()
+	return events.DerivedIDFrom(turn, "fleetd/inbox/notify/"+turn)
 }
 
 // Run reports turn ends until ctx ends, starting again after errors (a

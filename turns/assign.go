@@ -1,11 +1,7 @@
 package turns
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"fmt"
-
-	"github.com/oklog/ulid/v2"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -45,24 +41,14 @@ func Assignment(queued events.Event, agent string) (events.Event, error) {
 // so every router instance and every retry writes the same event id and
 // JetStream's dedupe stores the assignment once.
 func AssignmentID(turnID string) string {
-	var ms uint64
-	if u, err := ulid.ParseStrict(turnID); err == nil {
-		ms = u.Time()
-	}
-	h := sha256.Sum256([]byte("fleetd/router/assign/" + turnID))
-	return ulid.MustNew(ms, bytes.NewReader(h[:])).String()
+	return events.DerivedIDFrom(turnID, "fleetd/router/assign/"+turnID)
 }
 
 // attemptID is the id of the event of kind for the n-th attempt of a
 // turn: derived like AssignmentID, so every writer of the same step
 // writes the same id and the log stores it once.
 func attemptID(kind, turnID string, n int) string {
-	var ms uint64
-	if u, err := ulid.ParseStrict(turnID); err == nil {
-		ms = u.Time()
-	}
-	h := sha256.Sum256(fmt.Appendf(nil, "fleetd/%s/%s/%d", kind, turnID, n))
-	return ulid.MustNew(ms, bytes.NewReader(h[:])).String()
+	return events.DerivedIDFrom(turnID, fmt.Sprintf("fleetd/%s/%s/%d", kind, turnID, n))
 }
 
 // Release builds the two events that send a role turn assigned to an

@@ -162,6 +162,12 @@ func TestAssignmentIDIsFixedByTheTurn(t *testing.T) {
 	if turns.AssignmentID(a) == turns.AssignmentID(b) || turns.AssignmentID(a) == a {
 		t.Error("an assignment id shared with another turn or with the turn itself")
 	}
+	// The id is part of the log: routers of two versions must derive the
+	// same one, or a turn would be assigned twice. This is the id every
+	// version so far derived for this turn.
+	if got, want := turns.AssignmentID("01JF6Z8K3Q4V5W6X7Y8Z9A0B1C"), "01JF6Z8K3Q1KD3XJDH7YQF40HJ"; got != want {
+		t.Errorf("AssignmentID = %s, want %s (the id earlier versions wrote)", got, want)
+	}
 }
 
 func TestAReleasedTurnGoesBackWholeUnderIdsOfItsAttempt(t *testing.T) {
