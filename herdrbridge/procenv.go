@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -46,12 +47,14 @@ func scanPanes(procRoot, socket string, panes map[string]bool) map[string][]pane
 		}
 	}
 	out := map[string][]paneProc{}
+	buf := make([]byte, 16<<10)
 	for _, d := range dirs {
 		if _, err := strconv.Atoi(d.Name()); err != nil {
 			continue
 		}
 		dir := filepath.Join(procRoot, d.Name())
-		raw, err := os.ReadFile(filepath.Join(dir, "environ"))
+		var raw []byte
+		raw, buf, err = readProcFile(filepath.Join(dir, "environ"), buf)
 		if err != nil || !bytes.Contains(raw, needle) {
 			continue
 		}
@@ -65,6 +68,36 @@ func scanPanes(procRoot, socket string, panes map[string]bool) map[string][]pane
 		}
 	}
 	return out
+}
+
+// readProcFile reads a whole /proc file into buf (grown as needed) with
+// plain open, read and close: os.ReadFile's stat and the runtime poller's
+// setup of every file cost more than the read itself, and a scan reads a
+// file of every process on the machine. It returns the bytes read and the
+// buffer to use next.
+func readProcFile(path string, buf []byte) ([]byte, []byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, buf, err
+	}
+	defer syscall.Close(fd)
+	n := 0
+	for {
+		if n == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, buf, err
+		}
+		if m == 0 {
+			return buf[:n], buf, nil
+		}
+		n += m
+	}
 }
 
 // foregroundEnvs returns the environments of the pane's foreground
@@ -111,7 +144,7 @@ type procStat struct {
 }
 
 func readStat(dir string) (procStat, bool) {
-	raw, err := os.ReadFile(filepath.Join(dir, "stat"))
+	raw, _, err := readProcFile(filepath.Join(dir, "stat"), make([]byte, 512))
 	if err != nil {
 		return procStat{}, false
 	}
@@ -210,7 +243,7 @@ func (r *paneRoots) showsShell(procRoot, socket, pane string) (shell, known bool
 // terminal: started with options only (herdr starts a pane's shell so),
 // not with -c or a script, which is a program of its own.
 func interactive(dir string) bool {
-	raw, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	raw, _, err := readProcFile(filepath.Join(dir, "cmdline"), make([]byte, 512))
 	if err != nil {
 		return false
 	}

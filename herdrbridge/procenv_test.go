@@ -156,3 +156,23 @@ func TestScanPanesGroupsTheProcessesOfEachPane(t *testing.T) {
 		t.Errorf("paneProcs(w1:p3) = %+v", p)
 	}
 }
+
+// readProcFile reads a whole file whatever the buffer it is given, and
+// hands back the grown buffer for the next read.
+func TestReadProcFileReadsPastItsBuffer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "environ")
+	want := strings.Repeat("K=v\x00", 10_000)
+	if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, buf, err := readProcFile(path, make([]byte, 16))
+	if err != nil || string(got) != want {
+		t.Fatalf("read %d bytes (%v), want %d", len(got), err, len(want))
+	}
+	if len(buf) < len(want) {
+		t.Errorf("the buffer handed back holds %d bytes, less than was read", len(buf))
+	}
+	if _, _, err := readProcFile(filepath.Join(t.TempDir(), "gone"), buf); err == nil {
+		t.Error("a missing file read without an error")
+	}
+}
