@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -127,12 +128,34 @@ func (s *Server) waitReady(ctx context.Context) error {
 		case <-ctx.Done():
 			what := "connections"
 			if ns.ReadyForConnections(10 * time.Millisecond) {
-				what = "a JetStream meta leader"
+				// Which members it reached tells a wrong route or a member
+				// that never came up from a cluster that could not agree.
+				what = fmt.Sprintf("a JetStream meta leader (routes up to %s)", s.routedTo())
 			}
 			return fmt.Errorf("nats server %s not ready for %s: %w", s.cfg.ServerName, what, ctx.Err())
 		case <-tick.C:
 		}
 	}
+}
+
+// routedTo names the cluster members the server has routes to, or says
+// it has none.
+func (s *Server) routedTo() string {
+	rz, err := s.NATS().Routez(nil)
+	if err != nil {
+		return "unknown members: " + err.Error()
+	}
+	var names []string
+	for _, r := range rz.Routes {
+		if r.RemoteName != "" && !slices.Contains(names, r.RemoteName) {
+			names = append(names, r.RemoteName)
+		}
+	}
+	if len(names) == 0 {
+		return "no member"
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 // metaReady reports whether JetStream can serve API requests: always when

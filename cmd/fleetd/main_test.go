@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/fleettest"
 )
@@ -27,14 +27,11 @@ var fleetdBin string
 
 func TestMain(m *testing.M) { os.Exit(fleettest.RunWithFleetd(m, ".", &fleetdBin)) }
 
+// freePort is a port for a child process to listen on: reserved for the
+// test, outside the range the kernel hands out by itself (natstest).
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return natstest.FreePorts(t, 1)[0]
 }
 
 // upProcess is a child process, `fleetd up` or another, whose output

@@ -3,10 +3,12 @@ package natstest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,13 +195,18 @@ func waitPlacement(tb testing.TB, js jetstream.JetStream, n int) {
 // side: each port is also reserved, across processes, with a file in
 // os.TempDir()/fleetd-test-ports until the test ends, and a port another
 // test reserved is passed over. (Two packages' clusters once got routes
-// to each other's ports; their members never agreed on a leader.)
+// to each other's ports; their members never agreed on a leader.) The
+// ports lie below the kernel's ephemeral range, which it hands out on its
+// own — to a listener on port 0 (every embedded server's client port) and
+// to every outgoing connection (each hook a test's agents run) — so none
+// of those can take a port between its reservation and its bind.
 func FreePorts(tb testing.TB, n int) []int {
 	tb.Helper()
 	dir := filepath.Join(os.TempDir(), "fleetd-test-ports")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		tb.Fatalf("natstest: free port: %v", err)
 	}
+	lo, hi := fixedPortRange()
 	ports := make([]int, 0, n)
 	var lns []net.Listener
 	defer func() {
@@ -211,19 +218,34 @@ func FreePorts(tb testing.TB, n int) []int {
 		if tries > 100*n {
 			tb.Fatalf("natstest: no free unreserved port in %d tries", tries)
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		port := lo + rand.IntN(hi-lo)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
-			tb.Fatalf("natstest: free port: %v", err)
+			continue // in use
 		}
-		// Held open while looking further, so the kernel does not hand
-		// the same port out twice in this call.
+		// Held open while looking further, so this call cannot pick the
+		// same port twice.
 		lns = append(lns, ln)
-		port := ln.Addr().(*net.TCPAddr).Port
 		if reserve(tb, dir, port) {
 			ports = append(ports, port)
 		}
 	}
 	return ports
+}
+
+// fixedPortRange is where FreePorts picks from: the ports below the
+// kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768 by
+// default), from 10000.
+func fixedPortRange() (lo, hi int) {
+	lo, hi = 10000, 32768
+	if raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(raw)); len(f) == 2 {
+			if eph, err := strconv.Atoi(f[0]); err == nil && eph > lo+1000 {
+				hi = eph
+			}
+		}
+	}
+	return lo, hi
 }
 
 // reserve claims port for the rest of the test, unless another test
