@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -323,9 +325,10 @@ func (s *Server) reap(p *pane, outputDone, answersDone <-chan struct{}) {
 	close(p.exited)
 }
 
-// hangUp sends SIGHUP to each pane's process groups, then SIGKILL to
-// those of every pane still alive after KillGrace, and waits until they
-// are reaped.
+// hangUp sends SIGHUP to each pane's process groups, then SIGKILL, after
+// KillGrace, to those of every pane still alive and to the foreground job
+// of every pane, and waits until they are reaped (a job whose pane ended
+// without it, until it is dead).
 //
 // A pane's groups are its program's and its terminal's foreground group:
 // a shell runs what was typed into it (an agent, say) as a job of its own
@@ -351,9 +354,15 @@ grace:
 			break grace
 		}
 	}
+	var jobs []int
 	for i, p := range panes {
+		jobs = append(jobs, groups[i][1:]...)
 		select {
 		case <-p.exited:
+			// The pane's program is gone, but a job that ignores SIGHUP
+			// outlives it (its pane ends half a second after the program,
+			// when reap stops waiting for the terminal).
+			signalGroups(groups[i][1:], syscall.SIGKILL)
 		default:
 			signalGroups(groups[i], syscall.SIGKILL)
 		}
@@ -361,6 +370,25 @@ grace:
 	for _, p := range panes {
 		<-p.exited
 	}
+	// A pane ends half a second after its program whatever holds its
+	// terminal, and a SIGKILL is only sent, not yet taken, when kill
+	// returns: Close returns once the jobs are dead too.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !slices.ContainsFunc(jobs, alive) {
+			break
+		}
+	}
+}
+
+// alive reports whether process pid runs: it exists and is not a zombie
+// waiting to be reaped.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
 // signalGroups sends sig to each process group.

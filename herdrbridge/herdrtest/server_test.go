@@ -328,9 +328,12 @@ func TestCloseEndsAForegroundJobThatIgnoresHangUps(t *testing.T) {
 	if err := s.write(p, []byte("sh -c 'trap \"\" HUP; exec sleep 60'\r")); err != nil {
 		t.Fatal(err)
 	}
+	// The job counts once it is sleep: it has set its trap, so a hang-up
+	// alone cannot end it (before, the test passed whenever the hang-up
+	// came first).
 	job := 0
 	for deadline := time.Now().Add(10 * time.Second); job == 0; time.Sleep(20 * time.Millisecond) {
-		if fg := p.foreground(); fg > 0 && fg != sh.PID {
+		if fg := p.foreground(); fg > 0 && fg != sh.PID && comm(fg) == "sleep" {
 			job = fg
 		} else if time.Now().After(deadline) {
 			t.Fatalf("the typed job never took the terminal's foreground; screen:\n%s", s.Output(sh.ID))
@@ -358,6 +361,15 @@ func TestCloseEndsAForegroundJobThatIgnoresHangUps(t *testing.T) {
 }
 
 // running reports whether process pid exists and is not a zombie.
+// comm is the command name of process pid, or "".
+func comm(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
 func running(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
