@@ -2,7 +2,6 @@ package herdrtest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -352,15 +351,14 @@ func TestCloseEndsAForegroundJobThatIgnoresHangUps(t *testing.T) {
 	}
 	// The job leads its group. Orphaned, it may stay a zombie until
 	// whoever adopted it reaps it: only a running process counts.
-	if running(job) {
+	if alive(job) {
 		t.Errorf("the job %d survived Close", job)
 	}
-	if running(other.PID) {
+	if alive(other.PID) {
 		t.Errorf("the other pane's process %d survived Close", other.PID)
 	}
 }
 
-// running reports whether process pid exists and is not a zombie.
 // comm is the command name of process pid, or "".
 func comm(pid int) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
@@ -368,14 +366,4 @@ func comm(pid int) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state …: comm may hold spaces and parentheses.
-	_, rest, ok := strings.Cut(string(b[bytes.LastIndexByte(b, ')')+1:]), " ")
-	return ok && !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
