@@ -143,6 +143,20 @@ func newDirtySet() dirtySet {
 	return dirtySet{agents: map[string]struct{}{}, sessions: map[string]struct{}{}, turns: map[string]lifecycle.Turn{}}
 }
 
+// newDirtySetLike is an empty dirty set sized for about as many changes
+// as d held: the next flush's are alike, and a map grown from nothing
+// each flush was most of what the dirty set allocated.
+// The hint is capped at a catch-up's flush, so the big last flush of a
+// rebuild leaves no big empty map behind for the live fold.
+func newDirtySetLike(d dirtySet) dirtySet {
+	hint := func(n int) int { return min(n, batchSize*bulkSpread) }
+	return dirtySet{
+		agents:   make(map[string]struct{}, hint(len(d.agents))),
+		sessions: make(map[string]struct{}, hint(len(d.sessions))),
+		turns:    make(map[string]lifecycle.Turn, hint(len(d.turns))),
+	}
+}
+
 func (d dirtySet) len() int { return len(d.agents) + len(d.sessions) + len(d.turns) }
 
 // batch is one fold step's scratch: turns looked up in KV beforehand and
@@ -158,7 +172,10 @@ func (m *materializer) fold(ctx context.Context, evs []events.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	b := &batch{}
+	// The changes go to notify, which keeps none of them: the slice is
+	// this materializer's, used again by the next fold.
+	b := &batch{changes: m.changeBuf[:0]}
+	defer func() { m.changeBuf = b.changes[:0] }()
 	if err := m.prefetch(ctx, evs, b); err != nil {
 		return err
 	}
@@ -188,6 +205,9 @@ func (m *materializer) fold(ctx context.Context, evs []events.Event) error {
 // that the fold no longer holds: a queued event re-appended after its turn
 // ended must not open it again. The reads run concurrently.
 func (m *materializer) prefetch(ctx context.Context, evs []events.Event, b *batch) error {
+	if m.kvBuckets() == nil {
+		return nil // a memory fold with no buckets to read: storedTurn finds nothing
+	}
 	var ids []string
 	want := map[string]bool{}
 	for _, ev := range evs {

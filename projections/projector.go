@@ -110,6 +110,7 @@ type materializer struct {
 	loaded    bool
 	probed    bool // Memory: the readable buckets were looked for
 	dirty     dirtySet
+	changeBuf []Change // a fold's changes, reused (see fold)
 	sinceCkpt int
 	ckptSeq   uint64
 	ckptAt    time.Time

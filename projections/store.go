@@ -297,7 +297,35 @@ type put struct {
 	bucket, name string
 	data         []byte
 	ttl          time.Duration
-	retry        func()
+	// view says which dirty set a failed put goes back to; turn is the
+	// turn it wrote. A closure per put, capturing a turn by value, was a
+	// quarter of what a rebuild's fold allocated.
+	view viewKind
+	turn *lifecycle.Turn
+}
+
+// viewKind is the view a put writes; the checkpoint's chunks have none.
+type viewKind uint8
+
+const (
+	viewNone viewKind = iota
+	viewAgent
+	viewSession
+	viewTurn
+)
+
+// retry marks p's entry changed again, for the next flush.
+func (m *materializer) retry(p put) {
+	switch p.view {
+	case viewAgent:
+		m.dirty.agents[p.name] = struct{}{}
+	case viewSession:
+		m.dirty.sessions[p.name] = struct{}{}
+	case viewTurn:
+		if _, newer := m.dirty.turns[p.name]; !newer {
+			m.dirty.turn(*p.turn)
+		}
+	}
 }
 
 // flush writes every changed entry, then the checkpoint when one is due
@@ -383,7 +411,7 @@ func (m *materializer) do(ctx context.Context, job flushJob) flushResult {
 func (m *materializer) finishFlush(r flushResult) error {
 	m.writing = nil
 	for _, p := range r.failed {
-		p.retry()
+		m.retry(p)
 	}
 	if c := r.ckpt; c != nil {
 		m.slot, m.ckptSeq, m.ckptAt = c.slot, c.seq, time.Now()
@@ -400,7 +428,7 @@ func (m *materializer) finishFlush(r flushResult) error {
 func (m *materializer) collect(rows bool) ([]put, error) {
 	d := m.dirty
 	if rows {
-		m.dirty = newDirtySet()
+		m.dirty = newDirtySetLike(d)
 	} else {
 		// Catching up, between checkpoints: only the turns that ended
 		// go out. An open one changes again within a few events (typed,
@@ -408,7 +436,7 @@ func (m *materializer) collect(rows bool) ([]put, error) {
 		// was nearly a quarter of a rebuild's turn writes; it goes with
 		// the next checkpoint or at the end, when every changed entry
 		// does.
-		ended := map[string]lifecycle.Turn{}
+		ended := make(map[string]lifecycle.Turn, m.dirty.ended)
 		for id, t := range m.dirty.turns {
 			if t.State.Final() {
 				ended[id] = t
@@ -421,23 +449,26 @@ func (m *materializer) collect(rows bool) ([]put, error) {
 	m.writing = d.turns
 	names := bucketNames(m.o)
 	puts := make([]put, 0, d.len())
+	// The turns the puts wrote, for a retry: one slice, not a copy each.
+	turns := make([]lifecycle.Turn, 0, len(d.turns))
 	var errs []error
-	add := func(bucket, name string, v any, ttl time.Duration, retry func()) {
+	add := func(p put, v any) {
 		data, err := encode(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("encode %s/%s: %w", bucket, name, err))
+			errs = append(errs, fmt.Errorf("encode %s/%s: %w", p.bucket, p.name, err))
 			return
 		}
-		puts = append(puts, put{bucket: bucket, name: name, data: data, ttl: ttl, retry: retry})
+		p.data = data
+		puts = append(puts, p)
 	}
 	for id := range d.agents {
 		if a, ok := m.st.agents[id]; ok && a.Registered {
-			add(names[0], id, a.Agent, 0, func() { m.dirty.agents[id] = struct{}{} })
+			add(put{bucket: names[0], name: id, view: viewAgent}, a.Agent)
 		}
 	}
 	for name := range d.sessions {
 		if s, ok := m.st.sessions[name]; ok {
-			add(names[1], name, s.Session, 0, func() { m.dirty.sessions[name] = struct{}{} })
+			add(put{bucket: names[1], name: name, view: viewSession}, s.Session)
 		}
 	}
 	for id, t := range d.turns {
@@ -447,11 +478,9 @@ func (m *materializer) collect(rows bool) ([]put, error) {
 		if t.State.Final() {
 			ttl = m.o.TurnTTL
 		}
-		add(names[2], id, t, ttl, func() {
-			if _, newer := m.dirty.turns[id]; !newer {
-				m.dirty.turn(t)
-			}
-		})
+		turns = append(turns, t)
+		tp := &turns[len(turns)-1]
+		add(put{bucket: names[2], name: id, ttl: ttl, view: viewTurn, turn: tp}, tp)
 	}
 	return puts, errors.Join(errs...)
 }
@@ -601,6 +630,7 @@ func (m *materializer) encodeCheckpoint() (*encodedCheckpoint, error) {
 // snapshot is the state as of now.
 func (m *materializer) snapshot() snapshot {
 	snap := snapshot{Seq: m.Applied(), Agents: m.st.agents, Sessions: m.st.sessions, Hosts: m.st.hosts, Roles: m.st.roles, Stream: m.stream, LogTime: m.st.logTime}
+	snap.Turns = make([]lifecycle.Turn, 0, m.st.book.Len())
 	m.st.book.Turns(func(t lifecycle.Turn) bool {
 		snap.Turns = append(snap.Turns, t)
 		return true

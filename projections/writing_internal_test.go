@@ -202,3 +202,87 @@ func TestWaitSeqWakesEachCallerAtItsPosition(t *testing.T) {
 		t.Errorf("a position already reached: %v", err)
 	}
 }
+
+// A flush whose writes fail puts each entry back among the changed ones,
+// for the next flush: the agent's row, its session's and the turn as it
+// was written. A turn that changed again since is not set back to what
+// the failed write held.
+func TestFailedWritesStayChanged(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	log := events.New(srv.JS, events.Options{Source: "fleetd/test/projections"})
+	m := New(log, srv.JS, Options{BucketPrefix: "fw_"}).(*materializer)
+	t.Cleanup(func() { m.Close() })
+	if err := m.open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ids := events.NewULIDSource(time.Now)
+	now := time.Now().UTC()
+	seq := uint64(0)
+	ev := func(turn string, d events.Data) events.Event {
+		seq++
+		id := ids()
+		if turn == "*" {
+			turn = id
+		}
+		return events.Event{Seq: seq, ID: id, Subject: "w1", CorrelationID: turn, Time: now, Data: d}
+	}
+	queued := ev("*", events.AgentQueued{From: "lead", Text: "one"})
+	turn := queued.ID
+	queued.CorrelationID = ""
+	evs := []events.Event{
+		ev("", events.AgentRegistered{Agent: "w1", Host: "h1", Pane: "p1", Role: "w-local", Tier: 2, Parent: "lead", Model: "m1", Cwd: "/src", Origin: "spawned"}),
+		ev("", events.AgentSession{SessionID: "s1", Source: "startup"}),
+		queued,
+	}
+	if err := m.fold(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	job, ok, err := m.prepare(true)
+	if err != nil || !ok {
+		t.Fatalf("prepare: %v %v", ok, err)
+	}
+	views := map[viewKind]int{}
+	for _, p := range job.puts {
+		views[p.view]++
+	}
+	if views[viewAgent] != 1 || views[viewTurn] != 1 || views[viewSession] == 0 {
+		t.Fatalf("the flush writes %v (by view), want the agent, its session and the turn", views)
+	}
+	if n := m.dirty.len(); n != 0 {
+		t.Fatalf("%d entries still changed after prepare", n)
+	}
+	// The turn moves on before the failed flush is taken in.
+	typed := ev(turn, events.AgentTyped{Pane: "p1", Method: "prompt", Bytes: 3})
+	if err := m.fold(ctx, []events.Event{typed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.finishFlush(flushResult{failed: job.puts}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.dirty.agents["w1"]; !ok {
+		t.Error("the agent's row is not changed again after its write failed")
+	}
+	if len(m.dirty.sessions) == 0 {
+		t.Error("the session's row is not changed again after its write failed")
+	}
+	got, ok := m.dirty.turns[turn]
+	if !ok {
+		t.Fatal("the turn is not changed again after its write failed")
+	}
+	if got.State != lifecycle.StateTyped {
+		t.Errorf("the turn to write is %s, want typed (the failed write's queued state must not replace the newer one)", got.State)
+	}
+
+	// With nothing newer, the turn goes back as the failed write held it.
+	job, ok, err = m.prepare(true)
+	if err != nil || !ok {
+		t.Fatalf("prepare: %v %v", ok, err)
+	}
+	if err := m.finishFlush(flushResult{failed: job.puts}); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.dirty.turns[turn]; got.State != lifecycle.StateTyped || got.ID != turn {
+		t.Errorf("the turn back among the changed is %q in state %s, want %q typed", got.ID, got.State, turn)
+	}
+}
