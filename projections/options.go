@@ -82,9 +82,19 @@ type Options struct {
 	// last change (a per-key TTL): GET /message/{id} answers for it that
 	// long. 0 keeps final turns for ever; open turns never expire.
 	TurnTTL time.Duration
+	// BulkGC is the garbage collector's target (GOGC, in percent) while a
+	// catch-up folds a long stretch of the log (a rebuild, a first start):
+	// its garbage is short-lived, and at the default of 100 the collector
+	// took a fifth of the fold's CPU. The process's setting comes back
+	// when the last catch-up ends. Default 300; -1 leaves the collector
+	// alone, as does GOGC set in the environment (the operator chose).
+	BulkGC int
 }
 
 func (o *Options) setDefaults() {
+	if o.BulkGC == 0 {
+		o.BulkGC = 300
+	}
 	if o.Replicas == 0 {
 		o.Replicas = 1
 	}
@@ -152,6 +162,9 @@ func (o Options) Validate() error {
 	}
 	if o.UpTo > 0 && !o.Memory {
 		errs = append(errs, fmt.Errorf("up to #%d: only a memory fold stops at a point of the log", o.UpTo))
+	}
+	if o.BulkGC < -1 || o.BulkGC > 0 && o.BulkGC < 100 {
+		errs = append(errs, fmt.Errorf("bulk gc %d%%: want -1 (leave the collector alone) or at least 100", o.BulkGC))
 	}
 	if o.CheckpointEvery < 1 {
 		errs = append(errs, fmt.Errorf("checkpoint every %d events: want ≥ 1", o.CheckpointEvery))

@@ -507,10 +507,15 @@ func (m *materializer) catchUp(ctx context.Context) error {
 		writing = nil
 		return m.finishFlush(r)
 	}
+	restoreGC, folded := func() {}, 0
+	defer func() { restoreGC() }()
 	fold := func() error {
 		for batch := range batches {
 			if err := m.fold(ctx, batch); err != nil {
 				return err
+			}
+			if folded += len(batch); folded >= bulkGCAfter && folded-len(batch) < bulkGCAfter {
+				restoreGC = raiseGC(m.o.BulkGC)
 			}
 			select {
 			case r := <-writing:
