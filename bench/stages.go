@@ -84,9 +84,6 @@ func (s stage) micro(ctx context.Context) ([]Row, error) {
 // stage's setting.
 func (s stage) rebuild(ctx context.Context) ([]Row, error) {
 	size := s.Size.Rebuild
-	if s.Sync {
-		size = s.Size.RebuildSync
-	}
 	dir := filepath.Join(s.dir, "nats")
 	n, err := StartNATS(ctx, dir, false)
 	if err != nil {
