@@ -21,22 +21,13 @@ import (
 // and the turn opens again.
 func TestATurnWhoseWriteIsInFlightIsNotOpenedAgain(t *testing.T) {
 	ctx := context.Background()
-	srv := natstest.Start(t)
-	log := events.New(srv.JS, events.Options{Source: "fleetd/test/projections"})
-	m := New(log, srv.JS, Options{BucketPrefix: "wr_", TurnCacheSize: 1}).(*materializer)
-	t.Cleanup(func() { m.Close() })
-	if err := m.open(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m, next := openedMaterializer(t, Options{BucketPrefix: "wr_", TurnCacheSize: 1})
 	ids := events.NewULIDSource(time.Now)
-	now := time.Now().UTC()
-	seq := uint64(0)
 	ev := func(id, turn string, d events.Data) events.Event {
-		seq++
 		if id == "" {
 			id = ids()
 		}
-		return events.Event{Seq: seq, ID: id, Subject: "w1", CorrelationID: turn, Time: now, Data: d}
+		return next(id, turn, d)
 	}
 	turn := func(id string) []events.Event {
 		return []events.Event{
@@ -209,23 +200,14 @@ func TestWaitSeqWakesEachCallerAtItsPosition(t *testing.T) {
 // the failed write held.
 func TestFailedWritesStayChanged(t *testing.T) {
 	ctx := context.Background()
-	srv := natstest.Start(t)
-	log := events.New(srv.JS, events.Options{Source: "fleetd/test/projections"})
-	m := New(log, srv.JS, Options{BucketPrefix: "fw_"}).(*materializer)
-	t.Cleanup(func() { m.Close() })
-	if err := m.open(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m, next := openedMaterializer(t, Options{BucketPrefix: "fw_"})
 	ids := events.NewULIDSource(time.Now)
-	now := time.Now().UTC()
-	seq := uint64(0)
 	ev := func(turn string, d events.Data) events.Event {
-		seq++
 		id := ids()
 		if turn == "*" {
 			turn = id
 		}
-		return events.Event{Seq: seq, ID: id, Subject: "w1", CorrelationID: turn, Time: now, Data: d}
+		return next(id, turn, d)
 	}
 	queued := ev("*", events.AgentQueued{From: "lead", Text: "one"})
 	turn := queued.ID
@@ -284,5 +266,25 @@ func TestFailedWritesStayChanged(t *testing.T) {
 	}
 	if got := m.dirty.turns[turn]; got.State != lifecycle.StateTyped || got.ID != turn {
 		t.Errorf("the turn back among the changed is %q in state %s, want %q typed", got.ID, got.State, turn)
+	}
+}
+
+// openedMaterializer is a materializer on a fresh server with its buckets
+// open, and next, which makes agent w1's events at the following stream
+// positions.
+func openedMaterializer(t *testing.T, o Options) (*materializer, func(id, turn string, d events.Data) events.Event) {
+	t.Helper()
+	srv := natstest.Start(t)
+	log := events.New(srv.JS, events.Options{Source: "fleetd/test/projections"})
+	m := New(log, srv.JS, o).(*materializer)
+	t.Cleanup(func() { m.Close() })
+	if err := m.open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	seq := uint64(0)
+	return m, func(id, turn string, d events.Data) events.Event {
+		seq++
+		return events.Event{Seq: seq, ID: id, Subject: "w1", CorrelationID: turn, Time: now, Data: d}
 	}
 }
