@@ -663,11 +663,12 @@ func (m *materializer) flushDue() bool {
 
 // checkpointDue reports whether the next flush should write a checkpoint.
 func (m *materializer) checkpointDue() bool {
-	every := m.o.CheckpointEvery
+	every, interval := m.o.CheckpointEvery, m.o.CheckpointInterval
 	if m.bulk {
 		every *= bulkCheckpointSpread
+		interval *= bulkCheckpointInterval
 	}
-	return m.sinceCkpt >= every || time.Since(m.ckptAt) >= m.o.CheckpointInterval
+	return m.sinceCkpt >= every || time.Since(m.ckptAt) >= interval
 }
 
 // bulkSpread is how much further apart turn writes are while the fold
@@ -682,6 +683,13 @@ const bulkSpread = 8
 // third of a rebuild's work. CheckpointInterval still bounds how much
 // fold a crash mid-catch-up throws away.
 const bulkCheckpointSpread = 64
+
+// bulkCheckpointInterval is how much further apart in time checkpoints
+// are while the fold catches up. A checkpoint writes every agent's and
+// session's row with it: one a second was a sixth of a rebuild's writes
+// with a thousand agents. A crash mid-catch-up loses at most that much
+// fold, which the next start folds again.
+const bulkCheckpointInterval = 5
 
 // writeTrouble spaces out view writes while they fail (a full store
 // refuses every one) and keeps the log to one line when they start

@@ -288,3 +288,29 @@ func openedMaterializer(t *testing.T, o Options) (*materializer, func(id, turn s
 		return events.Event{Seq: seq, ID: id, Subject: "w1", CorrelationID: turn, Time: now, Data: d}
 	}
 }
+
+// While the fold catches up, checkpoints come bulkCheckpointInterval
+// times further apart in time (and bulkCheckpointSpread in events) than
+// live: each one writes every agent's and session's row.
+func TestCatchUpSpacesCheckpointsOut(t *testing.T) {
+	m := &materializer{o: Options{CheckpointEvery: 1000, CheckpointInterval: time.Second}}
+	cases := []struct {
+		bulk  bool
+		since time.Duration
+		after int
+		due   bool
+	}{
+		{bulk: false, since: 2 * time.Second, due: true},
+		{bulk: true, since: 2 * time.Second, due: false},
+		{bulk: true, since: (bulkCheckpointInterval + 1) * time.Second, due: true},
+		{bulk: false, after: 1000, due: true},
+		{bulk: true, after: 1000, due: false},
+		{bulk: true, after: 1000 * bulkCheckpointSpread, due: true},
+	}
+	for _, c := range cases {
+		m.bulk, m.ckptAt, m.sinceCkpt = c.bulk, time.Now().Add(-c.since), c.after
+		if got := m.checkpointDue(); got != c.due {
+			t.Errorf("bulk %v, %s and %d events since the last checkpoint: due %v, want %v", c.bulk, c.since, c.after, got, c.due)
+		}
+	}
+}
