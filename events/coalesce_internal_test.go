@@ -13,7 +13,9 @@ import (
 
 // coalescing starts a log with CoalesceAppends on a server that syncs
 // every write, and holds its coalescer busy, as if a publish were in
-// flight, so the appends a test makes queue until it calls release.
+// flight, so the appends a test makes queue until it calls release. Two
+// queued appends make a batch here, so the tests' few events take the
+// batch path (the default wants minCoalesced).
 func coalescing(t *testing.T) (l *jsLog, release func()) {
 	t.Helper()
 	srv := natstest.Start(t, natstest.WithSyncAlways())
@@ -21,6 +23,7 @@ func coalescing(t *testing.T) (l *jsLog, release func()) {
 		t.Fatal(err)
 	}
 	l = New(srv.JS, Options{Source: "fleetd/test/coalesce", CoalesceAppends: true}).(*jsLog)
+	l.co.min = 2
 	l.co.busy = true
 	return l, l.co.next
 }
@@ -138,6 +141,58 @@ func TestAppendsQueuedBehindOneInFlightAreStoredAsOneBatch(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Fewer queued appends than make a batch worth its cost (minCoalesced)
+// go one by one, each in the order it queued; as many go as one batch.
+func TestFewQueuedAppendsGoOneByOne(t *testing.T) {
+	l, release := coalescing(t)
+	l.co.min = minCoalesced
+	var few []Event
+	for i := range minCoalesced - 1 {
+		few = append(few, status("w1", string(rune('a'+i))))
+	}
+	acks, errs := appendAll(t, l, release, few, make([][]AppendOption, len(few)))
+	for i, ack := range acks {
+		if errs[i] != nil {
+			t.Fatalf("append %d: %v", i, errs[i])
+		}
+		if id := batchOf(t, l, ack.Seq); id != "" {
+			t.Errorf("append %d of %d queued stored in batch %q, want alone", i, len(few), id)
+		}
+		if i > 0 && ack.Seq <= acks[i-1].Seq {
+			t.Errorf("append %d at %d, before %d: want the order they queued", i, ack.Seq, acks[i-1].Seq)
+		}
+	}
+	checkfor.Eventually(t, 10*time.Second, time.Millisecond, func() error {
+		l.co.mu.Lock()
+		defer l.co.mu.Unlock()
+		if l.co.busy {
+			return errors.New("the coalescer is still busy with nothing queued")
+		}
+		return nil
+	})
+	l.co.mu.Lock()
+	l.co.busy = true
+	l.co.mu.Unlock()
+	var enough []Event
+	for i := range minCoalesced {
+		enough = append(enough, status("w2", string(rune('a'+i))))
+	}
+	acks, errs = appendAll(t, l, release, enough, make([][]AppendOption, len(enough)))
+	batch := ""
+	for i, ack := range acks {
+		if errs[i] != nil {
+			t.Fatalf("append %d: %v", i, errs[i])
+		}
+		id := batchOf(t, l, ack.Seq)
+		if i == 0 {
+			batch = id
+		}
+		if id == "" || id != batch {
+			t.Errorf("append %d of %d queued stored in batch %q, the first in %q: want all in one", i, len(enough), id, batch)
+		}
+	}
 }
 
 // A batch one of whose events fails its guard is refused whole; its

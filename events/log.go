@@ -201,7 +201,7 @@ func New(js jetstream.JetStream, o Options) Log {
 	}
 	l := &jsLog{js: js, o: o}
 	if o.CoalesceAppends {
-		l.co = &coalescer{l: l}
+		l.co = &coalescer{l: l, min: minCoalesced}
 	}
 	return l
 }
