@@ -97,6 +97,20 @@ func storedAt(t *testing.T, l *jsLog, seq uint64) Event {
 	return Event{}
 }
 
+// waitIdle waits until the coalescer has sent everything queued and is
+// no longer busy.
+func waitIdle(t *testing.T, l *jsLog) {
+	t.Helper()
+	checkfor.Eventually(t, 10*time.Second, time.Millisecond, func() error {
+		l.co.mu.Lock()
+		defer l.co.mu.Unlock()
+		if l.co.busy {
+			return errors.New("the coalescer is still busy with nothing queued")
+		}
+		return nil
+	})
+}
+
 func status(agent, detail string) Event {
 	return Event{Subject: agent, Data: AgentStatusChanged{Status: StatusWorking, Source: "hook", Detail: detail}}
 }
@@ -133,14 +147,7 @@ func TestAppendsQueuedBehindOneInFlightAreStoredAsOneBatch(t *testing.T) {
 			t.Errorf("append %d stored in batch %q, the first in %q: want all in one", i, id, batch)
 		}
 	}
-	checkfor.Eventually(t, 10*time.Second, time.Millisecond, func() error {
-		l.co.mu.Lock()
-		defer l.co.mu.Unlock()
-		if l.co.busy {
-			return errors.New("the coalescer is still busy with nothing queued")
-		}
-		return nil
-	})
+	waitIdle(t, l)
 }
 
 // Fewer queued appends than make a batch worth its cost (minCoalesced)
@@ -164,14 +171,7 @@ func TestFewQueuedAppendsGoOneByOne(t *testing.T) {
 			t.Errorf("append %d at %d, before %d: want the order they queued", i, ack.Seq, acks[i-1].Seq)
 		}
 	}
-	checkfor.Eventually(t, 10*time.Second, time.Millisecond, func() error {
-		l.co.mu.Lock()
-		defer l.co.mu.Unlock()
-		if l.co.busy {
-			return errors.New("the coalescer is still busy with nothing queued")
-		}
-		return nil
-	})
+	waitIdle(t, l)
 	l.co.mu.Lock()
 	l.co.busy = true
 	l.co.mu.Unlock()
