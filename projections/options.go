@@ -45,7 +45,9 @@ type Options struct {
 	FlushInterval time.Duration
 	// CheckpointEvery and CheckpointInterval: the checkpoint is written
 	// after that many events or that much time, whichever comes first, and
-	// when Run ends. Defaults 1,000 and 1s.
+	// when Run ends. Defaults 1,000 and 1s. While the fold catches up (a
+	// rebuild, a start behind the log) they are 64 and 5 times that: each
+	// checkpoint writes every agent's and session's row.
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
 	// SweepInterval is how often host liveness is checked against the

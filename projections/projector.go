@@ -507,14 +507,19 @@ func (m *materializer) catchUp(ctx context.Context) error {
 		writing = nil
 		return m.finishFlush(r)
 	}
-	restoreGC, folded := func() {}, 0
-	defer func() { restoreGC() }()
+	var restoreGC func() // set once the catch-up is long (bulkGCAfter)
+	defer func() {
+		if restoreGC != nil {
+			restoreGC()
+		}
+	}()
+	folded := 0
 	fold := func() error {
 		for batch := range batches {
 			if err := m.fold(ctx, batch); err != nil {
 				return err
 			}
-			if folded += len(batch); folded >= bulkGCAfter && folded-len(batch) < bulkGCAfter {
+			if folded += len(batch); restoreGC == nil && folded >= bulkGCAfter {
 				restoreGC = raiseGC(m.o.BulkGC)
 			}
 			select {

@@ -297,11 +297,10 @@ type put struct {
 	bucket, name string
 	data         []byte
 	ttl          time.Duration
-	// view says which dirty set a failed put goes back to; turn is the
-	// turn it wrote. A closure per put, capturing a turn by value, was a
-	// quarter of what a rebuild's fold allocated.
+	// view says which dirty set a failed put goes back to. A closure per
+	// put, capturing a turn by value, was a quarter of what a rebuild's
+	// fold allocated.
 	view viewKind
-	turn *lifecycle.Turn
 }
 
 // viewKind is the view a put writes; the checkpoint's chunks have none.
@@ -314,8 +313,9 @@ const (
 	viewTurn
 )
 
-// retry marks p's entry changed again, for the next flush.
-func (m *materializer) retry(p put) {
+// retry marks p's entry changed again, for the next flush; written is
+// its flush's turns, where a turn's put finds the turn it wrote.
+func (m *materializer) retry(p put, written map[string]lifecycle.Turn) {
 	switch p.view {
 	case viewAgent:
 		m.dirty.agents[p.name] = struct{}{}
@@ -323,7 +323,9 @@ func (m *materializer) retry(p put) {
 		m.dirty.sessions[p.name] = struct{}{}
 	case viewTurn:
 		if _, newer := m.dirty.turns[p.name]; !newer {
-			m.dirty.turn(*p.turn)
+			if t, ok := written[p.name]; ok {
+				m.dirty.turn(t)
+			}
 		}
 	}
 }
@@ -345,14 +347,16 @@ func (m *materializer) flush(ctx context.Context, force bool) error {
 // state as of one position: the changed entries and, when due, the
 // checkpoint of that position.
 type flushJob struct {
-	puts []put
-	ckpt *encodedCheckpoint
+	puts  []put
+	turns map[string]lifecycle.Turn // the turns the puts write, by id
+	ckpt  *encodedCheckpoint
 }
 
 // flushResult is what came of a flushJob: the writes that failed (to be
 // marked changed again) and whether the checkpoint was written.
 type flushResult struct {
 	failed []put
+	turns  map[string]lifecycle.Turn // the job's, for a failed turn's retry
 	err    error
 	ckpt   *encodedCheckpoint // written; nil when none was or it failed
 }
@@ -383,11 +387,11 @@ func (m *materializer) prepare(force bool) (flushJob, bool, error) {
 	// While catching up, an agent's row changes with nearly every event,
 	// an open turn with the next few: they are written with the
 	// checkpoints and at the end, not with each batch of ended turns.
-	puts, err := m.collect(force || job.ckpt != nil || !m.bulk)
+	puts, turns, err := m.collect(force || job.ckpt != nil || !m.bulk)
 	if err != nil {
 		return flushJob{}, false, err
 	}
-	job.puts = puts
+	job.puts, job.turns = puts, turns
 	return job, len(job.puts) > 0 || job.ckpt != nil, nil
 }
 
@@ -397,7 +401,7 @@ func (m *materializer) prepare(force bool) (flushJob, bool, error) {
 func (m *materializer) do(ctx context.Context, job flushJob) flushResult {
 	failed, err := m.write(ctx, job.puts)
 	if err != nil || job.ckpt == nil {
-		return flushResult{failed: failed, err: err}
+		return flushResult{failed: failed, turns: job.turns, err: err}
 	}
 	if err := m.writeCheckpoint(ctx, job.ckpt); err != nil {
 		return flushResult{err: err}
@@ -411,7 +415,7 @@ func (m *materializer) do(ctx context.Context, job flushJob) flushResult {
 func (m *materializer) finishFlush(r flushResult) error {
 	m.writing = nil
 	for _, p := range r.failed {
-		m.retry(p)
+		m.retry(p, r.turns)
 	}
 	if c := r.ckpt; c != nil {
 		m.slot, m.ckptSeq, m.ckptAt = c.slot, c.seq, time.Now()
@@ -424,8 +428,8 @@ func (m *materializer) finishFlush(r flushResult) error {
 
 // collect takes the changed entries out of the dirty set as writes: the
 // turns, and the roster and session rows too when rows is set. The turns
-// are writing until the flush is finished.
-func (m *materializer) collect(rows bool) ([]put, error) {
+// are writing until the flush is finished; it returns them by id too.
+func (m *materializer) collect(rows bool) ([]put, map[string]lifecycle.Turn, error) {
 	d := m.dirty
 	if rows {
 		m.dirty = newDirtySetLike(d)
@@ -449,8 +453,6 @@ func (m *materializer) collect(rows bool) ([]put, error) {
 	m.writing = d.turns
 	names := bucketNames(m.o)
 	puts := make([]put, 0, d.len())
-	// The turns the puts wrote, for a retry: one slice, not a copy each.
-	turns := make([]lifecycle.Turn, 0, len(d.turns))
 	var errs []error
 	add := func(p put, v any) {
 		data, err := encode(v)
@@ -478,11 +480,9 @@ func (m *materializer) collect(rows bool) ([]put, error) {
 		if t.State.Final() {
 			ttl = m.o.TurnTTL
 		}
-		turns = append(turns, t)
-		tp := &turns[len(turns)-1]
-		add(put{bucket: names[2], name: id, ttl: ttl, view: viewTurn, turn: tp}, tp)
+		add(put{bucket: names[2], name: id, ttl: ttl, view: viewTurn}, t)
 	}
-	return puts, errors.Join(errs...)
+	return puts, d.turns, errors.Join(errs...)
 }
 
 // write publishes the puts asynchronously and waits for every ack; it

@@ -239,7 +239,7 @@ func TestFailedWritesStayChanged(t *testing.T) {
 	if err := m.fold(ctx, []events.Event{typed}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.finishFlush(flushResult{failed: job.puts}); err != nil {
+	if err := m.finishFlush(flushResult{failed: job.puts, turns: job.turns}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := m.dirty.agents["w1"]; !ok {
@@ -261,7 +261,7 @@ func TestFailedWritesStayChanged(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("prepare: %v %v", ok, err)
 	}
-	if err := m.finishFlush(flushResult{failed: job.puts}); err != nil {
+	if err := m.finishFlush(flushResult{failed: job.puts, turns: job.turns}); err != nil {
 		t.Fatal(err)
 	}
 	if got := m.dirty.turns[turn]; got.State != lifecycle.StateTyped || got.ID != turn {
