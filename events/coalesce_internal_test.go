@@ -154,6 +154,12 @@ func TestAppendsQueuedBehindOneInFlightAreStoredAsOneBatch(t *testing.T) {
 // go one by one, each in the order it queued; as many go as one batch.
 func TestFewQueuedAppendsGoOneByOne(t *testing.T) {
 	l, release := coalescing(t)
+	if got := New(l.js, Options{CoalesceAppends: true}).(*jsLog).co.min; got != minCoalesced {
+		t.Fatalf("a coalescing log batches from %d appends by default, want %d", got, minCoalesced)
+	}
+	if got := New(l.js, Options{CoalesceAppends: true, CoalesceMin: 2}).(*jsLog).co.min; got != 2 {
+		t.Errorf("CoalesceMin 2 batches from %d appends", got)
+	}
 	l.co.min = minCoalesced
 	var few []Event
 	for i := range minCoalesced - 1 {

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -179,6 +180,13 @@ type Options struct {
 	// append otherwise waits for the syncs of those before it. Each
 	// caller still gets its own event's answer (see coalescer).
 	CoalesceAppends bool
+	// CoalesceMin is the fewest queued appends CoalesceAppends stores as
+	// one batch; fewer go one by one. Default 8: nats-server stages each
+	// batch of a one-replica file stream in a file store of its own (~2 ms
+	// a batch, against ~0.3 ms a synced publish). A replicated stream
+	// stages a batch in memory and pays a consensus round per publish:
+	// give it 2.
+	CoalesceMin int
 }
 
 // New returns a Log over the FLEET stream of js. It does no I/O; the stream
@@ -201,7 +209,7 @@ func New(js jetstream.JetStream, o Options) Log {
 	}
 	l := &jsLog{js: js, o: o}
 	if o.CoalesceAppends {
-		l.co = &coalescer{l: l, min: minCoalesced}
+		l.co = &coalescer{l: l, min: cmp.Or(o.CoalesceMin, minCoalesced)}
 	}
 	return l
 }

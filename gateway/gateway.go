@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/samber/lo"
 
 	"github.com/fleetd/fleetd/budget"
 	"github.com/fleetd/fleetd/claudehook"
@@ -188,6 +189,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 		// made together (a fan-out's queued and typed events) are
 		// stored as one batch, synced once.
 		CoalesceAppends: g.cfg.ExternalURL == "" && g.cfg.NATS.SyncAlways,
+		// A replicated stream stages a batch in memory: two are worth one.
+		CoalesceMin: lo.Ternary(replicas > 1, 2, 0),
 	})
 	if err := g.startComponents(ctx); err != nil {
 		g.Close()

@@ -26,15 +26,22 @@ const (
 	// maxBatch is the server's default limit of messages in one atomic
 	// batch (JetStream limits' max_batch_size).
 	maxBatch = 1000
-	// minBatch is the fewest writes to one bucket worth a batch. On a
-	// server that syncs every write, each put is a sync on the disk the
-	// log's own appends wait on, and a batch is one; but nats-server
-	// stages a batch of a one-replica file stream in a file store of its
-	// own, ~2 ms a batch whatever its size, against ~0.3 ms a synced put
-	// (2-core VM; see events.minCoalesced). Below eight, one by one is
-	// sooner.
-	minBatch = 8
 )
+
+// minBatch is the fewest writes to one bucket worth a batch. On a server
+// that syncs every write, each put is a sync on the disk the log's own
+// appends wait on, and a batch is one; but nats-server stages a batch of
+// a one-replica file stream in a file store of its own, ~2 ms a batch
+// whatever its size, against ~0.3 ms a synced put (2-core VM; see
+// events.Options.CoalesceMin): below eight, one by one is sooner. A
+// replicated bucket stages a batch in memory and pays a consensus round
+// per put: two are worth a batch there.
+func (o Options) minBatch() int {
+	if o.Replicas > 1 {
+		return 2
+	}
+	return 8
+}
 
 // AllowBatchWrites turns on atomic batch publishing for a projection
 // bucket's stream, unless it is on already, and reports whether it is on.
@@ -125,7 +132,7 @@ func putMsg(p put) *nats.Msg {
 // failed, for the one-by-one path (which retries and reports each).
 func (m *materializer) writeBatches(ctx context.Context, puts []put) (rest []put) {
 	b := m.kvBuckets()
-	if !m.o.BatchWrites || b == nil || len(b.batched) == 0 || len(puts) < minBatch {
+	if !m.o.BatchWrites || b == nil || len(b.batched) == 0 || len(puts) < m.o.minBatch() {
 		return puts
 	}
 	byBucket := map[string][]put{}
@@ -146,7 +153,7 @@ func (m *materializer) writeBatches(ctx context.Context, puts []put) (rest []put
 	}
 	var jobs []*job
 	for bucket, ps := range byBucket {
-		if len(ps) < minBatch {
+		if len(ps) < m.o.minBatch() {
 			rest = append(rest, ps...)
 			continue
 		}

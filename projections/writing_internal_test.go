@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -312,5 +313,55 @@ func TestCatchUpSpacesCheckpointsOut(t *testing.T) {
 		if got := m.checkpointDue(); got != c.due {
 			t.Errorf("bulk %v, %s and %d events since the last checkpoint: due %v, want %v", c.bulk, c.since, c.after, got, c.due)
 		}
+	}
+}
+
+// A one-replica bucket's writes go as one atomic batch from eight on, and
+// one by one below: on a one-replica bucket a batch costs more than a few
+// synced puts. A replicated bucket batches from two.
+func TestFewViewWritesGoOneByOne(t *testing.T) {
+	ctx := context.Background()
+	m, _ := openedMaterializer(t, Options{BucketPrefix: "mb_", BatchWrites: true})
+	roster := bucketNames(m.o)[0]
+	batchOf := func(name string) string {
+		t.Helper()
+		st, err := m.js.Stream(ctx, "KV_"+roster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := st.GetLastMsgForSubject(ctx, "$KV."+roster+"."+Key(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg.Header.Get(hdrBatchID)
+	}
+	write := func(prefix string, n int) []string {
+		t.Helper()
+		var puts []put
+		var names []string
+		for i := range n {
+			name := prefix + strconv.Itoa(i)
+			names = append(names, name)
+			puts = append(puts, put{bucket: roster, name: name, data: []byte(`{}`), view: viewAgent})
+		}
+		if failed, err := m.write(ctx, puts); err != nil || len(failed) > 0 {
+			t.Fatalf("write %d: %d failed: %v", n, len(failed), err)
+		}
+		return names
+	}
+	for _, name := range write("few-", 7) {
+		if id := batchOf(name); id != "" {
+			t.Errorf("%s of 7 writes stored in batch %q, want alone", name, id)
+		}
+	}
+	names := write("many-", 8)
+	first := batchOf(names[0])
+	for _, name := range names {
+		if id := batchOf(name); id == "" || id != first {
+			t.Errorf("%s of 8 writes stored in batch %q, the first in %q: want one batch", name, id, first)
+		}
+	}
+	if got := (Options{Replicas: 3}).minBatch(); got != 2 {
+		t.Errorf("a replicated bucket batches from %d writes, want 2", got)
 	}
 }
