@@ -28,6 +28,10 @@ import (
 // stored) and replied (stored → projections → shim).
 const turnHops = 3
 
+// methodRead is herdr's screen read, which the gateway makes before it
+// types a turn (the composer check).
+const methodRead = "pane.read"
+
 // fabricRun is the fabric stage's moving parts.
 type fabricRun struct {
 	stage
@@ -220,7 +224,11 @@ type turnSet struct {
 	// stored (the shim and the log), dispatch queued stored → typed
 	// stored (the gateway's fold, readiness and its write-ahead append).
 	admit, dispatch Sample
-	events          uint64
+	// screen: the time of the gateway's screen reads (pane.read, dial to
+	// answer) in each turn: nearly always one, the composer check before
+	// typing, which is part of dispatch.
+	screen Sample
+	events uint64
 	// requests: herdr requests fleetd's gateway made for the turns.
 	requests uint64
 }
@@ -241,6 +249,7 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		}
 		text := fmt.Sprintf("bench turn %d: say hello", i+1)
 		reqs := r.fab.Gateway.HerdrMetrics().Requests()
+		reads := r.fab.Gateway.HerdrMetrics().Took(methodRead)
 		env, t0, t1, err := r.lead.send(ctx, leadshim.Message{To: agent, Text: text, Timeout: "2m"})
 		if err != nil {
 			return ts, fmt.Errorf("turn %d: %w", i+1, err)
@@ -270,6 +279,9 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 			return ts, err
 		}
 		ts.requests += r.fab.Gateway.HerdrMetrics().Requests() - reqs
+		if read := r.fab.Gateway.HerdrMetrics().Took(methodRead); read.Calls > reads.Calls {
+			ts.screen = append(ts.screen, read.Total-reads.Total)
+		}
 		after, err := r.agentEvents(ctx, agent)
 		if err != nil {
 			return ts, err
@@ -283,8 +295,8 @@ func (r *fabricRun) turns(ctx context.Context, agent string, n int) (turnSet, er
 		}
 		ts.floor = append(ts.floor, d)
 	}
-	r.progress("%s: whole turn p50 %s, floor p50 %s, agent span p50 %s, completion p99 %s, fabric p50 %s (admit %s, dispatch %s, completion %s)", agent, ts.whole.P50(),
-		ts.floor.P50(), ts.span.P50(), ts.completion.P99(), ts.fabric.P50(), ts.admit.P50(), ts.dispatch.P50(), ts.completion.P50())
+	r.progress("%s: whole turn p50 %s, floor p50 %s, agent span p50 %s, completion p99 %s, fabric p50 %s (admit %s, dispatch %s of which herdr's screen read %s, completion %s)", agent, ts.whole.P50(),
+		ts.floor.P50(), ts.span.P50(), ts.completion.P99(), ts.fabric.P50(), ts.admit.P50(), ts.dispatch.P50(), ts.screen.P50(), ts.completion.P50())
 	return ts, nil
 }
 
@@ -348,7 +360,10 @@ func (ts turnSet) rows(label string, hook Sample) []Row {
 	req := Row{Name: "herdr requests per turn: " + label, N: n, Unit: UnitCount, P50: float64(ts.requests) / float64(max(n, 1)),
 		Target: "≤ 10", Note: "requests fleetd's gateway sent its herdr from POST /message to the agent idle again (readiness, typing, proof)"}
 	req.Check(req.P50 <= 10)
-	return []Row{whole, floor, ev, req}
+	screen := Row{Name: "herdr screen reads per turn, time: " + label, N: len(ts.screen), Unit: UnitMs, P50: Ms(ts.screen.P50()),
+		P99: Ms(ts.screen.P99()), Status: StatusNone,
+		Note: "the gateway's pane.read calls in a turn, dial to answer (fleetd_herdr_request_duration_seconds on /metrics): nearly always one, the composer check before typing, part of the fabric's dispatch"}
+	return []Row{whole, floor, ev, req, screen}
 }
 
 // overheadRows are completion latency and fabric overhead.
@@ -361,8 +376,8 @@ func (r *fabricRun) overheadRows(ts turnSet, hop Sample) []Row {
 	floor := Ms(hop.P50()) * turnHops
 	fab := Row{Name: "fabric overhead per turn (think 0)", N: n, Unit: UnitMs, P50: Ms(ts.fabric.P50()),
 		P99: Ms(ts.fabric.P99()), Base: floor, BaseName: fmt.Sprintf("raw: %d hops", turnHops), Target: "≤ 1ms p50, ≤ 5ms p99",
-		Note: fmt.Sprintf("POST → reply minus the agent's span (typed stored → replied stored: herdr's keystrokes, the agent, its hooks); p50 parts: admit (POST → queued stored) %s, dispatch (queued → typed stored) %s, completion %s",
-			fmtMs(ts.admit.P50()), fmtMs(ts.dispatch.P50()), fmtMs(ts.completion.P50()))}
+		Note: fmt.Sprintf("POST → reply minus the agent's span (typed stored → replied stored: herdr's keystrokes, the agent, its hooks); p50 parts: admit (POST → queued stored) %s, dispatch (queued → typed stored) %s, of which herdr's screen read %s, completion %s",
+			fmtMs(ts.admit.P50()), fmtMs(ts.dispatch.P50()), fmtMs(ts.screen.P50()), fmtMs(ts.completion.P50()))}
 	fab.Check(fab.P50 <= 1 && fab.P99 <= 5)
 	fab.Ratio()
 	rt := Row{Name: "log hop: raw JetStream publish → consume", N: len(hop), Unit: UnitMs, P50: Ms(hop.P50()),
@@ -400,6 +415,7 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 		// by the lead's clock.
 		start, end time.Time
 	)
+	reads := r.fab.Gateway.HerdrMetrics().Took(methodRead)
 	for i, a := range names {
 		wg.Go(func() {
 			env, t0, t1, err := r.lead.send(ctx, leadshim.Message{To: a, Text: fmt.Sprintf("fan-out task %d", i+1), Timeout: "5m"})
@@ -425,6 +441,8 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 		return nil, fmt.Errorf("fan-out: %w", errors.Join(errs...))
 	}
 	wall := end.Sub(start)
+	read := r.fab.Gateway.HerdrMetrics().Took(methodRead)
+	read.Calls, read.Total = read.Calls-reads.Calls, read.Total-reads.Total
 	// Where the time went: when fleetd had typed every turn, and when the
 	// agents' replies were stored, from the events' own times.
 	var lastTyped, firstReply, lastReply time.Duration
@@ -456,7 +474,8 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 	row.Delta()
 	typedRow := Row{Name: fmt.Sprintf("fan-out: fabric, %d turns typed after the POSTs", k), N: k, Unit: UnitMs,
 		P50: Ms(typedAfter.P50()), P99: Ms(typedAfter.P99()), Target: "all ≤ 50ms",
-		Note: fmt.Sprintf("first POST (the lead's clock) → each turn's typed event stored (the gateway's readiness check and write-ahead record; the keystrokes follow); the last at %s", fmtMs(typedAfter.Pct(1)))}
+		Note: fmt.Sprintf("first POST (the lead's clock) → each turn's typed event stored (the gateway's readiness check and write-ahead record; the keystrokes follow); the last at %s; herdr answered %d screen reads in the fan-out, %s each on average, one at a time",
+			fmtMs(typedAfter.Pct(1)), read.Calls, fmtMs(read.Total/time.Duration(max(read.Calls, 1))))}
 	typedRow.Check(Ms(typedAfter.Pct(1)) <= 50)
 	callerRow := Row{Name: "fan-out: fabric, Stop hook → caller has reply", N: k, Unit: UnitMs,
 		P50: Ms(toCaller.P50()), P99: Ms(toCaller.P99()), Target: "all ≤ 5ms",

@@ -403,7 +403,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 
 	// One fleet-wide reaper per host, for this host's panes only; the
 	// shim's spawns and jobs start panes through the same spawner.
-	g.spawner = &SessionSpawner{Bridge: br, Herdr: herdrapi.New(socket, herdrapi.WithObserver(g.herdrMetrics.Observe)), Agents: g.Views, Host: g.cfg.Host}
+	g.spawner = &SessionSpawner{Bridge: br, Herdr: herdrapi.New(socket, g.herdrMetrics.ClientOptions()...), Agents: g.Views, Host: g.cfg.Host}
 	g.Sessions, err = orchestrator.NewSessions(orchestrator.SessionConfig{
 		Log: g.Log, Views: g.Views, AllTiers: true, Host: g.cfg.Host, IdleTTL: g.cfg.IdleTTL,
 		Spawner: g.spawner,

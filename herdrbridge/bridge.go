@@ -99,8 +99,8 @@ type BridgeConfig struct {
 	// are visible here.
 	ProcRoot string
 	// Metrics counts typed turns and, for the Client the bridge makes from
-	// SocketPath, herdr requests (a caller passing its own Client counts
-	// them with WithObserver(Metrics.Observe)). Default: fresh series.
+	// SocketPath, herdr requests and their time (a caller passing its own
+	// Client does so with Metrics.ClientOptions). Default: fresh series.
 	Metrics *Metrics
 }
 
@@ -135,7 +135,7 @@ func (c *BridgeConfig) setDefaults() {
 		c.Metrics = NewMetrics()
 	}
 	if c.Client == nil && c.SocketPath != "" {
-		c.Client = herdrapi.New(c.SocketPath, herdrapi.WithObserver(c.Metrics.Observe))
+		c.Client = herdrapi.New(c.SocketPath, c.Metrics.ClientOptions()...)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

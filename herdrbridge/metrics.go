@@ -1,20 +1,34 @@
 package herdrbridge
 
 import (
+	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Metrics are the bridge's Prometheus series: what fleetd asks of herdr,
-// by method, and the turns it typed, so the requests each turn costs
-// herdr can be watched (each is a connection and time on herdr's app
-// thread). One Metrics may serve several clients.
+// by method, how long herdr takes to answer, and the turns it typed, so
+// the requests each turn costs herdr can be watched (each is a connection
+// and time on herdr's app thread). One Metrics may serve several clients.
 type Metrics struct {
 	HerdrRequests *prometheus.CounterVec
+	// HerdrDuration is how long herdr's calls took, by method: every turn
+	// waits for a screen read before it is typed and for the prompt.
+	HerdrDuration *prometheus.HistogramVec
 	TurnsTyped    prometheus.Counter
 
 	requests atomic.Uint64
+	mu       sync.Mutex
+	took     map[string]Took
+}
+
+// Took is how many calls of one herdr method ended and their time in all.
+type Took struct {
+	Calls uint64
+	Total time.Duration
 }
 
 // NewMetrics returns unregistered series; register Collectors where the
@@ -24,15 +38,29 @@ func NewMetrics() *Metrics {
 		HerdrRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fleetd_herdr_requests_total", Help: "Requests this gateway sent to its herdr, by method (subscriptions included).",
 		}, []string{"method"}),
+		HerdrDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "fleetd_herdr_request_duration_seconds",
+			Help: "How long this gateway's calls to its herdr took, dial to answer, by method (subscriptions are not timed; agent.wait and events.wait last as long as they wait).",
+			// 0.1 ms to ~10 s: a screen read on an idle herdr is a few
+			// tenths of a millisecond; a wait is seconds.
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 13),
+		}, []string{"method"}),
 		TurnsTyped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fleetd_turns_typed_total", Help: "Turns this gateway typed into its agents' panes.",
 		}),
+		took: map[string]Took{},
 	}
 }
 
 // Collectors lists the series to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.HerdrRequests, m.TurnsTyped}
+	return []prometheus.Collector{m.HerdrRequests, m.HerdrDuration, m.TurnsTyped}
+}
+
+// ClientOptions are the herdrapi options that count and time a Client's
+// requests in m.
+func (m *Metrics) ClientOptions() []herdrapi.Option {
+	return []herdrapi.Option{herdrapi.WithObserver(m.Observe), herdrapi.WithTimer(m.Timed)}
 }
 
 // Observe counts one request; it is a Client observer (WithObserver).
@@ -41,5 +69,23 @@ func (m *Metrics) Observe(method string) {
 	m.requests.Add(1)
 }
 
+// Timed records how long one call took; it is a Client timer (WithTimer).
+func (m *Metrics) Timed(method string, took time.Duration) {
+	m.HerdrDuration.WithLabelValues(method).Observe(took.Seconds())
+	m.mu.Lock()
+	t := m.took[method]
+	t.Calls++
+	t.Total += took
+	m.took[method] = t
+	m.mu.Unlock()
+}
+
 // Requests is how many requests were counted, all methods together.
 func (m *Metrics) Requests() uint64 { return m.requests.Load() }
+
+// Took is what the calls of method took so far.
+func (m *Metrics) Took(method string) Took {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.took[method]
+}

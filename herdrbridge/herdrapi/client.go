@@ -34,6 +34,7 @@ type Client struct {
 	timeout time.Duration
 	ids     atomic.Uint64
 	observe func(method string)
+	timed   func(method string, took time.Duration)
 }
 
 // Option configures a Client.
@@ -46,6 +47,16 @@ func WithDialer(d Dialer) Option { return func(c *Client) { c.dial = d } }
 // (calls and subscriptions alike), so what fleetd asks of herdr can be
 // counted: each request costs herdr a connection and its app thread's time.
 func WithObserver(fn func(method string)) Option { return func(c *Client) { c.observe = fn } }
+
+// WithTimer calls fn when a call (one request, one response) ends,
+// answered or not, with how long it took from dialling to its answer
+// decoded. Subscriptions are not timed: they last as long as their reader.
+// Every turn waits for herdr's answers (the screen read before typing,
+// the prompt), so their time is part of the fabric's, and herdr serves
+// them one at a time on its app thread.
+func WithTimer(fn func(method string, took time.Duration)) Option {
+	return func(c *Client) { c.timed = fn }
+}
 
 // WithTimeout sets the deadline used when a call's ctx has none.
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
@@ -414,6 +425,10 @@ func (c *Client) nextID() string {
 func (c *Client) call(ctx context.Context, method string, params any, want string, out any) error {
 	ctx, cancel := c.withDefaultDeadline(ctx)
 	defer cancel()
+	if c.timed != nil {
+		start := time.Now()
+		defer func() { c.timed(method, time.Since(start)) }()
+	}
 	id := c.nextID()
 	conn, br, stop, err := c.open(ctx, id, method, params)
 	if err != nil {

@@ -141,3 +141,49 @@ func TestDialFailureIsNotRunning(t *testing.T) {
 		t.Errorf("Subscribe without a server = %v, want ErrNotRunning", err)
 	}
 }
+
+func TestTimerTimesEachCallToItsEnd(t *testing.T) {
+	const slow = 30 * time.Millisecond
+	path := lineServer(t, func(req map[string]any) string {
+		id := req["id"].(string)
+		switch req["method"] {
+		case "pane.read":
+			time.Sleep(slow)
+			return `{"id":"` + id + `","result":{"type":"pane_read","read":{"pane_id":"w1:p1","workspace_id":"w1","tab_id":"w1:t1","source":"visible","format":"text","text":"hi","truncated":false}}}`
+		case "ping":
+			return `{"id":"` + id + `","result":{"type":"pong","version":"0.7.0","protocol":20,"capabilities":null}}`
+		}
+		return "" // never answered: the call times out
+	})
+	var (
+		mu   sync.Mutex
+		took = map[string][]time.Duration{}
+	)
+	c := New(path, WithTimeout(200*time.Millisecond), WithTimer(func(method string, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		took[method] = append(took[method], d)
+	}))
+	ctx := context.Background()
+	if _, err := c.Read(ctx, ReadRequest{PaneID: "w1:p1", Source: SourceVisible}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pane(ctx, "w1:p1"); err == nil {
+		t.Fatal("a call herdr never answers succeeded")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if d := took["pane.read"]; len(d) != 1 || d[0] < slow {
+		t.Errorf("pane.read timed %v, want one time of at least %v (the answer's wait)", d, slow)
+	}
+	if d := took["ping"]; len(d) != 1 {
+		t.Errorf("ping timed %v, want once", d)
+	}
+	// A call that failed is timed too: to its deadline.
+	if d := took["pane.get"]; len(d) != 1 || d[0] < 200*time.Millisecond {
+		t.Errorf("pane.get timed %v, want one time of at least its 200ms timeout", d)
+	}
+}
