@@ -30,7 +30,7 @@ type BenchCmd struct {
 	Strict  bool    `help:"With --compare: exit 3 when a row regressed."`
 	Show    string  `help:"Print an earlier --json report as the table, without running anything." type:"existingfile" placeholder:"REPORT.json"`
 
-	CPUProfile string `name:"cpu-profile" help:"Write each stage's CPU profile (its child process, the gateway and its embedded server) to DIR/<stage>-sync-<on|off>.pprof, for go tool pprof." type:"existingdir" placeholder:"DIR"`
+	CPUProfile string `name:"cpu-profile" help:"Write each stage's CPU profile (its child process, the gateway and its embedded server) to DIR/<stage>-sync-<on|off>.pprof, for go tool pprof; DIR is made if missing." type:"path" placeholder:"DIR"`
 
 	// Size "tiny" is for the command's own test; Stage and StageSync make
 	// a child run one stage; Lead makes a child the fabric stage's lead,
@@ -113,6 +113,13 @@ func (c *BenchCmd) run(ctx context.Context, w io.Writer) (bench.Report, error) {
 	plan := bench.Plan{Stages: c.Stages, Size: c.size(), Syncs: bench.SyncsNamed(c.Sync)}
 	if err := plan.Validate(); err != nil {
 		return bench.Report{}, err
+	}
+	if c.CPUProfile != "" {
+		// Before any stage runs: a profile with nowhere to go would
+		// fail the first stage only after its work.
+		if err := os.MkdirAll(c.CPUProfile, 0o755); err != nil {
+			return bench.Report{}, fmt.Errorf("--cpu-profile: %w", err)
+		}
 	}
 	child, err := c.child(plan.Size)
 	if err != nil {

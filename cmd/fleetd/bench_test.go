@@ -130,9 +130,9 @@ func checkCompare(t *testing.T, raw []byte, rep bench.Report) {
 }
 
 // --cpu-profile DIR leaves one CPU profile per stage and sync setting in
-// DIR, each in pprof's format (gzipped protobuf).
+// DIR, each in pprof's format (gzipped protobuf), making DIR first.
 func TestBenchWritesACPUProfilePerStage(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "not", "yet")
 	cmd := exec.Command(fleetdBin, "bench", "--stages", "micro", "--sync", "off", "--size", "tiny", "--claude", "off", "--json", "--cpu-profile", dir)
 	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
 	if out, err := cmd.CombinedOutput(); err != nil {
