@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,8 +122,12 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	fl, err := r.floors(ctx, max(s.Size.RoundTrips/10, 5))
+	if err != nil {
+		return nil, err
+	}
 	rows = append(rows, sim.rows("sim-agent, think 0", hook)...)
-	rows = append(rows, r.overheadRows(sim, hop)...)
+	rows = append(rows, r.overheadRows(sim, hop, fl)...)
 	if claude {
 		cl, err := r.turns(ctx, "w-claude-1", s.Size.ClaudeTurns)
 		if err != nil {
@@ -366,8 +372,63 @@ func (ts turnSet) rows(label string, hook Sample) []Row {
 	return []Row{whole, floor, ev, req, screen}
 }
 
-// overheadRows are completion latency and fabric overhead.
-func (r *fabricRun) overheadRows(ts turnSet, hop Sample) []Row {
+// hopFloors are a turn's process hops outside the log with no work
+// behind them: an HTTP request from the lead process to the gateway's,
+// and a herdr call from the gateway's to herdr's. A turn makes one of
+// each on its way in (the POST, the screen read before typing); with the
+// log's three hops, they bound the fabric's overhead from below on this
+// machine.
+type hopFloors struct {
+	http, herdr Sample
+}
+
+// floors times n of each hop, one at a time and 10 ms apart, as a turn's
+// come after a pause (a process that waits is woken by each).
+func (r *fabricRun) floors(ctx context.Context, n int) (hopFloors, error) {
+	var f hopFloors
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return f, fmt.Errorf("floors: %w", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/"
+	for range n {
+		t0, t1, err := r.lead.get(ctx, url)
+		if err != nil {
+			return f, fmt.Errorf("floors: HTTP: %w", err)
+		}
+		f.http = append(f.http, t1.Sub(t0))
+		sleep(ctx, 10*time.Millisecond)
+	}
+	for range n {
+		t0 := time.Now()
+		if _, err := r.herdr.Ping(ctx); err != nil {
+			return f, fmt.Errorf("floors: herdr ping: %w", err)
+		}
+		f.herdr = append(f.herdr, time.Since(t0))
+		sleep(ctx, 10*time.Millisecond)
+	}
+	return f, ctx.Err()
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// overheadRows are completion latency, fabric overhead and the hops it
+// is made of, timed with no work behind them.
+func (r *fabricRun) overheadRows(ts turnSet, hop Sample, fl hopFloors) []Row {
 	n := len(ts.whole)
 	comp := Row{Name: "completion: Stop hook → caller has reply", N: n, Unit: UnitMs, P50: Ms(ts.completion.P50()),
 		P99: Ms(ts.completion.P99()), Target: "≤ 5ms p99",
@@ -376,13 +437,20 @@ func (r *fabricRun) overheadRows(ts turnSet, hop Sample) []Row {
 	floor := Ms(hop.P50()) * turnHops
 	fab := Row{Name: "fabric overhead per turn (think 0)", N: n, Unit: UnitMs, P50: Ms(ts.fabric.P50()),
 		P99: Ms(ts.fabric.P99()), Base: floor, BaseName: fmt.Sprintf("raw: %d hops", turnHops), Target: "≤ 1ms p50, ≤ 5ms p99",
-		Note: fmt.Sprintf("POST → reply minus the agent's span (typed stored → replied stored: herdr's keystrokes, the agent, its hooks); p50 parts: admit (POST → queued stored) %s, dispatch (queued → typed stored) %s, of which herdr's screen read %s, completion %s",
-			fmtMs(ts.admit.P50()), fmtMs(ts.dispatch.P50()), fmtMs(ts.screen.P50()), fmtMs(ts.completion.P50()))}
+		Note: fmt.Sprintf("POST → reply minus the agent's span (typed stored → replied stored: herdr's keystrokes, the agent, its hooks); p50 parts: admit (POST → queued stored) %s, dispatch (queued → typed stored) %s, of which herdr's screen read %s, completion %s; the same hops with no work behind them (3 log hops, an HTTP request, a herdr call) take %s",
+			fmtMs(ts.admit.P50()), fmtMs(ts.dispatch.P50()), fmtMs(ts.screen.P50()), fmtMs(ts.completion.P50()),
+			fmtMs(time.Duration(turnHops)*hop.P50()+fl.http.P50()+fl.herdr.P50()))}
 	fab.Check(fab.P50 <= 1 && fab.P99 <= 5)
 	fab.Ratio()
 	rt := Row{Name: "log hop: raw JetStream publish → consume", N: len(hop), Unit: UnitMs, P50: Ms(hop.P50()),
 		P99: Ms(hop.P99()), Status: StatusNone, Note: "in-process, on the gateway's server: publish with ack → an ordered consumer has it"}
-	return []Row{comp, fab, rt}
+	httpHop := Row{Name: "process hop: HTTP request, lead → another process", N: len(fl.http), Unit: UnitMs, P50: Ms(fl.http.P50()),
+		P99: Ms(fl.http.P99()), Status: StatusNone,
+		Note: "the lead process GETs a handler that does nothing, in the gateway's process, 10 ms apart: the floor of a POST /message's way in and back"}
+	herdrHop := Row{Name: "process hop: herdr call (ping)", N: len(fl.herdr), Unit: UnitMs, P50: Ms(fl.herdr.P50()),
+		P99: Ms(fl.herdr.P99()), Status: StatusNone,
+		Note: "the gateway's process calls herdr's ping, 10 ms apart: a connection, a request and its answer, the floor of the screen read before typing"}
+	return []Row{comp, fab, rt, httpHop, herdrHop}
 }
 
 // fanOut sends one turn to each of K agents at once, each working T. Its

@@ -144,12 +144,15 @@ func (h *herdrProc) close() {
 	os.RemoveAll(h.dir)
 }
 
-// leadCall is one POST /message the lead process makes; leadAnswer its
+// leadCall is one POST /message (or a plain GET) the lead process makes; leadAnswer its
 // result, with the lead's own clock around the call (wall clock, in Unix
 // nanoseconds, to set beside the events' stored times).
 type leadCall struct {
 	ID  int              `json:"id"`
 	Msg leadshim.Message `json:"msg"`
+	// Get, when set, is a URL the lead GETs instead of sending Msg: a
+	// request with no work behind it, the floor of the lead's hop.
+	Get string `json:"get,omitempty"`
 }
 
 type leadAnswer struct {
@@ -166,6 +169,9 @@ type leadAnswer struct {
 // line to out. It returns when in ends and every call has been answered.
 func ServeLead(ctx context.Context, url, token string, in io.Reader, out io.Writer) error {
 	client := leadshim.NewClient(url, token)
+	// The same transport as the shim client's: keep-alive, one process
+	// hop each way.
+	plain := &http.Client{}
 	var (
 		mu  sync.Mutex
 		wg  sync.WaitGroup
@@ -183,7 +189,12 @@ func ServeLead(ctx context.Context, url, token string, in io.Reader, out io.Writ
 		}
 		wg.Go(func() {
 			a := leadAnswer{ID: c.ID, Start: time.Now().UnixNano()}
-			err := client.Do(ctx, http.MethodPost, "/message", c.Msg, &a.Env)
+			var err error
+			if c.Get != "" {
+				err = get(ctx, plain, c.Get)
+			} else {
+				err = client.Do(ctx, http.MethodPost, "/message", c.Msg, &a.Env)
+			}
 			a.End = time.Now().UnixNano()
 			if err != nil {
 				a.Err = err.Error()
@@ -193,6 +204,21 @@ func ServeLead(ctx context.Context, url, token string, in io.Reader, out io.Writ
 			_ = enc.Encode(a)
 		})
 	}
+}
+
+// get reads url's answer whole.
+func get(ctx context.Context, c *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	_, err = io.Copy(io.Discard, res.Body)
+	return err
 }
 
 // leadProc is the stage's side of the lead process.
@@ -240,12 +266,24 @@ func (l *leadProc) read(out io.Reader) {
 // reply envelope and when, by the lead's clock, the call started and
 // its answer was read.
 func (l *leadProc) send(ctx context.Context, m leadshim.Message) (leadshim.Envelope, time.Time, time.Time, error) {
+	return l.call(ctx, leadCall{Msg: m})
+}
+
+// get has the lead GET url and returns when, by the lead's clock, the
+// request started and its answer was read.
+func (l *leadProc) get(ctx context.Context, url string) (time.Time, time.Time, error) {
+	_, start, end, err := l.call(ctx, leadCall{Get: url})
+	return start, end, err
+}
+
+// call makes c through the lead process.
+func (l *leadProc) call(ctx context.Context, c leadCall) (leadshim.Envelope, time.Time, time.Time, error) {
 	ch := make(chan leadAnswer, 1)
 	l.mu.Lock()
 	l.next++
-	id := l.next
-	l.waiting[id] = ch
-	b, err := json.Marshal(leadCall{ID: id, Msg: m})
+	c.ID = l.next
+	l.waiting[c.ID] = ch
+	b, err := json.Marshal(c)
 	if err == nil {
 		_, err = l.in.Write(append(b, '\n'))
 	}
