@@ -14,8 +14,10 @@ import (
 // RoundTrip measures n raw JetStream log hops in-process: publish one
 // event (waiting for its ack, as every append does) and time until an
 // ordered consumer on its subject has delivered it. It is the floor of
-// each hop a turn takes through the log.
-func RoundTrip(ctx context.Context, js jetstream.JetStream, n int) (Sample, error) {
+// each hop a turn takes through the log. gap is the pause before each
+// hop: 0 measures them back to back, with every goroutine on the way
+// still running; a turn's hops come after a pause, and each wakes them.
+func RoundTrip(ctx context.Context, js jetstream.JetStream, n int, gap time.Duration) (Sample, error) {
 	r := newRawMsg("bench-rt")
 	st, err := js.Stream(ctx, events.Stream)
 	if err != nil {
@@ -36,6 +38,9 @@ func RoundTrip(ctx context.Context, js jetstream.JetStream, n int) (Sample, erro
 	defer cc.Stop()
 	var s Sample
 	for i := range n {
+		if gap > 0 {
+			sleep(ctx, gap)
+		}
 		start := time.Now()
 		if _, err := js.PublishMsg(ctx, r.msg(i)); err != nil {
 			return nil, fmt.Errorf("round trip: %w", err)

@@ -33,7 +33,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	}
 	want := []string{
 		"whole turn: sim-agent", "agent floor: sim-agent", "events per turn: sim-agent", "herdr screen reads per turn, time: sim-agent", "completion:",
-		"fabric overhead per turn", "log hop:", "process hop: HTTP request", "process hop: herdr call", "whole turn: real Claude Code", "fan-out:", "hook:",
+		"fabric overhead per turn", "log hop:", "process hop: log hop after a pause", "process hop: HTTP request", "process hop: herdr call", "whole turn: real Claude Code", "fan-out:", "hook:",
 		"append: Log.Append,", "append: Log.AppendBatch,", "rebuild: projection fold", "roster: GET /roster",
 		"roster: Views.Roster,", "roster: Views.Roster after a change", "memory: gateway RSS", "memory: heap after", "restart: fleetd up ready",
 	}
