@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -142,7 +143,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	if hook == Stop && p.TranscriptPath != "" && o.Detach != nil {
 		quick := o
 		quick.TranscriptWait, quick.Stderr = o.QuickWait, io.Discard
-		if u, err := waitUsage(ctx, p.TranscriptPath, p.PromptID, quick); err == nil && !u.Ended {
+		if u, err := waitUsage(ctx, p.TranscriptPath, p.PromptID, quick); err == nil && !u.Ended || errors.Is(err, fs.ErrNotExist) {
 			derr := o.Detach(raw)
 			if derr == nil {
 				fmt.Fprintf(o.Stderr, "fleetd hook: the transcript has not shown the reply yet; a detached finisher will append it with its usage\n")
@@ -181,17 +182,28 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 // ended, or after o.TranscriptWait with what is there by then. Claude Code
 // 2.1.328 runs the Stop hook while its transcript write of the reply may
 // still be pending; read at once, a busy machine often saw no usage at all.
+// A transcript that is not there yet is pending too, for up to
+// missingTranscriptWait: Claude Code makes the file with a session's first
+// write, which on a loaded machine came after the first turn's Stop hook
+// ran (that turn then had no usage).
 func waitUsage(ctx context.Context, path, promptID string, o Options) (Usage, error) {
 	timeout := time.NewTimer(o.TranscriptWait)
 	defer timeout.Stop()
+	start := time.Now()
 	for {
 		u, err := ReadUsage(path, promptID, o.MaxTranscript)
-		if err != nil || u.Ended {
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && time.Since(start) < missingTranscriptWait:
+			// Not written yet: wait for it as for a late line.
+		case err != nil || u.Ended:
 			return u, err
 		}
 		select {
 		case <-time.After(20 * time.Millisecond):
 		case <-timeout.C:
+			if err != nil {
+				return u, err // still no transcript
+			}
 			fmt.Fprintf(o.Stderr, "fleetd hook: the transcript did not show the turn's end within %v (prompt found: %v); usage may be short\n",
 				o.TranscriptWait, u.Found)
 			return u, nil
@@ -200,6 +212,11 @@ func waitUsage(ctx context.Context, path, promptID string, o Options) (Usage, er
 		}
 	}
 }
+
+// missingTranscriptWait bounds the wait for a transcript file that does
+// not exist: one that never comes (a session that keeps none) costs each
+// reply this much, not the whole TranscriptWait.
+const missingTranscriptWait = time.Second
 
 // deliver appends evs (after replaying the spool) or spools what is left.
 func deliver(ctx context.Context, evs []events.Event, env func(string) string, o Options) error {

@@ -615,13 +615,39 @@ func TestStopWaitsForTheReplyToReachTheTranscript(t *testing.T) {
 		t.Errorf("reply written late: tokens %+v model %q, want %+v claude-opus-5-5", r.Tokens, r.Model, want)
 	}
 
+	// A transcript Claude Code has not made yet (a session's first turn
+	// on a loaded machine): waited for as for a late line.
+	absent := filepath.Join(t.TempDir(), "absent.jsonl")
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		written <- os.WriteFile(absent, fixture, 0o600)
+	}()
+	r = stop(absent, 5*time.Second)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	if want := (events.Tokens{In: 450, Out: 70, CacheRead: 250, CacheCreation: 10}); r.Tokens != want || r.Model != "claude-opus-5-5" {
+		t.Errorf("transcript made late: tokens %+v model %q, want %+v claude-opus-5-5", r.Tokens, r.Model, want)
+	}
+
+	// One that never comes (a session that keeps none) is waited for
+	// about a second, not the whole wait: the reply goes without usage.
+	start := time.Now()
+	r = stop(filepath.Join(t.TempDir(), "none.jsonl"), 5*time.Second)
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("a transcript that never came held the reply %v, want about %v", d, missingTranscriptWait)
+	}
+	if r.Tokens != (events.Tokens{}) || r.Reply == "" {
+		t.Errorf("no transcript: reply %+v, want its text without usage", r)
+	}
+
 	// A transcript that never shows the end: the hook gives up after the
 	// wait and reports what is there.
 	never := filepath.Join(t.TempDir(), "never.jsonl")
 	if err := os.WriteFile(never, []byte(early), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	start = time.Now()
 	r = stop(never, 200*time.Millisecond)
 	if d := time.Since(start); d < 200*time.Millisecond || d > 1500*time.Millisecond {
 		t.Errorf("gave up after %v, want about the 200ms wait", d)

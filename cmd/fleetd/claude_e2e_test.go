@@ -294,9 +294,21 @@ func (f *claudeFleet) checkTurnEvents(ctx context.Context, all []events.Event, t
 		t.Errorf("turn %s: the API got the prompt %q %d times, want 1", e.ID, text, seen)
 	}
 
-	// Claude Code's own transcript records the same prompt id for the prompt.
-	if ids := f.transcriptPromptIDs(e.Agent, e.SessionID, text); !slices.Equal(ids, []string{rep.PromptID}) {
-		t.Errorf("turn %s: transcript promptIds for %q = %v, want [%s]", e.ID, text, ids, rep.PromptID)
+	// Claude Code's own transcript records the same prompt id for the
+	// prompt. It writes the transcript asynchronously: on a loaded
+	// machine the prompt's line can land after the reply is in, so the
+	// line is waited for — and then must carry that id, once.
+	if err := checkfor.Poll(10*time.Second, 50*time.Millisecond, func() error {
+		ids, err := f.transcriptPromptIDs(e.SessionID, text)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(ids, []string{rep.PromptID}) {
+			return fmt.Errorf("transcript promptIds for %q = %v, want [%s]", text, ids, rep.PromptID)
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("turn %s (%s): %v", e.ID, e.Agent, err)
 	}
 	return rep.PromptID
 }
@@ -471,17 +483,15 @@ func (f *claudeFleet) send(ctx context.Context, m leadshim.Message) sendResult {
 }
 
 // transcriptPromptIDs returns the promptId of every user line of the
-// agent's session transcript whose content is text.
-func (f *claudeFleet) transcriptPromptIDs(agent, session, text string) []string {
+// session's transcript whose content is text.
+func (f *claudeFleet) transcriptPromptIDs(session, text string) ([]string, error) {
 	paths, _ := filepath.Glob(filepath.Join(f.home, ".claude", "projects", "*", session+".jsonl"))
 	if len(paths) != 1 {
-		f.t.Errorf("%s: transcript of session %s: found %v", agent, session, paths)
-		return nil
+		return nil, fmt.Errorf("transcript of session %s: found %v", session, paths)
 	}
 	b, err := os.ReadFile(paths[0])
 	if err != nil {
-		f.t.Error(err)
-		return nil
+		return nil, err
 	}
 	var ids []string
 	for line := range bytes.Lines(b) {
@@ -506,7 +516,7 @@ func (f *claudeFleet) transcriptPromptIDs(agent, session, text string) []string 
 			ids = append(ids, l.PromptID)
 		}
 	}
-	return ids
+	return ids, nil
 }
 
 // dumpOnFailure logs what a failed run needs to be diagnosed: fleetd up's

@@ -21,6 +21,20 @@ import (
 const stopPayload = `{"session_id":"s1","transcript_path":"/nonexistent.jsonl","cwd":"/w","prompt_id":"p1","permission_mode":"auto",` +
 	`"hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"ECHO: hi","background_tasks":[],"session_crons":[]}`
 
+// stopPayloadWithTranscript is stopPayload with a transcript that shows
+// its turn ended, so the hook does not wait for one (or hand the reply to
+// a detached finisher, as it does while the transcript is not there).
+func stopPayloadWithTranscript(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s1.jsonl")
+	lines := `{"type":"user","promptId":"p1","sessionId":"s1","uuid":"u1","message":{"role":"user","content":"hi"}}` + "\n" +
+		`{"type":"assistant","sessionId":"s1","uuid":"u2","message":{"id":"m1","model":"claude-opus-5-5","role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"ECHO: hi"}],"usage":{"input_tokens":12,"output_tokens":3}}}` + "\n"
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(stopPayload, "/nonexistent.jsonl", path, 1)
+}
+
 // hookEnv is a fleetd pane's environment for the exec'd hook.
 func hookEnv(agent, url, spool string) []string {
 	var env []string
@@ -49,13 +63,14 @@ func execHook(t testing.TB, env []string, stdin string, args ...string) (string,
 func TestHookAlwaysExitsZeroAndReplaySpool(t *testing.T) {
 	spool := t.TempDir()
 	dead := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
+	stop := stopPayloadWithTranscript(t)
 	tests := []struct {
 		name, agent, event, stdin, want string
 	}{
-		{"outside a fleetd pane", "", "stop", stopPayload, "not a fleetd pane"},
+		{"outside a fleetd pane", "", "stop", stop, "not a fleetd pane"},
 		{"junk payload", "w-1", "stop", "{{{", "malformed hook payload"},
-		{"unknown event", "w-1", "pre-compact", stopPayload, "unknown hook event"},
-		{"NATS down", "w-1", "Stop", stopPayload, "spooled 2 event(s)"},
+		{"unknown event", "w-1", "pre-compact", stop, "unknown hook event"},
+		{"NATS down", "w-1", "Stop", stop, "spooled 2 event(s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,15 +135,27 @@ func BenchmarkHookBinary(b *testing.B) {
 }
 
 // Claude Code may write the reply's transcript line only after its Stop
-// hook returns. The hook then exits at once and a detached finisher
-// appends the reply with the usage the transcript shows once written.
+// hook returns — or, on a loaded machine, the whole transcript of a
+// session's first turn. The hook then exits at once and a detached
+// finisher appends the reply with the usage the transcript shows once
+// written.
 func TestStopHookDetachesWhenTheTranscriptLagsAndTheReplyCarriesItsUsage(t *testing.T) {
+	t.Run("the reply's line comes late", func(t *testing.T) { testTranscriptLags(t, true) })
+	t.Run("the transcript comes late", func(t *testing.T) { testTranscriptLags(t, false) })
+}
+
+// testTranscriptLags runs a Stop hook on a transcript without the reply's
+// line (and without the file at all unless userFirst), then writes what
+// is missing.
+func testTranscriptLags(t *testing.T, userFirst bool) {
 	srv, log := fleettest.StartLog(t, events.Options{}, natstest.WithTCP())
 	dir := t.TempDir()
 	transcript := filepath.Join(dir, "t.jsonl")
 	user := `{"type":"user","promptId":"p9","sessionId":"s9","uuid":"u1","message":{"role":"user","content":"task"}}` + "\n"
-	if err := os.WriteFile(transcript, []byte(user), 0o600); err != nil {
-		t.Fatal(err)
+	if userFirst {
+		if err := os.WriteFile(transcript, []byte(user), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	payload := fmt.Sprintf(`{"session_id":"s9","transcript_path":%q,"cwd":"/w","prompt_id":"p9","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"ECHO: task"}`, transcript)
 	out, err := execHook(t, hookEnv("w-9", srv.ClientURL(), filepath.Join(dir, "spool")), payload, "stop")
@@ -145,9 +172,13 @@ func TestStopHookDetachesWhenTheTranscriptLagsAndTheReplyCarriesItsUsage(t *test
 	if rs := replies(); len(rs) != 0 {
 		t.Fatalf("the hook appended %+v before the transcript showed the reply; want it left to the finisher", rs)
 	}
-	// Claude writes the reply's line after the hook has returned.
+	// Claude writes the reply's line (and the user's, if it had not)
+	// after the hook has returned.
 	assistant := `{"type":"assistant","sessionId":"s9","uuid":"u2","message":{"id":"m1","model":"claude-opus-5-5","role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"ECHO: task"}],"usage":{"input_tokens":120,"output_tokens":7}}}` + "\n"
-	f, err := os.OpenFile(transcript, os.O_APPEND|os.O_WRONLY, 0)
+	if !userFirst {
+		assistant = user + assistant
+	}
+	f, err := os.OpenFile(transcript, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +208,7 @@ func TestStopHookDetachesWhenTheTranscriptLagsAndTheReplyCarriesItsUsage(t *test
 func TestTheHookStartsWithoutFleetdPackagesDoingWork(t *testing.T) {
 	cmd := exec.Command(fleetdBin, "hook", "stop")
 	cmd.Env = append(hookEnv("", "nats://127.0.0.1:1", t.TempDir()), "GODEBUG=inittrace=1")
-	cmd.Stdin = strings.NewReader(stopPayload)
+	cmd.Stdin = strings.NewReader(stopPayloadWithTranscript(t))
 	out, _ := cmd.CombinedOutput()
 	allocs, pkgs := 0, 0
 	for line := range strings.Lines(string(out)) {
