@@ -85,16 +85,25 @@ func newMetrics(views projections.Views, stats func() Stats, degraded func() deg
 	return m
 }
 
-// countOutcomes follows final turn events from now on and counts each turn
-// once: only when the event is the one that made the turn final.
+// countOutcomes follows final turn events stored since the shim was made
+// and counts each turn once: only when the event is the one that made the
+// turn final. Since the shim was made, not since this follower started:
+// the gateway serves (and a lead sends) before the follower is up, and a
+// turn that ended in between went uncounted; a follower started again
+// goes on after the last event it saw.
 func (s *Server) countOutcomes(ctx context.Context) error {
-	f, err := s.cfg.Log.Follow(ctx, events.Query{New: true, Subjects: []string{"fleet.agent.*.replied", "fleet.agent.*.failed"}})
+	q := events.Query{Since: s.created, Subjects: []string{"fleet.agent.*.replied", "fleet.agent.*.failed"}}
+	if next := s.outcomesNext.Load(); next > 0 {
+		q.Since, q.FromSeq = time.Time{}, next
+	}
+	f, err := s.cfg.Log.Follow(ctx, q)
 	if err != nil {
 		return err
 	}
 	defer f.Stop()
 	for ev := range f.Events() {
 		s.countOutcome(ctx, ev)
+		s.outcomesNext.Store(ev.Seq + 1)
 	}
 	if ctx.Err() != nil {
 		return nil

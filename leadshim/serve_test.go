@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -182,6 +184,49 @@ func TestRunServesHealthMetricsAndTheMicroService(t *testing.T) {
 			if !strings.Contains(string(body), want) {
 				return fmt.Errorf("metrics lack %s", want)
 			}
+		}
+		return nil
+	})
+}
+
+// The outcome counter counts the turns that end once the shim is made,
+// not once its follower is up: the gateway serves before it is. A turn
+// that ended before the shim was made is not the shim's to count.
+func TestTurnsEndingBeforeTheCounterFollowsAreCounted(t *testing.T) {
+	f := fleettest.New(t)
+	f.Register("w1", "w")
+	ctx := context.Background()
+	fail := func(reason string) {
+		t.Helper()
+		if _, err := f.Log.Append(ctx, events.Event{Subject: "w1", Data: events.AgentFailed{Reason: reason}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail("before_the_shim")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := leadshim.New(leadshim.Config{Listener: ln, Log: f.Log, Views: f.Views, NC: f.NATS.NC, Host: "h1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail("before_run") // the shim is made; its follower is not up yet
+	fleettest.Run(t, "shim run", s.Run)
+	base := "http://" + ln.Addr().String()
+	fail("while_running")
+	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		_, body := fleettest.Do(t, http.MethodGet, base+"/metrics", "")
+		for _, want := range []string{
+			`fleetd_turns_total{outcome="failed",reason="before_run"} 1`,
+			`fleetd_turns_total{outcome="failed",reason="while_running"} 1`,
+		} {
+			if !strings.Contains(string(body), want) {
+				return fmt.Errorf("metrics lack %s", want)
+			}
+		}
+		if strings.Contains(string(body), "before_the_shim") {
+			return errors.New("a turn that ended before the shim was made is counted")
 		}
 		return nil
 	})

@@ -42,6 +42,13 @@ type Server struct {
 	followers      map[*events.Follower]struct{}
 
 	rosterCache rosterCache
+
+	// The outcome counter counts the turns that end from created on (the
+	// wall clock, as the stream's timestamps are), and after a restart of
+	// its follower goes on from outcomesNext, the sequence after the last
+	// event it saw (0: none yet).
+	created      time.Time
+	outcomesNext atomic.Uint64
 }
 
 // Stats is the shim's own accounting of what it holds for its clients:
@@ -96,7 +103,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, source: "fleetd/" + cfg.Host + "/shim", stopping: context.Background(), followers: map[*events.Follower]struct{}{}}
+	s := &Server{cfg: cfg, source: "fleetd/" + cfg.Host + "/shim", stopping: context.Background(), followers: map[*events.Follower]struct{}{},
+		created: time.Now()}
 	s.metrics = newMetrics(cfg.Views, s.Stats, s.degraded)
 	if err := registerAll(s.metrics.reg, cfg.Collectors); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", ErrConfig, err)
