@@ -144,9 +144,9 @@ func (h *herdrProc) close() {
 	os.RemoveAll(h.dir)
 }
 
-// leadCall is one POST /message (or a plain GET) the lead process makes; leadAnswer its
-// result, with the lead's own clock around the call (wall clock, in Unix
-// nanoseconds, to set beside the events' stored times).
+// leadCall is one POST /message (or a plain GET) the lead process makes;
+// leadAnswer its result, with the lead's own clock around the call (wall
+// clock, in Unix nanoseconds, to set beside the events' stored times).
 type leadCall struct {
 	ID  int              `json:"id"`
 	Msg leadshim.Message `json:"msg"`

@@ -143,7 +143,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	if hook == Stop && p.TranscriptPath != "" && o.Detach != nil {
 		quick := o
 		quick.TranscriptWait, quick.Stderr = o.QuickWait, io.Discard
-		if u, err := waitUsage(ctx, p.TranscriptPath, p.PromptID, quick); err == nil && !u.Ended || errors.Is(err, fs.ErrNotExist) {
+		if u, err := waitUsage(ctx, p.TranscriptPath, p.PromptID, quick); (err == nil && !u.Ended) || errors.Is(err, fs.ErrNotExist) {
 			derr := o.Detach(raw)
 			if derr == nil {
 				fmt.Fprintf(o.Stderr, "fleetd hook: the transcript has not shown the reply yet; a detached finisher will append it with its usage\n")

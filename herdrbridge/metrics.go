@@ -1,12 +1,13 @@
 package herdrbridge
 
 import (
-	"sync"
+	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Metrics are the bridge's Prometheus series: what fleetd asks of herdr,
@@ -21,11 +22,10 @@ type Metrics struct {
 	TurnsTyped    prometheus.Counter
 
 	requests atomic.Uint64
-	mu       sync.Mutex
-	took     map[string]Took
 }
 
-// Took is how many calls of one herdr method ended and their time in all.
+// Took is how many calls of one herdr method ended and their time in all
+// (what HerdrDuration holds for it).
 type Took struct {
 	Calls uint64
 	Total time.Duration
@@ -41,14 +41,13 @@ func NewMetrics() *Metrics {
 		HerdrDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "fleetd_herdr_request_duration_seconds",
 			Help: "How long this gateway's calls to its herdr took, dial to answer, by method (subscriptions are not timed; agent.wait and events.wait last as long as they wait).",
-			// 0.1 ms to ~10 s: a screen read on an idle herdr is a few
+			// 0.1 ms to ~6 s: a screen read on an idle herdr is a few
 			// tenths of a millisecond; a wait is seconds.
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 13),
 		}, []string{"method"}),
 		TurnsTyped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fleetd_turns_typed_total", Help: "Turns this gateway typed into its agents' panes.",
 		}),
-		took: map[string]Took{},
 	}
 }
 
@@ -72,20 +71,19 @@ func (m *Metrics) Observe(method string) {
 // Timed records how long one call took; it is a Client timer (WithTimer).
 func (m *Metrics) Timed(method string, took time.Duration) {
 	m.HerdrDuration.WithLabelValues(method).Observe(took.Seconds())
-	m.mu.Lock()
-	t := m.took[method]
-	t.Calls++
-	t.Total += took
-	m.took[method] = t
-	m.mu.Unlock()
 }
 
 // Requests is how many requests were counted, all methods together.
 func (m *Metrics) Requests() uint64 { return m.requests.Load() }
 
-// Took is what the calls of method took so far.
+// Took is what the calls of method took so far, read from HerdrDuration's
+// count and sum (asking makes the method's series, empty until called).
 func (m *Metrics) Took(method string) Took {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.took[method]
+	h, err := m.HerdrDuration.GetMetricWithLabelValues(method)
+	var d dto.Metric
+	if err != nil || h.(prometheus.Histogram).Write(&d) != nil {
+		return Took{}
+	}
+	return Took{Calls: d.GetHistogram().GetSampleCount(),
+		Total: time.Duration(math.Round(d.GetHistogram().GetSampleSum() * float64(time.Second)))}
 }
