@@ -150,12 +150,13 @@ func (c *coalescer) flush(batch []*pendingAppend) {
 }
 
 // minCoalesced is the fewest queued appends that go as one atomic batch
-// by default (Options.CoalesceMin); fewer go one by one. nats-server stages an atomic batch of a
-// one-replica file stream in a file store of its own, which costs ~2 ms
-// a batch whatever its size, against ~0.3 ms for a lone synced publish
-// (2-core VM): a batch of 10 stored 4.2k messages/s, of 100 27-32k, of
-// 1,000 106-110k; one by one, synced, 3-3.7k. Below eight, one by one is
-// sooner.
+// by default (Options.CoalesceMin); fewer go one by one. nats-server
+// stages an atomic batch of a one-replica file stream in a file store of
+// its own, which costs ~2 ms a batch whatever its size, against ~0.3 ms
+// for a lone synced publish (2-core VM): a batch of 10 stored 4.2k
+// messages/s, of 100 27-32k, of 1,000 106-110k; one by one, synced,
+// 3-3.7k. Below eight, one by one is sooner. (A replicated stream stages
+// a batch in memory: the gateway sets 2 for one.)
 const minCoalesced = 8
 
 // publishBatch publishes batch as one atomic batch and reports whether it
