@@ -9,6 +9,7 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
+	"github.com/fleetd/fleetd/internal/checkfor"
 )
 
 // The contract holds on a replicated stream too, where JetStream reports
@@ -98,4 +99,95 @@ func TestClusterKeepsWorkingWithOneNodeDown(t *testing.T) {
 			t.Fatalf("event %d is %s, want %s", i, ev.ID, ids[i])
 		}
 	}
+}
+
+// Reads opened right after a member is killed (-9) are not stranded on
+// it. Until the others notice its silence, JetStream may place a reader's
+// R1 consumer on the dead member; the create is then never answered, and
+// asked again under the same name it is the same consumer on the same
+// member. Readers hung so until nats-server declared the member gone, two
+// and a half minutes later; a gateway's fold stood still as long.
+func TestReadsRightAfterAMemberIsKilledAreNotStrandedOnIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test: skipped in -short")
+	}
+	nodes, members := natstest.StartClusterWithProcesses(t, 1, 2)
+	js := nodes[0].JS
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := events.EnsureStream(ctx, js, events.StreamOptions{Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	natstest.WaitStreamLed(t, js, events.Stream)
+	log := events.New(js, events.Options{Source: "fleetd/n1/test"})
+	const n = 10
+	for i := range n {
+		if _, err := log.Append(ctx, events.Event{Subject: "w1", Data: events.AgentQueued{Text: fmt.Sprint(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The victim leads neither the meta group nor the stream: what is
+	// under test is where consumers go, not an election, which would
+	// make every request wait.
+	victim := victimLeadingNothing(t, nodes[0], members)
+	victim.Kill(t)
+	killed := time.Now()
+	// The leader still takes a killed member for live for about three
+	// seconds (three missed raft heartbeats); then it places consumers
+	// elsewhere. Reads in that window land a third of theirs on it.
+	reads := 0
+	for time.Since(killed) < 4*time.Second {
+		reads++
+		rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
+		got, err := readAll(rctx, log)
+		rcancel()
+		if err != nil || len(got) != n {
+			t.Fatalf("read %d, %v after %s was killed: %d events, %v", reads, time.Since(killed).Round(time.Millisecond), victim.Name, len(got), err)
+		}
+	}
+	t.Logf("%d whole reads in the %v after %s was killed", reads, time.Since(killed).Round(time.Millisecond), victim.Name)
+}
+
+// victimLeadingNothing returns a member that leads neither the JetStream
+// meta group nor the FLEET stream, moving the stream's leadership off one
+// if need be.
+func victimLeadingNothing(t *testing.T, in *natstest.Server, members []*natstest.Member) *natstest.Member {
+	t.Helper()
+	var victim *natstest.Member
+	checkfor.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
+		jsz, err := in.NATS().Jsz(nil)
+		if err != nil || jsz.Meta == nil || jsz.Meta.Leader == "" {
+			return fmt.Errorf("no meta leader: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		s, err := in.JS.Stream(ctx, events.Stream)
+		if err != nil {
+			return err
+		}
+		streamLeader := s.CachedInfo().Cluster.Leader
+		for _, m := range members {
+			if m.Name != jsz.Meta.Leader && m.Name != streamLeader {
+				victim = m
+				return nil
+			}
+		}
+		// Both members lead one each: move the stream's leadership.
+		if _, err := in.NC.Request("$JS.API.STREAM.LEADER.STEPDOWN."+events.Stream, nil, 2*time.Second); err != nil {
+			return fmt.Errorf("stream leader step down: %w", err)
+		}
+		return fmt.Errorf("meta led by %s, stream by %s", jsz.Meta.Leader, streamLeader)
+	})
+	return victim
+}
+
+func readAll(ctx context.Context, log events.Log) ([]events.Event, error) {
+	var out []events.Event
+	for ev, err := range log.Read(ctx, events.Query{}) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
 }

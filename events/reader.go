@@ -131,7 +131,9 @@ func (r *reader) config() jetstream.ConsumerConfig {
 // subscribe makes a consumer with cfg and starts pulling from it.
 // Creating a consumer needs the JetStream meta leader. Right after a
 // cluster member died the request can go unanswered until a new leader is
-// elected, so it tries in short rounds within ctx.
+// elected, or, placed on the member that died, until nats-server
+// declares it gone; so it tries in short rounds within ctx, each
+// unanswered one under a new name.
 func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) error {
 	for {
 		try, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -160,10 +162,19 @@ func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) er
 			r.endRound()
 			return nil
 		}
-		retry := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
+		unanswered := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+		retry := unanswered || errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, nats.ErrNoResponders)
 		if !retry || ctx.Err() != nil {
 			return fmt.Errorf("read %v: %w", r.filters, translate(err))
+		}
+		if unanswered {
+			// The consumer may have been made, on a member that cannot
+			// answer: one killed a moment ago, which the meta leader
+			// still takes for live. Asked again, the same name is the
+			// same consumer on the same dead member, until nats-server
+			// declares it gone minutes later; a new name is placed anew.
+			go r.l.releaseName(cfg.Name)
+			cfg.Name = "fleetd_" + nuid.Next()
 		}
 		if !sleepCtx(ctx, 100*time.Millisecond) {
 			return fmt.Errorf("read %v: %w", r.filters, err)
@@ -349,13 +360,19 @@ func (r *reader) close() {
 // release deletes a consumer, briefly: the inactivity threshold removes
 // it anyway, so a server that does not answer is not waited for.
 func (l *jsLog) release(c jetstream.Consumer) {
-	info := c.CachedInfo()
-	if info == nil || !l.js.Conn().IsConnected() {
+	if info := c.CachedInfo(); info != nil {
+		l.releaseName(info.Name)
+	}
+}
+
+// releaseName deletes the reader's consumer name, if it exists.
+func (l *jsLog) releaseName(name string) {
+	if !l.js.Conn().IsConnected() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = l.js.DeleteConsumer(ctx, Stream, info.Name)
+	_ = l.js.DeleteConsumer(ctx, Stream, name)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

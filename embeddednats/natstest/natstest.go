@@ -123,16 +123,26 @@ func connect(tb testing.TB, srv *embeddednats.Server, cfg embeddednats.Config, o
 // until they agree on a JetStream meta leader. Servers are named n1…nN.
 func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 	tb.Helper()
-	ports := FreePorts(tb, n)
-	routes := make([]string, n)
+	servers, _ := StartClusterWithProcesses(tb, n, 0, opts...)
+	return servers
+}
+
+// StartClusterWithProcesses runs a cluster of n in-process servers, n1…nN,
+// and k members in child processes of the test binary, nN+1…nN+k (see
+// Member: a test can kill those as a crash does). It waits until all of
+// them agree on a JetStream meta leader. Options apply to every member;
+// client options only to the in-process servers' connections.
+func StartClusterWithProcesses(tb testing.TB, n, k int, opts ...Option) ([]*Server, []*Member) {
+	tb.Helper()
+	ports := FreePorts(tb, n+k)
+	routes := make([]string, n+k)
 	for i, p := range ports {
 		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", p)
 	}
 	servers := make([]*embeddednats.Server, n)
-	cfgs := make([]embeddednats.Config, n)
+	cfgs := make([]embeddednats.Config, n+k)
 	var clientOpts []nats.Option
-	errs := make(chan error, n)
-	for i := range n {
+	for i := range n + k {
 		cfg := embeddednats.Config{
 			DataDir:       tb.TempDir(),
 			ServerName:    fmt.Sprintf("n%d", i+1),
@@ -146,17 +156,26 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 			o(&st)
 		}
 		clientOpts, cfgs[i] = st.clientOpts, st.cfg
-		srv, err := embeddednats.New(st.cfg)
+	}
+	// Members must start together: each waits for a meta leader, which
+	// needs a quorum of the others.
+	errs := make(chan error, n+k)
+	members := make([]*Member, k)
+	for i := range k {
+		m, ready := startMember(tb, cfgs[n+i])
+		members[i] = m
+		go func() { errs <- <-ready }()
+	}
+	for i := range n {
+		srv, err := embeddednats.New(cfgs[i])
 		if err != nil {
 			tb.Fatalf("natstest: %v", err)
 		}
 		servers[i] = srv
 		tb.Cleanup(srv.Close)
-		// Members must start together: each waits for a meta leader,
-		// which needs a quorum of the others.
 		go func() { errs <- srv.Start(context.Background()) }()
 	}
-	for range n {
+	for range n + k {
 		if err := <-errs; err != nil {
 			tb.Fatalf("natstest cluster: %v", err)
 		}
@@ -165,8 +184,10 @@ func StartCluster(tb testing.TB, n int, opts ...Option) []*Server {
 	for i, srv := range servers {
 		out[i] = connect(tb, srv, cfgs[i], clientOpts)
 	}
-	waitPlacement(tb, out[0].JS, n)
-	return out
+	if n > 0 {
+		waitPlacement(tb, out[0].JS, n+k)
+	}
+	return out, members
 }
 
 // waitPlacement waits until the cluster can place a stream on all n
