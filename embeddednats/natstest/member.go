@@ -2,15 +2,14 @@ package natstest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +40,7 @@ type Member struct {
 
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *lockedBuffer
+	stderr string // the file the child's stderr goes to
 	exited chan struct{}
 }
 
@@ -88,8 +87,14 @@ func startMember(tb testing.TB, cfg embeddednats.Config) (*Member, <-chan error)
 	// no test, prints PASS and exits, which says what is wrong.
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), memberEnv+"="+string(raw))
-	m := &Member{Name: cfg.ServerName, Config: cfg, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = m.stderr
+	m := &Member{Name: cfg.ServerName, Config: cfg, cmd: cmd, exited: make(chan struct{})}
+	m.stderr = filepath.Join(tb.TempDir(), cfg.ServerName+".stderr")
+	stderr, err := os.Create(m.stderr)
+	if err != nil {
+		tb.Fatalf("natstest: member %s: %v", cfg.ServerName, err)
+	}
+	defer stderr.Close() // the child has its own copy
+	cmd.Stderr = stderr
 	if m.stdin, err = cmd.StdinPipe(); err != nil {
 		tb.Fatalf("natstest: member %s: %v", cfg.ServerName, err)
 	}
@@ -126,8 +131,9 @@ func startMember(tb testing.TB, cfg embeddednats.Config) (*Member, <-chan error)
 			said = append(said, sc.Text())
 		}
 		<-m.exited
+		errOut, _ := os.ReadFile(m.stderr)
 		ready <- fmt.Errorf("member %s exited (%v) before it served; does TestMain call natstest.ServeMember? stdout %q, stderr %q",
-			m.Name, cmd.ProcessState, said, m.stderr.String())
+			m.Name, cmd.ProcessState, said, errOut)
 	}()
 	return m, ready
 }
@@ -156,23 +162,4 @@ func (m *Member) close() {
 		m.cmd.Process.Kill()
 		<-m.exited
 	}
-}
-
-// lockedBuffer is a child's stderr, written by exec's copier and read by
-// the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
