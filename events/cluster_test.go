@@ -166,6 +166,10 @@ func victimLeadingNothing(t *testing.T, in *natstest.Server, members []*natstest
 			return err
 		}
 		streamLeader := s.CachedInfo().Cluster.Leader
+		if streamLeader == "" {
+			// Mid-election (after a step down below): any member may win.
+			return fmt.Errorf("stream %s has no leader", events.Stream)
+		}
 		for _, m := range members {
 			if m.Name != jsz.Meta.Leader && m.Name != streamLeader {
 				victim = m
