@@ -69,19 +69,14 @@ func TestClusterKeepsWorkingWithOneNodeDown(t *testing.T) {
 	appendN(20)
 	// Reads create a consumer, which needs the meta leader: if the node
 	// that went down held it, the first reads may wait out an election.
-	var got []events.Event
+	var (
+		got []events.Event
+		err error
+	)
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		got = got[:0]
-		var err error
 		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-		for ev, e := range reader.Read(rctx, events.Query{}) {
-			if e != nil {
-				err = e
-				break
-			}
-			got = append(got, ev)
-		}
+		got, err = eventstest.Collect(rctx, reader, events.Query{})
 		rcancel()
 		if err == nil {
 			t.Logf("read after %d attempt(s), %v", attempt, time.Since(start))
@@ -139,7 +134,7 @@ func TestReadsRightAfterAMemberIsKilledAreNotStrandedOnIt(t *testing.T) {
 	for time.Since(killed) < 4*time.Second {
 		reads++
 		rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
-		got, err := readAll(rctx, log)
+		got, err := eventstest.Collect(rctx, log, events.Query{})
 		rcancel()
 		if err != nil || len(got) != n {
 			t.Fatalf("read %d, %v after %s was killed: %d events, %v", reads, time.Since(killed).Round(time.Millisecond), victim.Name, len(got), err)
@@ -183,15 +178,4 @@ func victimLeadingNothing(t *testing.T, in *natstest.Server, members []*natstest
 		return fmt.Errorf("meta led by %s, stream by %s", jsz.Meta.Leader, streamLeader)
 	})
 	return victim
-}
-
-func readAll(ctx context.Context, log events.Log) ([]events.Event, error) {
-	var out []events.Event
-	for ev, err := range log.Read(ctx, events.Query{}) {
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ev)
-	}
-	return out, nil
 }

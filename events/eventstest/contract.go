@@ -46,14 +46,24 @@ func ctx(t *testing.T) context.Context {
 // ReadAll collects every event a query yields, failing the test on error.
 func ReadAll(t testing.TB, l events.Log, q events.Query) []events.Event {
 	t.Helper()
+	out, err := Collect(context.Background(), l, q)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return out
+}
+
+// Collect is every event a query yields within ctx, and the error that
+// ended the read early, with what came before it.
+func Collect(ctx context.Context, l events.Log, q events.Query) ([]events.Event, error) {
 	var out []events.Event
-	for ev, err := range l.Read(context.Background(), q) {
+	for ev, err := range l.Read(ctx, q) {
 		if err != nil {
-			t.Fatalf("read: %v", err)
+			return out, err
 		}
 		out = append(out, ev)
 	}
-	return out
+	return out, nil
 }
 
 func testRoundTrip(t *testing.T, h Harness) {
