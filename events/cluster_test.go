@@ -137,10 +137,10 @@ func TestReadsRightAfterAMemberIsKilledAreNotStrandedOnIt(t *testing.T) {
 		got, err := eventstest.Collect(rctx, log, events.Query{})
 		rcancel()
 		if err != nil || len(got) != n {
-			t.Fatalf("read %d, %v after %s was killed: %d events, %v", reads, time.Since(killed).Round(time.Millisecond), victim.Name, len(got), err)
+			t.Fatalf("read %d, %v after %s was killed: %d events, %v", reads, time.Since(killed).Round(time.Millisecond), victim.Name(), len(got), err)
 		}
 	}
-	t.Logf("%d whole reads in the %v after %s was killed", reads, time.Since(killed).Round(time.Millisecond), victim.Name)
+	t.Logf("%d whole reads in the %v after %s was killed", reads, time.Since(killed).Round(time.Millisecond), victim.Name())
 }
 
 // victimLeadingNothing returns a member that leads neither the JetStream
@@ -166,7 +166,7 @@ func victimLeadingNothing(t *testing.T, in *natstest.Server, members []*natstest
 			return fmt.Errorf("stream %s has no leader", events.Stream)
 		}
 		for _, m := range members {
-			if m.Name != jsz.Meta.Leader && m.Name != streamLeader {
+			if m.Name() != jsz.Meta.Leader && m.Name() != streamLeader {
 				victim = m
 				return nil
 			}

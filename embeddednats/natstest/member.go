@@ -33,8 +33,8 @@ const readyPrefix = "natstest member ready "
 //
 // The test binary serves members only if its TestMain calls ServeMember.
 type Member struct {
-	// Name is the member's server name, URL its client URL.
-	Name, URL string
+	// URL is the member's client URL.
+	URL string
 	// Config is what the member was started with.
 	Config embeddednats.Config
 
@@ -87,7 +87,7 @@ func startMember(tb testing.TB, cfg embeddednats.Config) (*Member, <-chan error)
 	// no test, prints PASS and exits, which says what is wrong.
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), memberEnv+"="+string(raw))
-	m := &Member{Name: cfg.ServerName, Config: cfg, cmd: cmd, exited: make(chan struct{})}
+	m := &Member{Config: cfg, cmd: cmd, exited: make(chan struct{})}
 	m.stderr = filepath.Join(tb.TempDir(), cfg.ServerName+".stderr")
 	stderr, err := os.Create(m.stderr)
 	if err != nil {
@@ -133,10 +133,13 @@ func startMember(tb testing.TB, cfg embeddednats.Config) (*Member, <-chan error)
 		<-m.exited
 		errOut, _ := os.ReadFile(m.stderr)
 		ready <- fmt.Errorf("member %s exited (%v) before it served; does TestMain call natstest.ServeMember? stdout %q, stderr %q",
-			m.Name, cmd.ProcessState, said, errOut)
+			m.Name(), cmd.ProcessState, said, errOut)
 	}()
 	return m, ready
 }
+
+// Name is the member's server name.
+func (m *Member) Name() string { return m.Config.ServerName }
 
 // Kill ends the member with SIGKILL and waits until it is gone.
 func (m *Member) Kill(tb testing.TB) {
@@ -146,7 +149,7 @@ func (m *Member) Kill(tb testing.TB) {
 		case <-m.exited:
 			return
 		default:
-			tb.Fatalf("natstest: kill member %s: %v", m.Name, err)
+			tb.Fatalf("natstest: kill member %s: %v", m.Name(), err)
 		}
 	}
 	<-m.exited

@@ -15,7 +15,7 @@ func TestAMemberOfABinaryThatDoesNotServeThemSaysWhy(t *testing.T) {
 	select {
 	case err := <-ready:
 		if err == nil || !strings.Contains(err.Error(), "natstest.ServeMember") {
-			t.Fatalf("start of member %s: %v, want an error naming natstest.ServeMember", m.Name, err)
+			t.Fatalf("start of member %s: %v, want an error naming natstest.ServeMember", m.Name(), err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no word from a member whose binary does not serve it")
