@@ -23,80 +23,96 @@ import (
 // micro: events.Log appends against raw JetStream publishes, one at a
 // time and batched (the same bodies as the events package's Go
 // benchmarks). Each row's op and its base are timed beside each other
-// (see pair), not one after the other.
+// (see group), not one after the other.
 func (s stage) micro(ctx context.Context) ([]Row, error) {
 	n, err := StartNATS(ctx, filepath.Join(s.dir, "nats"), s.Sync)
 	if err != nil {
 		return nil, err
 	}
 	defer n.Close()
-	one, err := s.pair(ctx, "Log.Append", func() Op { return LogAppend(n.Log) }, "js.PublishMsg", func() Op { return RawPublish(n.JS) }, 1)
+	one, err := s.group(ctx, 1,
+		timed{"Log.Append", func() Op { return LogAppend(n.Log) }},
+		timed{"js.PublishMsg", func() Op { return RawPublish(n.JS) }})
 	if err != nil {
 		return nil, err
 	}
-	batch, err := s.pair(ctx, "Log.AppendBatch", func() Op { return LogAppendBatch(n.Log) }, "js.PublishMsgAsync", func() Op { return RawPublishAsync(n.JS) }, BatchSize)
+	// The batched ops share their rounds: AppendBatch is timed once, and
+	// both of its rows compare it with a base timed beside it.
+	batched, err := s.group(ctx, BatchSize,
+		timed{"Log.AppendBatch", func() Op { return LogAppendBatch(n.Log) }},
+		timed{"js.PublishMsgAsync", func() Op { return RawPublishAsync(n.JS) }},
+		timed{"Log.AppendMany", func() Op { return LogAppendMany(n.Log) }},
+		timed{"raw atomic batch", func() Op { return RawAtomicBatch(n.JS) }})
 	if err != nil {
 		return nil, err
 	}
-	many, err := s.pair(ctx, "Log.AppendMany", func() Op { return LogAppendMany(n.Log) }, "js.PublishMsgAsync", func() Op { return RawPublishAsync(n.JS) }, BatchSize)
-	if err != nil {
-		return nil, err
-	}
-	atomic, err := s.pair(ctx, "Log.AppendBatch", func() Op { return LogAppendBatch(n.Log) }, "raw atomic batch", func() Op { return RawAtomicBatch(n.JS) }, BatchSize)
-	if err != nil {
-		return nil, err
-	}
-	one.Name, one.Target = "append: Log.Append, one at a time", "≥ 0.80×"
-	one.Check(one.Ratio() >= 0.8)
+	appendOne := one.row(0, 1)
+	appendOne.Name, appendOne.Target = "append: Log.Append, one at a time", "≥ 0.80×"
+	appendOne.Check(appendOne.Ratio() >= 0.8)
+	batch := batched.row(0, 1)
 	batch.Name, batch.Target = fmt.Sprintf("append: Log.AppendBatch, %d per batch", BatchSize), "≥ 0.80×"
 	batch.Check(batch.Ratio() >= 0.8)
+	atomic := batched.row(0, 3)
 	atomic.Name, atomic.Status = "append: Log.AppendBatch vs raw atomic batch", StatusNone
 	atomic.Note = "what AppendBatch asks of JetStream without fleetd's code: shows how much of the batched row is the server's atomic-batch staging"
 	atomic.Ratio()
+	many := batched.row(2, 1)
 	many.Name, many.Target = fmt.Sprintf("append: Log.AppendMany (not atomic), %d per call", BatchSize), "≥ 0.80×"
 	many.Note = "the bulk path without all-or-none: each event's id is its dedupe key, so a retry stores only what is missing"
 	many.Check(many.Ratio() >= 0.8)
-	return []Row{one, batch, many, atomic}, nil
+	return []Row{appendOne, batch, many, atomic}, nil
 }
 
-// pairRounds is how many rounds pair times each op in.
+// pairRounds is how many rounds group times each op in.
 const pairRounds = 4
 
-// pair times op against its base in pairRounds alternating rounds (base
-// then op, op then base, …) of half the bench time each, and gives a row
-// of the median rates (events a second), its N the events op stored.
+// timed is an op of a group, by name; mk makes it afresh for each round.
+type timed struct {
+	name string
+	mk   func() Op
+}
+
+// timings are a group's median rates (events a second), by op.
+type timings struct {
+	ops   []timed
+	rates []float64
+	n     []int // events each op stored
+}
+
+// row compares op i with op base: a row of their median rates, its N the
+// events op i stored.
+func (t timings) row(i, base int) Row {
+	return Row{N: t.n[i], Unit: UnitPerSec, P50: t.rates[i], Base: t.rates[base], BaseName: t.ops[base].name}
+}
+
+// group times ops beside each other in pairRounds rounds of half the
+// bench time each, every op once a round, each round's order turned by
+// one (two ops: a b, b a, a b, b a), and gives each op's median rate.
 // Timed one after the other, the later op pays for the stream the earlier
 // grew — its message-id dedupe window, its index — and a ratio measures
 // the order: Log.AppendMany timed last read 0.63× against a base timed
 // first, and 0.83× beside it. Each round makes its ops afresh: a raw op's
 // message ids count from 1 with it, and a second run of the same op would
 // be stored as duplicates.
-func (s stage) pair(ctx context.Context, name string, op func() Op, baseName string, base func() Op, perOp int) (Row, error) {
-	var rates, baseRates []float64
-	n := 0
+func (s stage) group(ctx context.Context, perOp int, ops ...timed) (timings, error) {
+	rates := make([][]float64, len(ops))
+	t := timings{ops: ops, rates: make([]float64, len(ops)), n: make([]int, len(ops))}
 	for round := range pairRounds {
-		order := []bool{false, true} // false: the base
-		if round%2 == 1 {
-			order = []bool{true, false}
-		}
-		for _, isOp := range order {
-			label, mk := baseName, base
-			if isOp {
-				label, mk = name, op
-			}
-			r, err := Run(ctx, max(s.Size.BenchTime/2, time.Millisecond), mk())
+		for k := range ops {
+			i := (k + round) % len(ops)
+			r, err := Run(ctx, max(s.Size.BenchTime/2, time.Millisecond), ops[i].mk())
 			if err != nil {
-				return Row{}, fmt.Errorf("benchmark %s: %w", label, err)
+				return timings{}, fmt.Errorf("benchmark %s: %w", ops[i].name, err)
 			}
-			s.progress("%s, round %d: %d ops, %.0f ev/s", label, round+1, r.N, r.PerSecond(perOp))
-			if isOp {
-				rates, n = append(rates, r.PerSecond(perOp)), n+r.N*perOp
-			} else {
-				baseRates = append(baseRates, r.PerSecond(perOp))
-			}
+			s.progress("%s, round %d: %d ops, %.0f ev/s", ops[i].name, round+1, r.N, r.PerSecond(perOp))
+			rates[i] = append(rates[i], r.PerSecond(perOp))
+			t.n[i] += r.N * perOp
 		}
 	}
-	return Row{N: n, Unit: UnitPerSec, P50: medianOf(rates), Base: medianOf(baseRates), BaseName: baseName}, nil
+	for i := range ops {
+		t.rates[i] = medianOf(rates[i])
+	}
+	return t, nil
 }
 
 // medianOf is the median of vs (the mean of the middle two of an even
