@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge"
@@ -354,6 +357,37 @@ func TestAdoptedPaneCrossingBoundaryIsReported(t *testing.T) {
 	})
 	if v := ev.Data.(events.AgentStatusChanged).Violation; !contains(v, "ANTHROPIC_BASE_URL") {
 		t.Errorf("violation %q does not name ANTHROPIC_BASE_URL", v)
+	}
+}
+
+// Agents that herdr reports one after another (as it does a hundred
+// starting) are checked together: every crossing is still reported, by
+// passes over /proc at least a second apart rather than one per agent.
+func TestBoundaryChecksOfAgentsComingTogetherShareTheirPasses(t *testing.T) {
+	f := newFleet(t)
+	m := herdrbridge.NewMetrics()
+	began := time.Now()
+	f.start(func(c *herdrbridge.BridgeConfig) { c.Metrics = m })
+	b := f.newBridge(nil)
+	ctx := context.Background()
+	const n = 8
+	for i := range n {
+		p := herdrapitest.Spawn(t, f.herdr, herdrtest.PaneSpec{Argv: herdrapitest.AgentScript(quickAgent), Env: map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
+		if _, err := b.Adopt(ctx, p.ID, fmt.Sprintf("w-%d", i+1), "w-claude"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond) // apart, as herdr reports agents starting
+	}
+	for i := range n {
+		f.waitEvent(fmt.Sprintf("fleet.agent.w-%d.status", i+1), func(ev events.Event) bool {
+			return contains(ev.Data.(events.AgentStatusChanged).Violation, "ANTHROPIC_BASE_URL")
+		})
+	}
+	// One pass when the bridge connected, then at most one a second;
+	// one per agent (and per herdr event about it) would be n or more.
+	checks, took := testutil.ToFloat64(m.BoundaryChecks), time.Since(began)
+	if most := 2 + math.Floor(took.Seconds()); checks > most || checks < 1 {
+		t.Errorf("%v passes over /proc for %d agents in %s; want at most %v", checks, n, took.Round(time.Millisecond), most)
 	}
 }
 

@@ -20,6 +20,10 @@ type Metrics struct {
 	// waits for a screen read before it is typed and for the prompt.
 	HerdrDuration *prometheus.HistogramVec
 	TurnsTyped    prometheus.Counter
+	// BoundaryChecks counts the passes over /proc that check the panes'
+	// environments against their roles' boundaries (each reads every
+	// process's environment on the machine).
+	BoundaryChecks prometheus.Counter
 
 	requests atomic.Uint64
 }
@@ -48,12 +52,15 @@ func NewMetrics() *Metrics {
 		TurnsTyped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fleetd_turns_typed_total", Help: "Turns this gateway typed into its agents' panes.",
 		}),
+		BoundaryChecks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fleetd_boundary_checks_total", Help: "Passes over /proc checking this gateway's panes' environments against their roles' boundaries.",
+		}),
 	}
 }
 
 // Collectors lists the series to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.HerdrRequests, m.HerdrDuration, m.TurnsTyped}
+	return []prometheus.Collector{m.HerdrRequests, m.HerdrDuration, m.TurnsTyped, m.BoundaryChecks}
 }
 
 // ClientOptions are the herdrapi options that count and time a Client's

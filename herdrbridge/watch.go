@@ -126,6 +126,8 @@ func (b *Bridge) session(ctx context.Context) error {
 		return err
 	}
 	b.checkBoundaries(ctx, boundary)
+	lastCheck := time.Now()
+	var checkDue <-chan time.Time // set while a check waits out boundaryEvery
 	b.mu.Lock()
 	b.herdr = linkUp
 	b.notifyLocked()
@@ -155,18 +157,37 @@ func (b *Bridge) session(ctx context.Context) error {
 				return err
 			}
 		case <-ch:
+		case <-checkDue:
+			checkDue = nil
 		case <-ctx.Done():
 			return nil
 		}
 		if err := b.reconcile(sctx, subs, statuses, &fwd, boundary); err != nil {
 			return err
 		}
-		if len(boundary) > 0 && len(lc.Events()) == 0 {
-			// No more of the burst is waiting to be handled.
-			b.checkBoundaries(ctx, boundary)
+		if len(boundary) > 0 && len(lc.Events()) == 0 && checkDue == nil {
+			// No more of the burst is waiting to be handled; but herdr
+			// hands out a lifecycle subscription's events a few a second,
+			// so a hundred agents starting come as a hundred bursts of
+			// one: a check waits out boundaryEvery after the last.
+			if wait := boundaryEvery - time.Since(lastCheck); wait > 0 {
+				checkDue = time.After(wait)
+			} else {
+				b.checkBoundaries(ctx, boundary)
+				lastCheck = time.Now()
+			}
 		}
 	}
 }
+
+// boundaryEvery is the least time between two boundary checks of a host's
+// panes. A check reads the environment of every process on the machine
+// (hundreds: milliseconds of CPU); with one per herdr event, a hundred
+// agents starting cost a scan each, for the ten seconds and more herdr
+// takes to report them, beside the agents' own start. A check reports a
+// crossing; it does not hold a turn back (a spawn refuses one before
+// herdr is asked), so a second's wait costs nothing.
+const boundaryEvery = time.Second
 
 // ownedAgents copies the agents this bridge delivers to.
 func (b *Bridge) ownedAgents() []agentState {
@@ -578,6 +599,7 @@ func (b *Bridge) checkBoundaries(ctx context.Context, pending map[string]bool) {
 		return
 	}
 	procs := scanPanes(b.cfg.ProcRoot, b.client.Path(), panes)
+	b.cfg.Metrics.BoundaryChecks.Inc()
 	for _, c := range checks {
 		envs := foregroundEnvs(procs[c.pane])
 		if c.role.Sandbox != "" {
