@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,9 @@ type fabricRun struct {
 	herdr  *herdrapi.Client
 	stream jetstream.Stream
 	reg    *events.Registry
+	// herdrPID and leadPID are herdr's and the lead's processes (herdr's
+	// panes, the agents and their hooks, are under it).
+	herdrPID, leadPID int
 }
 
 // fabric: whole turns through the real fleetd (herdr panes, hooks, shim),
@@ -100,7 +104,8 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	defer lead.close()
-	r := &fabricRun{stage: s, fab: fab, lead: lead, herdr: herdrapi.New(hp.path), stream: st, reg: events.NewRegistry()}
+	r := &fabricRun{stage: s, fab: fab, lead: lead, herdr: herdrapi.New(hp.path), stream: st, reg: events.NewRegistry(),
+		herdrPID: hp.cmd.Process.Pid, leadPID: lead.cmd.Process.Pid}
 
 	specs := []demo.AgentSpec{{Role: "w-sim", Name: "w-sim-1", Cwd: work}}
 	if claude {
@@ -493,7 +498,13 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 		// by the lead's clock.
 		start, end time.Time
 	)
+	// The gateway's CPU with the agents idle, for the same work it does
+	// beside a fan-out's turns (herdr's events, the views' flushes).
+	idle0 := selfCPU()
+	sleep(ctx, idleWindow)
+	idle := selfCPU() - idle0
 	reads := r.fab.Gateway.HerdrMetrics().Took(methodRead)
+	cpu0 := r.cpuNow()
 	for i, a := range names {
 		wg.Go(func() {
 			env, t0, t1, err := r.lead.send(ctx, leadshim.Message{To: a, Text: fmt.Sprintf("fan-out task %d", i+1), Timeout: "5m"})
@@ -519,6 +530,10 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 		return nil, fmt.Errorf("fan-out: %w", errors.Join(errs...))
 	}
 	wall := end.Sub(start)
+	// A Stop hook may still be exiting when its reply reaches the lead:
+	// give the agents a moment to reap the last ones.
+	sleep(ctx, 200*time.Millisecond)
+	cpuRows := cpuRows(k, wall, cpu0, r.cpuNow(), idle)
 	read := r.fab.Gateway.HerdrMetrics().Took(methodRead)
 	read.Calls, read.Total = read.Calls-reads.Calls, read.Total-reads.Total
 	// Where the time went: when fleetd had typed every turn, and when the
@@ -559,7 +574,51 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 		P50: Ms(toCaller.P50()), P99: Ms(toCaller.P99()), Target: "all ≤ 5ms",
 		Note: fmt.Sprintf("each reply's replied event stored → its POST /message answered, while the other agents work and reply; the slowest %s", fmtMs(toCaller.Pct(1)))}
 	callerRow.Check(Ms(toCaller.Pct(1)) <= 5)
-	return []Row{row, typedRow, callerRow}, nil
+	return append([]Row{row, typedRow, callerRow}, cpuRows...), nil
+}
+
+// cpuSample is the CPU used so far by the fan-out's processes: this one
+// (the gateway and its embedded NATS), herdr's tree (herdr, and under it
+// the panes: the agents and the hooks they run) and the lead.
+type cpuSample struct {
+	gateway time.Duration
+	herdr   cpuTree
+	lead    procCPU
+}
+
+func (r *fabricRun) cpuNow() cpuSample {
+	lead, _, _ := readProcCPU("/proc", r.leadPID)
+	return cpuSample{gateway: selfCPU(), herdr: readCPUTree("/proc", r.herdrPID), lead: lead}
+}
+
+// idleWindow is how long the fan-out times the gateway's CPU with its
+// agents idle, before the turns.
+const idleWindow = 2 * time.Second
+
+// cpuRows split the CPU the fan-out's k turns used between fleetd — the
+// gateway, and the hooks the agents run (exec'd fleetd, each reaped by
+// its agent) — and what is not fleetd: the agents' own processes, herdr
+// and the lead, per turn, beside what the cores had in the wall time.
+// The gateway's row has a baseline: its CPU in idleWindow with the agents
+// idle (idle), scaled to the fan-out's wall time.
+func cpuRows(k int, wall time.Duration, before, after cpuSample, idle time.Duration) []Row {
+	herdr, agents, hooks := after.herdr.since(before.herdr)
+	gw := after.gateway - before.gateway
+	lead := after.lead.self - before.lead.self
+	per := func(d time.Duration) float64 { return Ms(d) / float64(k) }
+	cores := time.Duration(runtime.NumCPU()) * wall
+	note := fmt.Sprintf("CPU per turn over the fan-out (first POST → last reply, %s on %d cores: %s a turn to share): the gateway (with its NATS) %s, the agents' hooks (fleetd hook, exec'd) %s, the agents' own processes %s, herdr %s, the lead %s; read from getrusage and /proc (hooks: their agents' reaped children, in 10 ms ticks)",
+		wall.Round(time.Millisecond), runtime.NumCPU(), fmtMs(cores/time.Duration(k)), fmtMs(gw/time.Duration(k)), fmtMs(hooks/time.Duration(k)),
+		fmtMs(agents/time.Duration(k)), fmtMs(herdr/time.Duration(k)), fmtMs(lead/time.Duration(k)))
+	gwRow := Row{Name: "fan-out: CPU per turn, the gateway (with its NATS)", N: k, Unit: UnitMs, P50: per(gw), Status: StatusNone, Note: note,
+		Base: per(time.Duration(float64(idle) * wall.Seconds() / idleWindow.Seconds())), BaseName: "idle for as long"}
+	gwRow.Delta()
+	return []Row{gwRow,
+		{Name: "fan-out: CPU per turn, the agents' hooks (fleetd hook)", N: k, Unit: UnitMs, P50: per(hooks), Status: StatusNone,
+			Note: "each turn runs two (UserPromptSubmit, Stop) on its agent's path; the split is in the row above's note"},
+		{Name: "fan-out: CPU per turn, not fleetd (agents, herdr, lead)", N: k, Unit: UnitMs, P50: per(agents + herdr + lead), Status: StatusNone,
+			Note: "the simulated agents' own processes, herdr and the lead process"},
+	}
 }
 
 // hookRuns execs `fleetd hook stop` as Claude Code runs it, with a
