@@ -603,20 +603,20 @@ const idleWindow = 2 * time.Second
 // idle (idle), scaled to the fan-out's wall time.
 func cpuRows(k int, wall time.Duration, before, after cpuSample, idle time.Duration) []Row {
 	herdr, agents, hooks := after.herdr.since(before.herdr)
-	gw := after.gateway - before.gateway
-	lead := after.lead.self - before.lead.self
-	per := func(d time.Duration) float64 { return Ms(d) / float64(k) }
-	cores := time.Duration(runtime.NumCPU()) * wall
+	each := func(d time.Duration) time.Duration { return d / time.Duration(k) }
+	gw, lead := each(after.gateway-before.gateway), each(after.lead.self-before.lead.self)
+	herdr, agents, hooks = each(herdr), each(agents), each(hooks)
+	cores := each(time.Duration(runtime.NumCPU()) * wall)
+	idleAsLong := each(time.Duration(float64(idle) * wall.Seconds() / idleWindow.Seconds()))
 	note := fmt.Sprintf("CPU per turn over the fan-out (first POST → last reply, %s on %d cores: %s a turn to share): the gateway (with its NATS) %s, the agents' hooks (fleetd hook, exec'd) %s, the agents' own processes %s, herdr %s, the lead %s; read from getrusage and /proc (hooks: their agents' reaped children, in 10 ms ticks)",
-		wall.Round(time.Millisecond), runtime.NumCPU(), fmtMs(cores/time.Duration(k)), fmtMs(gw/time.Duration(k)), fmtMs(hooks/time.Duration(k)),
-		fmtMs(agents/time.Duration(k)), fmtMs(herdr/time.Duration(k)), fmtMs(lead/time.Duration(k)))
-	gwRow := Row{Name: "fan-out: CPU per turn, the gateway (with its NATS)", N: k, Unit: UnitMs, P50: per(gw), Status: StatusNone, Note: note,
-		Base: per(time.Duration(float64(idle) * wall.Seconds() / idleWindow.Seconds())), BaseName: "idle for as long"}
+		wall.Round(time.Millisecond), runtime.NumCPU(), fmtMs(cores), fmtMs(gw), fmtMs(hooks), fmtMs(agents), fmtMs(herdr), fmtMs(lead))
+	gwRow := Row{Name: "fan-out: CPU per turn, the gateway (with its NATS)", N: k, Unit: UnitMs, P50: Ms(gw), Status: StatusNone, Note: note,
+		Base: Ms(idleAsLong), BaseName: "idle for as long"}
 	gwRow.Delta()
 	return []Row{gwRow,
-		{Name: "fan-out: CPU per turn, the agents' hooks (fleetd hook)", N: k, Unit: UnitMs, P50: per(hooks), Status: StatusNone,
+		{Name: "fan-out: CPU per turn, the agents' hooks (fleetd hook)", N: k, Unit: UnitMs, P50: Ms(hooks), Status: StatusNone,
 			Note: "each turn runs two (UserPromptSubmit, Stop) on its agent's path; the split is in the row above's note"},
-		{Name: "fan-out: CPU per turn, not fleetd (agents, herdr, lead)", N: k, Unit: UnitMs, P50: per(agents + herdr + lead), Status: StatusNone,
+		{Name: "fan-out: CPU per turn, not fleetd (agents, herdr, lead)", N: k, Unit: UnitMs, P50: Ms(agents + herdr + lead), Status: StatusNone,
 			Note: "the simulated agents' own processes, herdr and the lead process"},
 	}
 }
