@@ -106,8 +106,10 @@ func (t cpuTree) since(before cpuTree) (root, own, reaped time.Duration) {
 	return root, own, reaped
 }
 
-// selfCPU is the CPU this process has used, every thread's.
-func selfCPU() time.Duration {
+// ProcessCPU is the CPU this process has used (user and system), every
+// thread's: with a benchmark's wall time, what its work cost over both
+// cores.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

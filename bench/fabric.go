@@ -500,9 +500,9 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 	)
 	// The gateway's CPU with the agents idle, for the same work it does
 	// beside a fan-out's turns (herdr's events, the views' flushes).
-	idle0 := selfCPU()
+	idle0 := ProcessCPU()
 	sleep(ctx, idleWindow)
-	idle := selfCPU() - idle0
+	idle := ProcessCPU() - idle0
 	reads := r.fab.Gateway.HerdrMetrics().Took(methodRead)
 	cpu0 := r.cpuNow()
 	for i, a := range names {
@@ -533,7 +533,7 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 	// A Stop hook may still be exiting when its reply reaches the lead:
 	// give the agents a moment to reap the last ones.
 	sleep(ctx, 200*time.Millisecond)
-	cpuRows := cpuRows(k, wall, cpu0, r.cpuNow(), idle)
+	cpu := cpuRows(k, wall, cpu0, r.cpuNow(), idle)
 	read := r.fab.Gateway.HerdrMetrics().Took(methodRead)
 	read.Calls, read.Total = read.Calls-reads.Calls, read.Total-reads.Total
 	// Where the time went: when fleetd had typed every turn, and when the
@@ -574,7 +574,7 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 		P50: Ms(toCaller.P50()), P99: Ms(toCaller.P99()), Target: "all ≤ 5ms",
 		Note: fmt.Sprintf("each reply's replied event stored → its POST /message answered, while the other agents work and reply; the slowest %s", fmtMs(toCaller.Pct(1)))}
 	callerRow.Check(Ms(toCaller.Pct(1)) <= 5)
-	return append([]Row{row, typedRow, callerRow}, cpuRows...), nil
+	return append([]Row{row, typedRow, callerRow}, cpu...), nil
 }
 
 // cpuSample is the CPU used so far by the fan-out's processes: this one
@@ -588,7 +588,7 @@ type cpuSample struct {
 
 func (r *fabricRun) cpuNow() cpuSample {
 	lead, _, _ := readProcCPU("/proc", r.leadPID)
-	return cpuSample{gateway: selfCPU(), herdr: readCPUTree("/proc", r.herdrPID), lead: lead}
+	return cpuSample{gateway: ProcessCPU(), herdr: readCPUTree("/proc", r.herdrPID), lead: lead}
 }
 
 // idleWindow is how long the fan-out times the gateway's CPU with its

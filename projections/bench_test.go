@@ -3,13 +3,10 @@ package projections_test
 import (
 	"context"
 	"flag"
-	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
+	"github.com/fleetd/fleetd/bench"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/projections/projectionstest"
@@ -39,9 +36,9 @@ func BenchmarkRebuild(b *testing.B) {
 	var cpu0 time.Duration
 	perSec := func(b *testing.B, n uint64) {
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(n)/float64(b.N), "cpu-ns/event")
+		b.ReportMetric(float64(bench.ProcessCPU()-cpu0)/float64(n)/float64(b.N), "cpu-ns/event")
 	}
-	start := func() { cpu0 = cpuTime() }
+	start := func() { cpu0 = bench.ProcessCPU() }
 
 	b.Run("fold", func(b *testing.B) {
 		start()
@@ -75,49 +72,14 @@ func BenchmarkRebuild(b *testing.B) {
 	b.Run("raw", func(b *testing.B) {
 		start()
 		for b.Loop() {
-			if got := rawRead(b, e.js); got != msgs {
+			_, got, err := bench.RawRead(ctx, e.js)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if uint64(got) != msgs {
 				b.Fatalf("read %d of %d", got, msgs)
 			}
 		}
 		perSec(b, msgs)
 	})
-}
-
-// rawRead reads the whole stream through an ordered consumer, without
-// decoding.
-func rawRead(b *testing.B, js jetstream.JetStream) uint64 {
-	ctx := context.Background()
-	c, err := js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	it, err := c.Messages(jetstream.PullMaxMessages(512))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer it.Stop()
-	var n uint64
-	for {
-		m, err := it.Next()
-		if err != nil {
-			b.Fatal(fmt.Errorf("raw read: %w", err))
-		}
-		n++
-		md, err := m.Metadata()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if md.NumPending == 0 {
-			return n
-		}
-	}
-}
-
-// cpuTime is the CPU time (user and system) the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

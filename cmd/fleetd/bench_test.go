@@ -34,7 +34,8 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	want := []string{
 		"whole turn: sim-agent", "agent floor: sim-agent", "events per turn: sim-agent", "herdr screen reads per turn, time: sim-agent", "completion:",
 		"fabric overhead per turn", "log hop:", "process hop: log hop after a pause", "process hop: HTTP request", "process hop: herdr call", "whole turn: real Claude Code", "fan-out:", "hook:",
-		"append: Log.Append,", "append: Log.AppendBatch,", "rebuild: projection fold", "roster: GET /roster",
+		"fan-out: CPU per turn, the gateway", "fan-out: CPU per turn, the agents' hooks", "fan-out: CPU per turn, not fleetd",
+		"append: Log.Append,", "append: Log.AppendBatch,", "append: Log.AppendMany", "append: Log.AppendBatch vs raw atomic batch", "rebuild: projection fold", "roster: GET /roster",
 		"roster: Views.Roster,", "roster: Views.Roster after a change", "memory: gateway RSS", "memory: heap after", "restart: fleetd up ready",
 	}
 	for _, prefix := range want {
@@ -60,8 +61,12 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 		}
 	}
 	// The restart is set beside the embedded server started alone on the
-	// same store, so fleetd's own share of it shows.
+	// same store, so fleetd's own share of it shows; the fan-out's gateway
+	// CPU beside the gateway idle for as long.
 	for _, r := range rep.Rows {
+		if strings.HasPrefix(r.Name, "fan-out: CPU per turn, the gateway") && (r.Base <= 0 || r.BaseName != "idle for as long") {
+			t.Errorf("row %q (sync %v): baseline %v %q, want the gateway idle for as long", r.Name, r.Sync, r.Base, r.BaseName)
+		}
 		if strings.HasPrefix(r.Name, "restart: fleetd up ready") && (r.Base <= 0 || r.BaseName != "NATS alone") {
 			t.Errorf("row %q (sync %v): baseline %v %q, want the embedded server alone", r.Name, r.Sync, r.Base, r.BaseName)
 		}
