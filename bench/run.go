@@ -40,12 +40,16 @@ type Size struct {
 	// alike: the views' writes go in atomic batches on a syncing store, so
 	// it no longer needs a smaller log, whose fixed costs (the buckets,
 	// every agent's row and the last checkpoint) hid the fold's rate.
-	Rebuild   int
-	Hosts     int
-	Agents    int
-	Queries   int // roster queries, in-process and over HTTP
-	TurnsLow  int // synthetic turns before the first memory reading
-	TurnsHigh int // … and before the second
+	Rebuild int
+	// PastWindow also times a restart once the log is older than the
+	// stream's dedupe window (a wait of up to that window after the
+	// fill), as a data dir that was not just written is restarted.
+	PastWindow bool
+	Hosts      int
+	Agents     int
+	Queries    int // roster queries, in-process and over HTTP
+	TurnsLow   int // synthetic turns before the first memory reading
+	TurnsHigh  int // … and before the second
 }
 
 // SizeNamed returns the size called full (the default), quick (under two
@@ -54,7 +58,7 @@ func SizeNamed(name string) (Size, bool) {
 	switch name {
 	case "full":
 		return Size{Name: "full", Turns: 20, ClaudeTurns: 10, HookRuns: 20, FanOut: 100, Think: 2 * time.Second, RoundTrips: 2000,
-			BenchTime: time.Second, Rebuild: 1_000_000, Hosts: 10, Agents: 1000, Queries: 2000,
+			BenchTime: time.Second, Rebuild: 1_000_000, PastWindow: true, Hosts: 10, Agents: 1000, Queries: 2000,
 			TurnsLow: 10_000, TurnsHigh: 100_000}, true
 	case "quick":
 		return Size{Name: "quick", Turns: 10, ClaudeTurns: 3, HookRuns: 10, FanOut: 20, Think: time.Second, RoundTrips: 500,
