@@ -1,18 +1,14 @@
 package bench
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
-)
 
-// clockTick is the unit of /proc/<pid>/stat's CPU times: USER_HZ, 100 on
-// every Linux architecture Go supports.
-const clockTick = 10 * time.Millisecond
+	"github.com/fleetd/fleetd/internal/proc"
+)
 
 // procCPU is the CPU a process has used (user and system), and that of
 // the children it has waited for: a child's time, its own children's
@@ -23,28 +19,11 @@ type procCPU struct {
 
 // readProcCPU reads pid's CPU and its parent from procRoot (/proc).
 func readProcCPU(procRoot string, pid int) (cpu procCPU, ppid int, ok bool) {
-	raw, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
-	if err != nil {
+	st, ok := proc.ReadStat(filepath.Join(procRoot, strconv.Itoa(pid)))
+	if !ok {
 		return procCPU{}, 0, false
 	}
-	// The command name, in parentheses, may hold spaces: fields count
-	// from its closing parenthesis (state is field 3, ppid 4, utime 14,
-	// stime 15, cutime 16, cstime 17).
-	end := bytes.LastIndexByte(raw, ')')
-	if end < 0 {
-		return procCPU{}, 0, false
-	}
-	f := strings.Fields(string(raw[end+1:]))
-	if len(f) < 15 {
-		return procCPU{}, 0, false
-	}
-	var n [5]int64
-	for i, k := range []int{1, 11, 12, 13, 14} {
-		if n[i], err = strconv.ParseInt(f[k], 10, 64); err != nil {
-			return procCPU{}, 0, false
-		}
-	}
-	return procCPU{self: time.Duration(n[1]+n[2]) * clockTick, reaped: time.Duration(n[3]+n[4]) * clockTick}, int(n[0]), true
+	return procCPU{self: st.CPU(), reaped: st.Reaped()}, st.PPID, true
 }
 
 // cpuTree is the CPU of a process and of every process under it, by pid.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/fleetd/fleetd/internal/proc"
 )
 
 // writeStat writes a /proc/<pid>/stat under root with the given parent
@@ -52,7 +54,7 @@ func TestCPUTreeSplitsTheRootItsDescendantsAndWhatTheyReaped(t *testing.T) {
 	writeStat(t, root, 10, 1, [4]int{7, 5, 0, 0})
 	writeStat(t, root, 99, 1, [4]int{90, 90, 0, 0})
 	herdr, own, reaped := readCPUTree(root, 10).since(before)
-	if herdr != 2*clockTick || own != 3*clockTick || reaped != 10*clockTick {
+	if herdr != 2*proc.ClockTick || own != 3*proc.ClockTick || reaped != 10*proc.ClockTick {
 		t.Errorf("herdr %s, own %s, reaped %s; want 20ms, 30ms (the agent's 2 ticks, the new hook's 1), 100ms", herdr, own, reaped)
 	}
 }

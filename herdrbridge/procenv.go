@@ -7,20 +7,21 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/fleetd/fleetd/internal/proc"
 )
 
 // paneProc is one process of a pane, as /proc shows it.
 type paneProc struct {
 	dir  string
 	env  map[string]string
-	stat procStat
+	stat proc.Stat
 }
 
 // foreground reports whether the process is in its terminal's foreground
 // process group.
-func (p paneProc) foreground() bool { return p.stat.pgrp == p.stat.tpgid }
+func (p paneProc) foreground() bool { return p.stat.PGRP == p.stat.TPGID }
 
 // paneProcs lists the processes of a pane of the herdr listening at socket,
 // read from procRoot (/proc). herdr does not expose a pane's processes,
@@ -54,7 +55,7 @@ func scanPanes(procRoot, socket string, panes map[string]bool) map[string][]pane
 		}
 		dir := filepath.Join(procRoot, d.Name())
 		var raw []byte
-		raw, buf, err = readProcFile(filepath.Join(dir, "environ"), buf)
+		raw, buf, err = proc.ReadFile(filepath.Join(dir, "environ"), buf)
 		if err != nil || !bytes.Contains(raw, needle) {
 			continue
 		}
@@ -63,41 +64,11 @@ func scanPanes(procRoot, socket string, panes map[string]bool) map[string][]pane
 		if !panes[pane] || env["HERDR_SOCKET_PATH"] != socket {
 			continue
 		}
-		if st, ok := readStat(dir); ok {
+		if st, ok := proc.ReadStat(dir); ok {
 			out[pane] = append(out[pane], paneProc{dir: dir, env: env, stat: st})
 		}
 	}
 	return out
-}
-
-// readProcFile reads a whole /proc file into buf (grown as needed) with
-// plain open, read and close: os.ReadFile's stat and the runtime poller's
-// setup of every file cost more than the read itself, and a scan reads a
-// file of every process on the machine. It returns the bytes read and the
-// buffer to use next.
-func readProcFile(path string, buf []byte) ([]byte, []byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, buf, err
-	}
-	defer syscall.Close(fd)
-	n := 0
-	for {
-		if n == len(buf) {
-			buf = append(buf, make([]byte, len(buf))...)
-		}
-		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, buf, err
-		}
-		if m == 0 {
-			return buf[:n], buf, nil
-		}
-		n += m
-	}
 }
 
 // foregroundEnvs returns the environments of the pane's foreground
@@ -134,41 +105,6 @@ var shells = map[string]bool{
 	"tcsh": true, "csh": true, "nu": true, "elvish": true, "xonsh": true, "pwsh": true, "ash": true, "busybox": true,
 }
 
-// procStat is what /proc/<pid>/stat says of one process.
-type procStat struct {
-	pid, ppid, pgrp, tpgid int
-	comm                   string
-	// start is the process's start time (clock ticks after boot): with
-	// the pid, it names one process, whatever pids are reused for later.
-	start uint64
-}
-
-func readStat(dir string) (procStat, bool) {
-	raw, _, err := readProcFile(filepath.Join(dir, "stat"), make([]byte, 512))
-	if err != nil {
-		return procStat{}, false
-	}
-	open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
-	if open < 0 || end < open {
-		return procStat{}, false
-	}
-	f := strings.Fields(string(raw[end+1:])) // state ppid pgrp session tty_nr tpgid …
-	if len(f) < 6 {
-		return procStat{}, false
-	}
-	var s procStat
-	var errs [4]error
-	s.pid, errs[0] = strconv.Atoi(strings.TrimSpace(string(raw[:open])))
-	s.ppid, errs[1] = strconv.Atoi(f[1])
-	s.pgrp, errs[2] = strconv.Atoi(f[2])
-	s.tpgid, errs[3] = strconv.Atoi(f[5])
-	s.comm = string(raw[open+1 : end])
-	if len(f) > 19 {
-		s.start, _ = strconv.ParseUint(f[19], 10, 64)
-	}
-	return s, errs == [4]error{}
-}
-
 // paneRoot finds the pane's first process: the one whose parent is not
 // of the pane. Whether it is a shell in the foreground says whether the
 // agent that ran in the pane has exited (anything typed would run as a
@@ -178,10 +114,10 @@ func paneRoot(procRoot, socket, pane string) (paneProc, bool) {
 	procs := paneProcs(procRoot, socket, pane)
 	pids := map[int]bool{}
 	for _, p := range procs {
-		pids[p.stat.pid] = true
+		pids[p.stat.PID] = true
 	}
 	for _, p := range procs {
-		if !pids[p.stat.ppid] {
+		if !pids[p.stat.PPID] {
 			return p, true
 		}
 	}
@@ -191,7 +127,7 @@ func paneRoot(procRoot, socket, pane string) (paneProc, bool) {
 // showsShell reports whether p, a pane's first process, is an
 // interactive shell in its terminal's foreground.
 func (p paneProc) showsShell() bool {
-	return shells[p.stat.comm] && interactive(p.dir) && p.foreground()
+	return shells[p.stat.Comm] && interactive(p.dir) && p.foreground()
 }
 
 // paneRoots remembers each pane's first process, so a check before every
@@ -221,7 +157,7 @@ func (r *paneRoots) showsShell(procRoot, socket, pane string) (shell, known bool
 	r.mu.Unlock()
 	if ok {
 		dir := filepath.Join(procRoot, strconv.Itoa(id.pid))
-		if st, ok := readStat(dir); ok && st.start == id.start {
+		if st, ok := proc.ReadStat(dir); ok && st.Start == id.start {
 			return paneProc{dir: dir, stat: st}.showsShell(), true
 		}
 	}
@@ -235,7 +171,7 @@ func (r *paneRoots) showsShell(procRoot, socket, pane string) (shell, known bool
 	if r.roots == nil {
 		r.roots = map[[2]string]procID{}
 	}
-	r.roots[key] = procID{root.stat.pid, root.stat.start}
+	r.roots[key] = procID{root.stat.PID, root.stat.Start}
 	return root.showsShell(), true
 }
 
@@ -243,7 +179,7 @@ func (r *paneRoots) showsShell(procRoot, socket, pane string) (shell, known bool
 // terminal: started with options only (herdr starts a pane's shell so),
 // not with -c or a script, which is a program of its own.
 func interactive(dir string) bool {
-	raw, _, err := readProcFile(filepath.Join(dir, "cmdline"), make([]byte, 512))
+	raw, _, err := proc.ReadFile(filepath.Join(dir, "cmdline"), make([]byte, 512))
 	if err != nil {
 		return false
 	}

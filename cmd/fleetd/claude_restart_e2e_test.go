@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
 	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/proc"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
@@ -149,23 +148,17 @@ func TestRealClaudeWorkerKilledIsRestartedAndResumesItsSession(t *testing.T) {
 // pane's shell — and waits until its shell has reaped it.
 func (f *claudeFleet) killClaude(t *testing.T, pane string) {
 	t.Helper()
-	type proc struct{ pid, ppid int }
-	var procs []proc
+	type pidParent struct{ pid, ppid int }
+	var procs []pidParent
 	links, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, l := range links {
 		env, err := os.ReadFile(l)
 		if err != nil || !bytes.Contains(env, []byte("HERDR_PANE_ID="+pane+"\x00")) || !bytes.Contains(env, []byte("HERDR_SOCKET_PATH="+f.herdr.Path()+"\x00")) {
 			continue
 		}
-		dir := filepath.Dir(l)
-		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-		if err != nil {
-			continue
+		if st, ok := proc.ReadStat(filepath.Dir(l)); ok {
+			procs = append(procs, pidParent{st.PID, st.PPID})
 		}
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		pid, _ := strconv.Atoi(filepath.Base(dir))
-		ppid, _ := strconv.Atoi(fields[1])
-		procs = append(procs, proc{pid, ppid})
 	}
 	isPane := map[int]bool{}
 	for _, p := range procs {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"github.com/fleetd/fleetd/internal/proc"
 )
 
 type pane struct {
@@ -383,12 +385,8 @@ grace:
 // alive reports whether process pid runs: it exists and is not a zombie
 // waiting to be reaped.
 func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+	st, ok := proc.ReadStat("/proc/" + strconv.Itoa(pid))
+	return ok && st.Alive()
 }
 
 // signalGroups sends sig to each process group.
