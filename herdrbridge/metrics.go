@@ -2,6 +2,7 @@ package herdrbridge
 
 import (
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -84,13 +85,24 @@ func (m *Metrics) Timed(method string, took time.Duration) {
 func (m *Metrics) Requests() uint64 { return m.requests.Load() }
 
 // Took is what the calls of method took so far, read from HerdrDuration's
-// count and sum (asking makes the method's series, empty until called).
+// count and sum. It reads the series there are and makes none: asking of
+// a method never called leaves /metrics as it was.
 func (m *Metrics) Took(method string) Took {
-	h, err := m.HerdrDuration.GetMetricWithLabelValues(method)
-	var d dto.Metric
-	if err != nil || h.(prometheus.Histogram).Write(&d) != nil {
-		return Took{}
+	ch := make(chan prometheus.Metric, 16)
+	go func() {
+		m.HerdrDuration.Collect(ch)
+		close(ch)
+	}()
+	var t Took
+	for pm := range ch {
+		var d dto.Metric
+		if pm.Write(&d) != nil || !slices.ContainsFunc(d.GetLabel(), func(l *dto.LabelPair) bool {
+			return l.GetName() == "method" && l.GetValue() == method
+		}) {
+			continue
+		}
+		t = Took{Calls: d.GetHistogram().GetSampleCount(),
+			Total: time.Duration(math.Round(d.GetHistogram().GetSampleSum() * float64(time.Second)))}
 	}
-	return Took{Calls: d.GetHistogram().GetSampleCount(),
-		Total: time.Duration(math.Round(d.GetHistogram().GetSampleSum() * float64(time.Second)))}
+	return t
 }

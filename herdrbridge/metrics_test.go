@@ -29,4 +29,11 @@ func TestMetricsTimeHerdrCallsByMethod(t *testing.T) {
 	if got := m.Took("pane.get"); got != (Took{}) {
 		t.Errorf("Took of a method never called = %+v, want zero", got)
 	}
+	// … and asking made no series of it.
+	ch = make(chan prometheus.Metric, 10)
+	m.HerdrDuration.Collect(ch)
+	close(ch)
+	if n := len(ch); n != 2 {
+		t.Errorf("%d histogram series after Took(pane.get), want still 2", n)
+	}
 }
