@@ -169,6 +169,13 @@ type Options struct {
 	// a consumer that keeps breaking is worth knowing about. It must not
 	// block.
 	OnResume func(filters []string, cause error)
+	// OnRetry hears that making a reader's consumer went unanswered or
+	// found no JetStream, and is being tried again (right after a cluster
+	// member died, until a new meta leader is elected; a server still
+	// starting): the first time, then every RetryEvery of trying, with
+	// how long the read has waited so far, e.g. to log it — the read
+	// itself waits for as long as its ctx lets it. It must not block.
+	OnRetry func(filters []string, waited time.Duration, err error)
 	// OnAppend hears the outcome of every Append and AppendBatch: nil, or
 	// the error as the caller gets it (ErrStoreFull, ErrStreamLost, …), so
 	// a health watcher learns of a full store from the writes themselves.

@@ -128,6 +128,10 @@ func (r *reader) config() jetstream.ConsumerConfig {
 	return cfg
 }
 
+// RetryEvery is how often Options.OnRetry hears of a read still trying
+// to make its consumer.
+const RetryEvery = 10 * time.Second
+
 // subscribe makes a consumer with cfg and starts pulling from it.
 // Creating a consumer needs the JetStream meta leader. Right after a
 // cluster member died the request can go unanswered until a new leader is
@@ -135,6 +139,7 @@ func (r *reader) config() jetstream.ConsumerConfig {
 // declares it gone; so it tries in short rounds within ctx, each
 // unanswered one under a new name.
 func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) error {
+	began, tell := time.Now(), time.Duration(0)
 	for {
 		try, cancel := context.WithTimeout(ctx, 2*time.Second)
 		c, err := r.l.js.CreateOrUpdateConsumer(try, Stream, cfg)
@@ -166,6 +171,10 @@ func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) er
 		retry := unanswered || errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, nats.ErrNoResponders)
 		if !retry || ctx.Err() != nil {
 			return fmt.Errorf("read %v: %w", r.filters, translate(err))
+		}
+		if waited := time.Since(began); waited >= tell && r.l.o.OnRetry != nil {
+			r.l.o.OnRetry(r.filters, waited, translate(err))
+			tell = waited + RetryEvery
 		}
 		if unanswered {
 			// The consumer may have been made, on a member that cannot

@@ -184,6 +184,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		OnResume: func(filters []string, cause error) {
 			g.log.Info("a log reader made its consumer again and reads on", "subjects", filters, "cause", cause)
 		},
+		OnRetry: func(filters []string, waited time.Duration, err error) {
+			g.log.Warn("a log reader cannot make its consumer yet; trying again", "subjects", filters, "waited", waited.Round(time.Millisecond), "err", err)
+		},
 		OnAppend: g.Watcher.Observe,
 		// The embedded server syncs each write with SyncAlways: appends
 		// made together (a fan-out's queued and typed events) are
