@@ -3,6 +3,8 @@ package events_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,9 +16,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // within fails the test unless fn returns within d.
@@ -391,28 +391,14 @@ func TestAFollowerWhoseConsumerIsDeletedReadsOnAndSaysSo(t *testing.T) {
 func TestAReadThatCannotMakeItsConsumerSaysItIsWaiting(t *testing.T) {
 	// A user who may do everything but make consumers: the server drops
 	// the create request, so it goes unanswered.
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
-		JetStream: true, StoreDir: t.TempDir(),
-		Users: []*server.User{{Username: "u", Password: "p", Permissions: &server.Permissions{
-			Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DURABLE.CREATE.>"}},
-		}}}})
-	if err != nil {
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(conf, []byte(`authorization { users = [ { user: u, password: p, permissions: {
+		publish: { allow: [">"], deny: ["$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DURABLE.CREATE.>"] } } } ] }`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	go srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(5 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("u", "p"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := natstest.Start(t, natstest.WithConfig(func(c *embeddednats.Config) { c.ConfigFile = conf }),
+		natstest.WithClientOptions(nats.UserInfo("u", "p"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})))
+	js := srv.JS
 	if _, err := events.EnsureStream(context.Background(), js, events.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
