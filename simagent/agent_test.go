@@ -288,9 +288,14 @@ func TestSimAgentFiresTheRealHooks(t *testing.T) {
 	if got := fmt.Sprint(types(evs[2:6])); got != "[fleet.agent.submitted fleet.agent.status:working fleet.agent.replied fleet.agent.status:idle]" {
 		t.Errorf("turn events = %s", got)
 	}
-	if !strings.Contains(term.output(), "● SIM: hello world") {
-		t.Errorf("the reply is not on screen")
-	}
+	// The agent draws the reply before its Stop hook runs, but this
+	// test's reader of the terminal may not have read it yet.
+	checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(term.output(), "● SIM: hello world") {
+			return errors.New("the reply is not on screen")
+		}
+		return nil
+	})
 
 	term.prompt(t, "break [fail]")
 	evs = waitEvents(t, log, 10)
