@@ -105,11 +105,15 @@ var shells = map[string]bool{
 	"tcsh": true, "csh": true, "nu": true, "elvish": true, "xonsh": true, "pwsh": true, "ash": true, "busybox": true,
 }
 
-// paneRoot finds the pane's first process: the one whose parent is not
-// of the pane. Whether it is a shell in the foreground says whether the
-// agent that ran in the pane has exited (anything typed would run as a
-// command); a pane whose first process is not an interactive shell (a
-// program launched directly, a script) never counts as showing one.
+// paneRoot finds the pane's first process: the one on the pane's
+// terminal whose parent is not of the pane. A process that carries the
+// pane's environment but left its terminal — a Stop hook's detached
+// finisher (claudehook.DetachFinisher: its own session, its parent gone)
+// — is not it, though its parent is not of the pane either. Whether the
+// first process is a shell in the foreground says whether the agent that
+// ran in the pane has exited (anything typed would run as a command); a
+// pane whose first process is not an interactive shell (a program
+// launched directly, a script) never counts as showing one.
 func paneRoot(procRoot, socket, pane string) (paneProc, bool) {
 	procs := paneProcs(procRoot, socket, pane)
 	pids := map[int]bool{}
@@ -117,7 +121,7 @@ func paneRoot(procRoot, socket, pane string) (paneProc, bool) {
 		pids[p.stat.PID] = true
 	}
 	for _, p := range procs {
-		if !pids[p.stat.PPID] {
+		if !pids[p.stat.PPID] && p.stat.TTY != 0 {
 			return p, true
 		}
 	}

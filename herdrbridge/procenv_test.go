@@ -28,6 +28,18 @@ func fakeProc(t *testing.T, root string, pid, ppid, pgrp, tpgid int, comm string
 	}
 }
 
+// fakeDetached writes the /proc entry of a Stop hook's detached finisher
+// in pane w1:p1: the pane's environment, init for a parent, a session of
+// its own and no controlling terminal.
+func fakeDetached(t *testing.T, root string, pid int) {
+	t.Helper()
+	fakeProc(t, root, pid, 1, pid, -1, "fleetd", "fleetd", "hook", "stop", "--finish", "/tmp/f.json")
+	stat := fmt.Sprintf("%d (fleetd) S 1 %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %d", pid, pid, pid, 5000+pid)
+	if err := os.WriteFile(filepath.Join(root, fmt.Sprint(pid), "stat"), []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPaneShowsShell(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -51,6 +63,20 @@ func TestPaneShowsShell(t *testing.T) {
 		{"the pane runs a script, not a shell", func(t *testing.T, r string) {
 			fakeProc(t, r, 100, 1, 100, 100, "sh", "sh", "-c", "while :; do read l; done")
 		}, false, true},
+		// A Stop hook's finisher outlives its hook, in a session of its
+		// own with no terminal and init for a parent: whether its pid
+		// comes before the shell's or after, the shell is the pane's.
+		{"the agent exited, a detached finisher before the shell", func(t *testing.T, r string) {
+			fakeProc(t, r, 100, 1, 100, 100, "bash", "bash")
+			fakeDetached(t, r, 10)
+		}, true, true},
+		{"the agent exited, a detached finisher after the shell", func(t *testing.T, r string) {
+			fakeProc(t, r, 100, 1, 100, 100, "bash", "bash")
+			fakeDetached(t, r, 300)
+		}, true, true},
+		{"only a detached finisher is left of the pane", func(t *testing.T, r string) {
+			fakeDetached(t, r, 300)
+		}, false, false},
 		{"nothing of the pane is visible", func(t *testing.T, r string) {}, false, false},
 	}
 	for _, tt := range tests {

@@ -156,7 +156,9 @@ func (f *claudeFleet) killClaude(t *testing.T, pane string) {
 		if err != nil || !bytes.Contains(env, []byte("HERDR_PANE_ID="+pane+"\x00")) || !bytes.Contains(env, []byte("HERDR_SOCKET_PATH="+f.herdr.Path()+"\x00")) {
 			continue
 		}
-		if st, ok := proc.ReadStat(filepath.Dir(l)); ok {
+		// Not a Stop hook's detached finisher: it carries the pane's
+		// environment, but in a session of its own, off the terminal.
+		if st, ok := proc.ReadStat(filepath.Dir(l)); ok && st.TTY != 0 {
 			procs = append(procs, pidParent{st.PID, st.PPID})
 		}
 	}

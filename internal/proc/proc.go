@@ -17,6 +17,10 @@ const ClockTick = 10 * time.Millisecond
 // reads of it.
 type Stat struct {
 	PID, PPID, PGRP int
+	// Session is the process's session; TTY its controlling terminal's
+	// device number, 0 for none (a daemon, a process that left its
+	// session with setsid).
+	Session, TTY int
 	// TPGID is the foreground process group of the process's terminal.
 	TPGID int
 	// Comm is the command name, without its parentheses.
@@ -46,7 +50,7 @@ func (s Stat) Reaped() time.Duration { return time.Duration(s.CUTime+s.CSTime) *
 
 // ParseStat parses a stat line. The command name, in parentheses, may
 // hold spaces and parentheses itself: the fields after it count from the
-// last closing parenthesis (state is field 3, ppid 4, pgrp 5, tpgid 8,
+// last closing parenthesis (state is field 3, ppid 4, pgrp 5, session 6, tty_nr 7, tpgid 8,
 // utime 14 … cstime 17, starttime 22). A line too short for cstime is
 // refused; one without a start time (only a hand-written one) has 0.
 func ParseStat(raw []byte) (Stat, bool) {
@@ -66,7 +70,7 @@ func ParseStat(raw []byte) (Stat, bool) {
 	for _, n := range []struct {
 		field int
 		to    *int
-	}{{1, &s.PPID}, {2, &s.PGRP}, {5, &s.TPGID}} {
+	}{{1, &s.PPID}, {2, &s.PGRP}, {3, &s.Session}, {4, &s.TTY}, {5, &s.TPGID}} {
 		if *n.to, err = strconv.Atoi(f[n.field]); err != nil {
 			return Stat{}, false
 		}

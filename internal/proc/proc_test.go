@@ -16,7 +16,7 @@ import (
 func TestParseStatCountsFieldsFromTheLastParenthesis(t *testing.T) {
 	raw := []byte("4242 (fleetd hook) x) S 17 4242 4242 34816 4300 4194560 100 0 0 0 7 3 20 5 20 0 1 0 98765 0 0\n")
 	got, ok := proc.ParseStat(raw)
-	want := proc.Stat{PID: 4242, PPID: 17, PGRP: 4242, TPGID: 4300, Comm: "fleetd hook) x", State: 'S', UTime: 7, STime: 3, CUTime: 20, CSTime: 5, Start: 98765}
+	want := proc.Stat{PID: 4242, PPID: 17, PGRP: 4242, Session: 4242, TTY: 34816, TPGID: 4300, Comm: "fleetd hook) x", State: 'S', UTime: 7, STime: 3, CUTime: 20, CSTime: 5, Start: 98765}
 	if !ok || got != want {
 		t.Fatalf("ParseStat = %+v, %v; want %+v", got, ok, want)
 	}
