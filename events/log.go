@@ -172,7 +172,7 @@ type Options struct {
 	// OnRetry hears that making a reader's consumer went unanswered or
 	// found no JetStream, and is being tried again (right after a cluster
 	// member died, until a new meta leader is elected; a server still
-	// starting): the first time, then every RetryEvery of trying, with
+	// starting): the first time, then every 10 s of trying, with
 	// how long the read has waited so far, e.g. to log it — the read
 	// itself waits for as long as its ctx lets it. It must not block.
 	OnRetry func(filters []string, waited time.Duration, err error)

@@ -3,11 +3,7 @@ package events_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +12,6 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
-	"github.com/nats-io/nats.go"
 )
 
 // within fails the test unless fn returns within d.
@@ -381,61 +376,5 @@ func TestAFollowerWhoseConsumerIsDeletedReadsOnAndSaysSo(t *testing.T) {
 		}
 	default:
 		t.Fatal("the follower made its consumer again without OnResume")
-	}
-}
-
-// A read whose consumer cannot be made — the create request goes
-// unanswered, as it does right after a cluster member died — keeps trying
-// within its ctx, and says so through OnRetry with why and how long it
-// has waited; then it ends with ctx's error.
-func TestAReadThatCannotMakeItsConsumerSaysItIsWaiting(t *testing.T) {
-	// A user who may do everything but make consumers: the server drops
-	// the create request, so it goes unanswered.
-	conf := filepath.Join(t.TempDir(), "nats.conf")
-	if err := os.WriteFile(conf, []byte(`authorization { users = [ { user: u, password: p, permissions: {
-		publish: { allow: [">"], deny: ["$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DURABLE.CREATE.>"] } } } ] }`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srv := natstest.Start(t, natstest.WithConfig(func(c *embeddednats.Config) { c.ConfigFile = conf }),
-		natstest.WithClientOptions(nats.UserInfo("u", "p"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})))
-	js := srv.JS
-	if _, err := events.EnsureStream(context.Background(), js, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	type retry struct {
-		filters []string
-		waited  time.Duration
-		err     error
-	}
-	var (
-		mu      sync.Mutex
-		retries []retry
-	)
-	log := events.New(js, events.Options{OnRetry: func(filters []string, waited time.Duration, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		retries = append(retries, retry{filters, waited, err})
-	}})
-	if _, err := log.Append(context.Background(), events.Event{Subject: "a-1", Data: events.AgentQueued{Text: "hello"}}); err != nil {
-		t.Fatal(err)
-	}
-	// Each attempt waits 2 s for its answer: the second is cut short.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	var readErr error
-	for _, err := range log.Read(ctx, events.Query{Subjects: []string{"fleet.agent.a-1.>"}}) {
-		readErr = err
-		break
-	}
-	if !errors.Is(readErr, context.DeadlineExceeded) {
-		t.Errorf("the read ended with %v, want its ctx's deadline", readErr)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(retries) != 1 {
-		t.Fatalf("OnRetry heard %d times, want once: %+v", len(retries), retries)
-	}
-	if r := retries[0]; !slices.Equal(r.filters, []string{"fleet.agent.a-1.>"}) || r.err == nil || r.waited < time.Second {
-		t.Errorf("OnRetry(%v, %s, %v); want the read's subjects, the first attempt's wait, and why", r.filters, r.waited, r.err)
 	}
 }

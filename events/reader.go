@@ -128,9 +128,13 @@ func (r *reader) config() jetstream.ConsumerConfig {
 	return cfg
 }
 
-// RetryEvery is how often Options.OnRetry hears of a read still trying
-// to make its consumer.
-const RetryEvery = 10 * time.Second
+// createWait is how long a consumer create may go unanswered before it
+// is asked again.
+const createWait = 2 * time.Second
+
+// retryEvery is how often Options.OnRetry hears of a read still trying
+// to make its consumer (a variable for the test of that spacing).
+var retryEvery = 10 * time.Second
 
 // subscribe makes a consumer with cfg and starts pulling from it.
 // Creating a consumer needs the JetStream meta leader. Right after a
@@ -141,7 +145,7 @@ const RetryEvery = 10 * time.Second
 func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) error {
 	began, tell := time.Now(), time.Duration(0)
 	for {
-		try, cancel := context.WithTimeout(ctx, 2*time.Second)
+		try, cancel := context.WithTimeout(ctx, createWait)
 		c, err := r.l.js.CreateOrUpdateConsumer(try, Stream, cfg)
 		cancel()
 		if err == nil && !r.l.placedOnWholeCopy(ctx, c) {
@@ -173,8 +177,12 @@ func (r *reader) subscribe(ctx context.Context, cfg jetstream.ConsumerConfig) er
 			return fmt.Errorf("read %v: %w", r.filters, translate(err))
 		}
 		if waited := time.Since(began); waited >= tell && r.l.o.OnRetry != nil {
-			r.l.o.OnRetry(r.filters, waited, translate(err))
-			tell = waited + RetryEvery
+			why := translate(err)
+			if unanswered {
+				why = fmt.Errorf("no answer to the consumer create within %s (the JetStream meta leader, or the member it placed the consumer on, does not answer): %w", createWait, err)
+			}
+			r.l.o.OnRetry(r.filters, waited, why)
+			tell = waited + retryEvery
 		}
 		if unanswered {
 			// The consumer may have been made, on a member that cannot
