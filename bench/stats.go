@@ -32,3 +32,19 @@ func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // fmtMs prints d in milliseconds to two places, as the table does.
 func fmtMs(d time.Duration) string { return fmt.Sprintf("%.2fms", Ms(d)) }
+
+// MostWithin is the largest number of s's values (times, as offsets from
+// one start) that fall in any window w long: how bursty their arrival
+// was.
+func (s Sample) MostWithin(w time.Duration) int {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	most, lo := 0, 0
+	for hi, v := range c {
+		for v-c[lo] > w {
+			lo++
+		}
+		most = max(most, hi-lo+1)
+	}
+	return most
+}
