@@ -573,7 +573,7 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 	typedRow.Check(Ms(typedAfter.Pct(1)) <= 50)
 	callerRow := Row{Name: "fan-out: fabric, Stop hook → caller has reply", N: k, Unit: UnitMs,
 		P50: Ms(toCaller.P50()), P99: Ms(toCaller.P99()), Target: "all ≤ 5ms",
-		Note: fmt.Sprintf("each reply's replied event stored → its POST /message answered, while the other agents work and reply; the slowest %s. The replies were stored in bursts, up to %d of %d within %s (%.1f, spread evenly): the log's server runs in the gateway's process, so hooks' appends sent while that process waits for a core are stored together, and their callers are answered one after another",
+		Note: fmt.Sprintf("each reply's replied event stored → its POST /message answered, while the other agents work and reply; the slowest %s. The replies were stored in bursts, up to %d of %d within %s, where an even spread would put %.1f: the log's server runs in the gateway's process, so hooks' appends sent while that process waits for a core are stored together, and their callers are answered one after another",
 			fmtMs(toCaller.Pct(1)), stored.MostWithin(burstWindow), k, burstWindow, float64(k)*burstWindow.Seconds()/max(lastReply-firstReply, burstWindow).Seconds())}
 	callerRow.Check(Ms(toCaller.Pct(1)) <= 5)
 	return append([]Row{row, typedRow, callerRow}, cpu...), nil
