@@ -45,8 +45,11 @@ type Change struct {
 // Rows with a baseline measured in the same run are compared on the
 // figure their target reads (p50 over base, or p50 minus base): the
 // baseline moves with the machine's load and cancels it, so two runs on
-// different days still compare the fabric and not the weather. Each
-// figure is already a median of many samples.
+// different days still compare the fabric and not the weather. Most
+// figures are already medians of many samples; the restart rows are one
+// start of fleetd against one of NATS alone, so their difference moves
+// by tens of milliseconds between runs, and a flag on one of them is
+// worth a second run before it is believed.
 func Compare(before, now Report, noise float64) []Change {
 	type key struct {
 		name string
