@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -538,7 +539,6 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 	read.Calls, read.Total = read.Calls-reads.Calls, read.Total-reads.Total
 	// Where the time went: when fleetd had typed every turn, and when the
 	// agents' replies were stored, from the events' own times.
-	var lastTyped, firstReply, lastReply time.Duration
 	var typedAfter, toCaller, stored Sample
 	for _, a := range names {
 		typed, _, err := r.last(ctx, "fleet.agent."+a+".typed")
@@ -551,14 +551,9 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 		}
 		typedAfter = append(typedAfter, typed.Time.Sub(start))
 		toCaller = append(toCaller, done[a].Sub(replied.Time))
-		lastTyped = max(lastTyped, typed.Time.Sub(start))
-		rep := replied.Time.Sub(start)
-		stored = append(stored, rep)
-		if firstReply == 0 || rep < firstReply {
-			firstReply = rep
-		}
-		lastReply = max(lastReply, rep)
+		stored = append(stored, replied.Time.Sub(start))
 	}
+	lastTyped, firstReply, lastReply := typedAfter.Pct(1), slices.Min(stored), slices.Max(stored)
 	r.progress("fan-out: %d turns in %s (T %s); all typed by %s, replies stored from %s to %s", k, wall.Round(time.Millisecond), T,
 		lastTyped.Round(time.Millisecond), firstReply.Round(time.Millisecond), lastReply.Round(time.Millisecond))
 	row := Row{Name: fmt.Sprintf("fan-out: %d turns on %d agents, T each", k, k), N: k, Unit: UnitMs,
@@ -569,8 +564,8 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 	typedRow := Row{Name: fmt.Sprintf("fan-out: fabric, %d turns typed after the POSTs", k), N: k, Unit: UnitMs,
 		P50: Ms(typedAfter.P50()), P99: Ms(typedAfter.P99()), Target: "all ≤ 50ms",
 		Note: fmt.Sprintf("first POST (the lead's clock) → each turn's typed event stored (the gateway's readiness check and write-ahead record; the keystrokes follow); the last at %s; herdr answered %d screen reads in the fan-out, %s each on average, one at a time",
-			fmtMs(typedAfter.Pct(1)), read.Calls, fmtMs(read.Total/time.Duration(max(read.Calls, 1))))}
-	typedRow.Check(Ms(typedAfter.Pct(1)) <= 50)
+			fmtMs(lastTyped), read.Calls, fmtMs(read.Total/time.Duration(max(read.Calls, 1))))}
+	typedRow.Check(Ms(lastTyped) <= 50)
 	callerRow := Row{Name: "fan-out: fabric, Stop hook → caller has reply", N: k, Unit: UnitMs,
 		P50: Ms(toCaller.P50()), P99: Ms(toCaller.P99()), Target: "all ≤ 5ms",
 		Note: fmt.Sprintf("each reply's replied event stored → its POST /message answered, while the other agents work and reply; the slowest %s. The replies were stored in bursts, up to %d of %d within %s, where an even spread would put %.1f: the log's server runs in the gateway's process, so hooks' appends sent while that process waits for a core are stored together, and their callers are answered one after another",
@@ -580,8 +575,8 @@ func (r *fabricRun) fanOut(ctx context.Context, work string) ([]Row, error) {
 }
 
 // burstWindow is the window the fan-out's reply row counts the most
-// replies stored in: a few milliseconds, against the two seconds they
-// would spread over if each hook's append were stored as it was made.
+// replies stored in: a few milliseconds, where a fan-out's hundred
+// replies come over a second or more.
 const burstWindow = 5 * time.Millisecond
 
 // cpuSample is the CPU used so far by the fan-out's processes: this one
