@@ -9,7 +9,9 @@
 // Start it in a test with Start(tb, Config{}), which also checks every
 // request and every written line against herdr's JSON schema
 // (../shared/herdr/herdr-api.schema.json beside the repository, or
-// $FLEET_HERDR_SCHEMA) and fails the test on a violation. In a program,
+// $FLEET_HERDR_SCHEMA) and fails the test on a violation; where the schema
+// is absent (a clone of the repository alone) herdrschema.Schema skips the
+// test, and CI makes that a failure. In a program,
 // New(Config{SocketPath: p}) then Start(ctx) and Close().
 //
 // What it reproduces (PROTOCOL.md §7 and the notes there):
