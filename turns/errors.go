@@ -3,6 +3,7 @@ package turns
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // The sentinel errors of turns; callers test them with errors.Is. The lead
@@ -34,6 +35,9 @@ var (
 	// turn assigned to an agent and still untyped, or Requeue for one that
 	// was never released.
 	ErrNotReleasable = errors.New("turn is not a released or releasable role turn")
+	// ErrBudgetExhausted: the target of a turn is out of budget, so
+	// nothing was queued. It comes as a *BudgetError.
+	ErrBudgetExhausted = errors.New("budget_exhausted")
 	// ErrNotRoleQueued: Assignment was given an event that is not a role's
 	// queued turn.
 	ErrNotRoleQueued = errors.New("not a role's queued turn")
@@ -87,3 +91,32 @@ func (e *SizeError) Error() string {
 
 // Is makes every SizeError an ErrTooLarge.
 func (e *SizeError) Is(target error) bool { return target == ErrTooLarge }
+
+// BudgetError says a turn was refused because its target is out of
+// budget: which limit, and when it frees up. It is ErrBudgetExhausted for
+// errors.Is.
+type BudgetError struct {
+	// Target is the agent or role the turn was for.
+	Target Target
+	// Limit says which budget and limit is spent, and how far ("role w
+	// tokens_per_hour at 14300% (143 of 1)").
+	Limit string
+	// FreesAt is when a turn would be taken again; zero when unknown.
+	FreesAt time.Time
+}
+
+// Error names the code, the target, the limit and when it frees up, so a
+// job's task that records it says all of that.
+func (e *BudgetError) Error() string {
+	s := fmt.Sprintf("%v: %s is out of budget: %s", ErrBudgetExhausted, e.Who(), e.Limit)
+	if !e.FreesAt.IsZero() {
+		s += "; frees_at " + e.FreesAt.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// Who is the target as a refusal names it: "agent w-1", "role w".
+func (e *BudgetError) Who() string { return string(e.Target.Kind) + " " + e.Target.Name }
+
+// Is makes every BudgetError an ErrBudgetExhausted.
+func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExhausted }

@@ -67,19 +67,38 @@ type Queuer struct {
 	Source string
 	// Limits bound the text before anything is appended.
 	Limits Limits
+	// Budget, when set, is asked before anything is appended: a target out
+	// of budget is refused with a *BudgetError. Every sender that types a
+	// turn (the shim's sends, a job's tasks, the nudges) queues through
+	// here, so a budget holds on all of them without a copy per path.
+	Budget Budget
+}
+
+// Budget judges a target against its budget before a turn is queued for
+// it; package budget's Checker implements it.
+type Budget interface {
+	// Admit is nil when a new turn for to may be queued now, else a
+	// *BudgetError saying which limit and when it frees up.
+	Admit(to Target) error
 }
 
 // Queue checks t and appends its queued event: AgentQueued on
 // fleet.agent.<id>.queued for an agent, RoleQueued on
 // fleet.role.<R>.queued for a role, with event id = correlation id =
 // t.ID. What it checks, in order: the target (ParseTarget; a session is
-// refused), the text (CheckText) and its size (Limits.Check). A refusal is
+// refused), the text (CheckText) and its size (Limits.Check), then the
+// target's budget (Budget.Admit). A refusal is
 // one of the package's errors and appends nothing; an append error is the
 // log's (events.ErrTooLarge, ErrStreamLost, …), wrapped.
 func (q Queuer) Queue(ctx context.Context, t Turn) (Queued, error) {
 	ev, to, err := q.event(t)
 	if err != nil {
 		return Queued{}, err
+	}
+	if q.Budget != nil {
+		if err := q.Budget.Admit(to); err != nil {
+			return Queued{}, err
+		}
 	}
 	ack, err := q.Log.Append(ctx, ev)
 	if err != nil {

@@ -215,3 +215,41 @@ func TestAReleasedTurnGoesBackWholeUnderIdsOfItsAttempt(t *testing.T) {
 		t.Errorf("release of a turn back in its role's queue: %v, want ErrNotReleasable", err)
 	}
 }
+
+// budgetFunc is a Budget of one function.
+type budgetFunc func(turns.Target) error
+
+func (f budgetFunc) Admit(to turns.Target) error { return f(to) }
+
+// A target out of budget is refused after the other checks and before
+// anything is appended; others are queued as before.
+func TestQueueAsksTheBudgetBeforeAppending(t *testing.T) {
+	ctx, log := newLog(t)
+	frees := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	var asked []string
+	q := turns.Queuer{Log: log, Budget: budgetFunc(func(to turns.Target) error {
+		asked = append(asked, to.String())
+		if to.Name == "spent" {
+			return &turns.BudgetError{Target: to, Limit: "agent spent tokens_per_hour at 14300% (143 of 1)", FreesAt: frees}
+		}
+		return nil
+	})}
+	_, err := q.Queue(ctx, turns.Turn{ID: newID(), To: "spent", Text: "x"})
+	be, ok := errors.AsType[*turns.BudgetError](err)
+	if !errors.Is(err, turns.ErrBudgetExhausted) || !ok || !be.FreesAt.Equal(frees) ||
+		!strings.Contains(err.Error(), "budget_exhausted: agent spent is out of budget") || !strings.Contains(err.Error(), "frees_at 2026-11-30T08:00:00Z") {
+		t.Errorf("err = %v, want a BudgetError naming the agent, its limit and when it frees", err)
+	}
+	if _, err := q.Queue(ctx, turns.Turn{ID: newID(), To: "spent", Text: ""}); !errors.Is(err, turns.ErrEmptyText) {
+		t.Errorf("an empty text to a spent agent: %v, want ErrEmptyText (the budget is asked last)", err)
+	}
+	if _, err := q.Queue(ctx, turns.Turn{ID: newID(), To: "role:w", Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(asked, " "); got != "spent role:w" {
+		t.Errorf("the budget was asked for %q, want spent then role:w", got)
+	}
+	if n := len(eventstest.ReadAll(t, log, events.Query{Subjects: []string{"fleet.agent.>"}})); n != 0 {
+		t.Errorf("%d agent events in the log, want none", n)
+	}
+}
