@@ -47,6 +47,10 @@ type TaskState struct {
 	At time.Time
 }
 
+// StatusCancelled is the status of a cancelled job's done event: final,
+// whatever is recorded after it.
+const StatusCancelled = "cancelled"
+
 // NewJob returns the empty fold of job id.
 func NewJob(id string) *Job {
 	return &Job{ID: id, Store: NewStore(), Tasks: map[string]TaskState{}, Slices: map[string][]events.JobSliced{}}
@@ -71,6 +75,11 @@ func (j *Job) Apply(ev events.Event) {
 		}
 		j.Tasks[d.Task] = TaskState{State: d.State, Turn: d.Turn, Agent: d.Agent, To: d.To, Error: d.Error, At: ev.Time}
 	case events.JobDone:
+		// A cancelled job stays cancelled: a run elsewhere that ends it
+		// later (its turns failed by the cancel) does not undo that.
+		if j.Done != nil && j.Done.Status == StatusCancelled {
+			return
+		}
 		j.Done, j.DoneAt = &d, ev.Time
 	}
 }

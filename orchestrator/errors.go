@@ -19,6 +19,11 @@ var (
 	ErrNoSpawner = errors.New("no spawner")
 	// ErrJobUnknown: a resume named a job with no created event.
 	ErrJobUnknown = errors.New("unknown job")
+	// ErrJobCancelled: the job was cancelled (Runner.Cancel); it is not
+	// run again.
+	ErrJobCancelled = errors.New("job cancelled")
+	// ErrJobDone: a cancel named a job that had already ended.
+	ErrJobDone = errors.New("job already done")
 	// ErrTaskFailed: a task's turn ended failed, so the job failed.
 	ErrTaskFailed = errors.New("task failed")
 	// ErrConfig: a constructor was given an incomplete config.

@@ -176,6 +176,11 @@ func (o *Orchestrator) run(ctx context.Context, st *jobs.Job, job string) (Resul
 	if st.Done != nil && st.Done.Status == "ok" {
 		return o.result(plan, st.Store, job), nil
 	}
+	if st.Done != nil && st.Done.Status == JobCancelled {
+		// A cancelled job stays cancelled: a resume must not send its
+		// tasks again.
+		return Result{}, fmt.Errorf("%w: %s (%s)", ErrJobCancelled, job, st.Done.Error)
+	}
 	r := &jobRun{o: o, plan: plan, job: job, store: st.Store, tasks: st.Tasks}
 	if err := r.seed(ctx); err != nil {
 		return Result{}, err

@@ -62,8 +62,15 @@ type Runner struct {
 
 	mu      sync.Mutex
 	closed  bool
-	running map[string]chan struct{}
+	running map[string]runningJob
 	wg      sync.WaitGroup
+}
+
+// runningJob is a job this runner runs: done closes when its run ends,
+// stop ends the run early (Cancel).
+type runningJob struct {
+	done chan struct{}
+	stop context.CancelFunc
 }
 
 // NewRunner returns a runner; it does no I/O and starts nothing.
@@ -85,7 +92,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		cfg.NewID = events.NewULIDSource(time.Now)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Runner{cfg: cfg, jobsCtx: ctx, cancel: cancel, running: map[string]chan struct{}{}}, nil
+	return &Runner{cfg: cfg, jobsCtx: ctx, cancel: cancel, running: map[string]runningJob{}}, nil
 }
 
 // ErrRunnerStopped means a job was asked of a Runner whose Run has
@@ -109,8 +116,8 @@ func (r *Runner) Run(ctx context.Context) error {
 func (r *Runner) Running(job string) (<-chan struct{}, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ch, ok := r.running[job]
-	return ch, ok
+	rj, ok := r.running[job]
+	return rj.done, ok
 }
 
 // Start checks the request and runs the job in the background; it returns
@@ -174,8 +181,8 @@ func (r *Runner) Start(ctx context.Context, req RunRequest) (string, error) {
 		return job, nil
 	}
 	done := make(chan struct{})
-	r.running[job] = done
-	runCtx := r.jobsCtx
+	runCtx, stop := context.WithCancel(r.jobsCtx)
+	r.running[job] = runningJob{done: done, stop: stop}
 	r.wg.Go(func() {
 		var err error
 		if len(req.Plan) > 0 {
@@ -191,6 +198,7 @@ func (r *Runner) Start(ctx context.Context, req RunRequest) (string, error) {
 		r.mu.Lock()
 		delete(r.running, job)
 		r.mu.Unlock()
+		stop()
 		close(done)
 	})
 	return job, nil
