@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"simagent":                          {"events", "claudehook", "herdrbridge/herdrapi", "lifecycle", "natsauth", "inbox", "projections", "worktree"},
 	"turns":                             {"events", "lifecycle"},
 	"router":                            {"events", "lifecycle", "projections", "roles", "turns", "internal/restart"},
-	"budget":                            {"events", "lifecycle", "projections", "roles"},
+	"budget":                            {"events", "lifecycle", "projections", "roles", "turns"},
 	"retention":                         {"events", "lifecycle", "projections"},
 	"jobs":                              {"events"},
 	"inbox":                             {"events", "lifecycle", "internal/restart"},

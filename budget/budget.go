@@ -5,8 +5,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/samber/lo"
+
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // Thresholds: a warning at WarnAt of a limit, exhausted at all of it.
@@ -190,4 +193,33 @@ func (c *Checker) Exhausted() []*projections.BudgetState {
 	}
 	slices.SortStableFunc(out, func(x, y *projections.BudgetState) int { return cmp.Compare(x.Scope, y.Scope) * -1 })
 	return out
+}
+
+// Admit is turns.Queuer's Budget: nil when a new turn for to may be
+// queued now, else a *turns.BudgetError with the limit and when it frees.
+// An agent is judged by Agent (its own budget and its role's); a role by
+// Role, unless the role has budget_queue — its turns are taken and wait at
+// the head of its queue, where the router holds them until the budget
+// frees. An agent the roster does not know is not the budget's to refuse.
+func (c *Checker) Admit(to turns.Target) error {
+	var st *projections.BudgetState
+	switch to.Kind {
+	case turns.KindAgent:
+		a, ok := lo.Find(c.Views.Roster(), func(a *projections.Agent) bool { return a.Agent == to.Name })
+		if !ok {
+			return nil
+		}
+		st = c.Agent(*a)
+	case turns.KindRole:
+		if c.Roles.Roles[to.Name].BudgetQueue {
+			return nil
+		}
+		st = c.Role(to.Name)
+	}
+	if !st.Exhausted() {
+		return nil
+	}
+	limit := *st
+	limit.FreesAt = time.Time{} // said once, by the error, as frees_at
+	return &turns.BudgetError{Target: to, Limit: limit.String(), FreesAt: st.FreesAt}
 }

@@ -2,6 +2,8 @@ package budget_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/turns"
 )
 
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -178,5 +181,45 @@ func TestEveryCrossingIsWarnedOnceFleetWide(t *testing.T) {
 		if got[k] != n {
 			t.Errorf("%v warned %d times, want %d (all: %v)", k, got[k], n, got)
 		}
+	}
+}
+
+// Admit, the queue's gate, refuses a turn for an agent out of its own
+// budget or its role's, and a role turn while the role is out, unless the
+// role queues turns (budget_queue: the router holds them); an agent the
+// roster does not know is not the budget's to judge.
+func TestAdmitRefusesWhatIsOutOfBudgetSayingWhenItFrees(t *testing.T) {
+	f := newFabric(t, "w-1", "w-2")
+	c := f.checker(t)
+	f.reply(t, "w-1", 1100, 1)
+	admit := func(to string) error {
+		t.Helper()
+		target, err := turns.ParseTarget(to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Admit(target)
+	}
+	err := admit("w-1")
+	be, ok := errors.AsType[*turns.BudgetError](err)
+	if !ok || be.FreesAt.IsZero() || !strings.Contains(err.Error(), "agent w-1 is out of budget: agent w-1 tokens_per_hour") {
+		t.Fatalf("w-1 at 1,100 of 1,000 tokens: %v, want a BudgetError with its limit and frees_at", err)
+	}
+	for _, to := range []string{"w-2", "role:w", "ghost"} {
+		if err := admit(to); err != nil {
+			t.Errorf("%s: %v, want admitted", to, err)
+		}
+	}
+	f.reply(t, "w-2", 1, 10) // the role's 10 USD a day
+	for _, to := range []string{"w-2", "role:w"} {
+		if err := admit(to); !errors.Is(err, turns.ErrBudgetExhausted) || !strings.Contains(err.Error(), "role w usd_per_day") {
+			t.Errorf("%s with the role's budget spent: %v, want refused on role w usd_per_day", to, err)
+		}
+	}
+	queued := c.Roles.Roles["w"]
+	queued.BudgetQueue = true
+	c.Roles.Roles["w"] = queued
+	if err := admit("role:w"); err != nil {
+		t.Errorf("role:w with budget_queue: %v, want admitted (held by the router)", err)
 	}
 }
