@@ -14,6 +14,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // Budgets is what the shim asks of package budget.
@@ -27,6 +28,9 @@ type Budgets interface {
 	Decorate(roster []*projections.Agent) []*projections.Agent
 	// Exhausted lists every agent and role out of budget now.
 	Exhausted() []*projections.BudgetState
+	// Admit is the queue's gate (turns.Budget): nil when a new turn for
+	// the target may be queued, else a *turns.BudgetError.
+	Admit(to turns.Target) error
 }
 
 // DefaultMaxText is the largest text a turn may carry: 1 MiB. Texts

@@ -298,9 +298,13 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 		return answer{}, aerr
 	}
 	id := s.cfg.NewID()
-	q, err := turns.Queuer{Log: s.cfg.Log, Source: s.source, Limits: s.limits()}.Queue(ctx, turns.Turn{
+	q, err := turns.Queuer{Log: s.cfg.Log, Source: s.source, Limits: s.limits(), Budget: s.cfg.Budgets}.Queue(ctx, turns.Turn{
 		ID: id, To: m.To, From: m.From, Text: text, Command: m.Command, Normalized: norm,
 		Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: s.cfg.Now().Add(timeout), Notify: m.Notify})
+	if be, ok := errors.AsType[*turns.BudgetError](err); ok {
+		// Spent between the door and the queue.
+		return answer{}, budgetExhausted(be, s.cfg.Now())
+	}
 	if err != nil {
 		return answer{}, queueError(err)
 	}
@@ -491,21 +495,14 @@ func (s *Server) admit(to turns.Target, queue *bool) *apiError {
 		case queue != nil && !*queue && !a.Ready():
 			return fail(http.StatusConflict, "busy", "agent %s is busy (%s, %d queued)", agent, a.Status, a.QueueDepth)
 		}
-		if s.cfg.Budgets != nil {
-			if b := s.cfg.Budgets.Agent(a); b.Exhausted() {
-				return budgetExhausted("agent "+agent, b, s.cfg.Now())
-			}
-		}
-		return nil
+		return s.overBudget(to)
 	}
 	st := s.roleState(to.Name)
 	if !st.known {
 		return fail(http.StatusNotFound, "unknown_role", "no role %q in the roles config or the roster", to.Name)
 	}
-	if s.cfg.Budgets != nil && !s.cfg.Roles.Roles[to.Name].BudgetQueue {
-		if b := s.cfg.Budgets.Role(to.Name); b.Exhausted() {
-			return budgetExhausted("role "+to.Name, b, s.cfg.Now())
-		}
+	if aerr := s.overBudget(to); aerr != nil {
+		return aerr
 	}
 	if queue != nil && !*queue && (st.Ready == 0 || (st.Cap > 0 && st.Open >= st.Cap)) {
 		return fail(http.StatusTooManyRequests, "role_cap", "role %s cannot take a turn now (%d ready, %d open, cap %d)", to.Name, st.Ready, st.Open, st.Cap)
@@ -513,14 +510,32 @@ func (s *Server) admit(to turns.Target, queue *bool) *apiError {
 	return nil
 }
 
+// overBudget is the 429 for a send whose target is out of budget. It asks
+// the same gate turns.Queuer asks (Budgets.Admit), and asks it early: a
+// refused send records no slice. Queue asks again as it queues, which is
+// what holds for every other path (jobs, nudges).
+func (s *Server) overBudget(to turns.Target) *apiError {
+	if s.cfg.Budgets == nil {
+		return nil
+	}
+	if be, ok := errors.AsType[*turns.BudgetError](s.cfg.Budgets.Admit(to)); ok {
+		return budgetExhausted(be, s.cfg.Now())
+	}
+	return nil
+}
+
 // budgetExhausted is the 429 for a turn whose target is out of budget:
 // which budget, and when it frees up (the body's frees_at, and
 // Retry-After).
-func budgetExhausted(target string, b *projections.BudgetState, now time.Time) *apiError {
-	e := fail(http.StatusTooManyRequests, "budget_exhausted", "%s is out of budget: %s; new turns are refused until then", target, b)
-	if !b.FreesAt.IsZero() {
-		e.body.FreesAt = timePtr(b.FreesAt)
-		e.retryAfter = max(b.FreesAt.Sub(now), time.Second)
+func budgetExhausted(be *turns.BudgetError, now time.Time) *apiError {
+	limit := be.Limit
+	if !be.FreesAt.IsZero() {
+		limit += ", frees at " + be.FreesAt.UTC().Format(time.RFC3339)
+	}
+	e := fail(http.StatusTooManyRequests, "budget_exhausted", "%s is out of budget: %s; new turns are refused until then", be.Who(), limit)
+	if !be.FreesAt.IsZero() {
+		e.body.FreesAt = timePtr(be.FreesAt)
+		e.retryAfter = max(be.FreesAt.Sub(now), time.Second)
 	}
 	return e
 }
