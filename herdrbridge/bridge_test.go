@@ -410,7 +410,7 @@ func TestSpawnResumesThroughTheRoleCommand(t *testing.T) {
 	ctx := context.Background()
 	// A command that can neither place nor append --resume is refused
 	// before herdr is touched.
-	if _, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-sh", Name: "w-1", Resume: "sid-1"}); !errors.Is(err, herdrbridge.ErrNoResume) {
+	if _, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-sh", Name: "w-1", Resume: sid1}); !errors.Is(err, herdrbridge.ErrNoResume) {
 		t.Fatalf("resume with a role that cannot = %v, want ErrNoResume", err)
 	}
 	if snap, err := f.client.Snapshot(ctx); err != nil || len(snap.Panes) != 0 {
@@ -421,9 +421,13 @@ func TestSpawnResumesThroughTheRoleCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitOutput(fresh.Pane, "ARGS  END")
-	resumed, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-rs", Name: "w-3", Resume: "sid-1"})
+	resumed, err := b.Spawn(ctx, herdrbridge.SpawnRequest{Role: "w-rs", Name: "w-3", Resume: sid1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.waitOutput(resumed.Pane, "ARGS --resume sid-1 END")
+	f.waitOutput(resumed.Pane, "ARGS --resume "+sid1+" END")
 }
+
+// sid1 is a Claude Code session id, in its format (a UUID): the only one
+// a spawn resumes.
+const sid1 = "0b5e1c2a-7d3f-4e8b-9a61-2c4d6e8f0a1b"

@@ -164,8 +164,8 @@ func (b *Bridge) awaitSandbox(ctx context.Context, agent, pane string, after uin
 
 // sandboxSaid is the last lines a sandbox printed before it ended (the
 // screen between the start and exit lines, or above the exit line
-// without the typed command when the start line has scrolled away), for
-// the error.
+// without the typed line — the launcher that runs the command — when the
+// start line has scrolled away), for the error.
 // A message longer than the pane is wide fills its rows to the full width
 // and goes on in the next: such rows are joined back, so a path in it
 // reads whole.
@@ -182,7 +182,7 @@ func sandboxSaid(screen string) string {
 		if width >= minWrapWidth && utf8.RuneCountInString(r) == width && i < len(rows)-1 {
 			continue // wrapped on into the next row
 		}
-		if line := strings.TrimSpace(joined); line != "" && !strings.Contains(line, "fleetd-sandbox") {
+		if line := strings.TrimSpace(joined); line != "" && !strings.Contains(line, "fleetd-sandbox") && !strings.Contains(line, launcherMark) {
 			said = append(said, line)
 		}
 		joined = ""

@@ -2,8 +2,11 @@ package herdrbridge
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -83,6 +86,28 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if err != nil {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
 	}
+	// The request's words reach the launch: refused here with what is
+	// wrong, before anything starts (and the launch's every word is
+	// checked again before it is typed).
+	if err := roles.CheckWord("model", req.Model); err != nil {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
+	}
+	if req.Resume != "" {
+		if err := events.ValidSessionID(req.Resume); err != nil {
+			return events.AgentRegistered{}, fmt.Errorf("spawn %s resuming: %w", req.Name, err)
+		}
+	}
+	if req.Cwd != "" && role.Worktree == nil {
+		// A restart comes back where its registration says the agent
+		// worked, which a spawn checked or herdr chose.
+		check := role.CheckCwd
+		if req.restart {
+			check = func(cwd string) error { return roles.CheckWord("cwd", cwd) }
+		}
+		if err := check(req.Cwd); err != nil {
+			return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w", req.Name, err)
+		}
+	}
 	if req.Model != "" {
 		role = withModel(role, req.Model)
 	}
@@ -112,7 +137,7 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if role.Worktree != nil {
 		switch {
 		case req.Cwd != "":
-			return events.AgentRegistered{}, fmt.Errorf("spawn %s: role %q works in its own worktree of %s: it takes no working directory (%s)", req.Name, role.Name, role.Worktree.Repo, req.Cwd)
+			return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w: role %q works in its own worktree of %s: it takes no working directory (%s)", req.Name, roles.ErrCwd, role.Name, role.Worktree.Repo, req.Cwd)
 		case b.cfg.Launch.StateDir == "":
 			return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w for role %q's worktrees", req.Name, ErrNoStateDir, role.Name)
 		}
@@ -194,7 +219,14 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 		b.undoWorktree(ctx, wt)
 		return events.AgentRegistered{}, closePane(fmt.Errorf("register: %w", err))
 	}
-	if err := b.client.SendInput(ctx, pane.PaneID, ShellQuote(argv), "enter"); err != nil {
+	line, launcher, err := b.launchLine(req.Name, argv)
+	if err != nil {
+		return events.AgentRegistered{}, exited(fmt.Errorf("launch %s: %w", argv[0], err))
+	}
+	if err := b.client.SendInput(ctx, pane.PaneID, line, "enter"); err != nil {
+		if launcher != "" {
+			os.Remove(launcher)
+		}
 		return events.AgentRegistered{}, exited(fmt.Errorf("launch %s: %w", argv[0], err))
 	}
 	if role.Sandbox != "" {
@@ -392,12 +424,75 @@ func (b *Bridge) history(ctx context.Context, agent string) (history, error) {
 	return h, nil
 }
 
+// LaunchDir is where, in fleetd's state directory, a spawn writes its
+// agent's launcher: the script that runs the launch command, of which
+// only its path is typed into the pane.
+const LaunchDir = "launch"
+
+// launcherMark is in every launcher's name, so a sandbox's exit report
+// can tell the typed line's echo from what the sandbox printed.
+const launcherMark = "fleetd-launch"
+
+// launchLine is what is typed into a new pane's shell to run argv, and
+// the launcher file it runs ("" when there is none). A pane's shell is
+// interactive: what is typed goes through its line editor, which acts on
+// control characters wherever they are, inside quotes too. So every word
+// of argv is refused when it holds one (roles.CheckWord), and the command
+// itself is not typed: it goes in a launcher script in fleetd's state
+// directory (0700, a file of fleetd's, not in the agent's worktree), read
+// by sh as a file, where quotes are quotes, and only "/bin/sh <its path>",
+// which fleetd chooses, is typed. The shell stays the pane's first process
+// (not exec'd away): when the agent ends, the pane shows its shell again,
+// which is how its end is seen. The launcher execs the command (the
+// agent's process is in the shell's place, as if typed) after removing
+// itself. Without a state directory the quoted command is typed as
+// before, the words checked all the same.
+func (b *Bridge) launchLine(agent string, argv []string) (line, launcher string, err error) {
+	if err := roles.CheckWords("launch", argv); err != nil {
+		return "", "", err
+	}
+	if b.cfg.Launch.StateDir == "" {
+		return ShellQuote(argv), "", nil
+	}
+	dir := filepath.Join(b.cfg.Launch.StateDir, LaunchDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", fmt.Errorf("launcher: %w", err)
+	}
+	var nonce [8]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return "", "", fmt.Errorf("launcher: %w", err)
+	}
+	f, err := os.CreateTemp(dir, launcherMark+"-"+agent+"-"+hex.EncodeToString(nonce[:])+"-*.sh")
+	if err != nil {
+		return "", "", fmt.Errorf("launcher: %w", err)
+	}
+	script := "#!/bin/sh\n# fleetd's launch of agent " + agent + ", for this start only\nrm -f -- \"$0\"\nexec " + ShellQuote(argv) + "\n"
+	_, err = f.WriteString(script)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o700)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", "", fmt.Errorf("launcher: %w", err)
+	}
+	line = ShellQuote([]string{"/bin/sh", f.Name()})
+	if err := roles.CheckWord("launcher path", line); err != nil {
+		os.Remove(f.Name())
+		return "", "", err
+	}
+	return line, f.Name(), nil
+}
+
 // Compiled on first use, not as every fleetd process (each hook run) starts.
 var shellSafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`) })
 
 // ShellQuote renders argv as one POSIX shell command line, single-quoting
-// every word that needs it, so typing it into a pane's shell runs exactly
-// argv.
+// every word that needs it, so sh reading it runs exactly argv. Quotes
+// are no defence against a line editor: typed into an interactive shell,
+// a word must hold no control character (roles.CheckWord; launchLine).
 func ShellQuote(argv []string) string {
 	words := make([]string, len(argv))
 	for i, a := range argv {

@@ -133,6 +133,11 @@ type Role struct {
 	// window, doubled for each one after it up to MaxRestartBackoff.
 	// Default 1s.
 	RestartBackoff Duration `json:"restart_backoff,omitempty"`
+	// CwdRoots are the directories (absolute) a spawn of the role may
+	// name as its working directory, themselves or below (CheckCwd).
+	// Default: CwdRoots() — fleetd's home, working and temporary
+	// directories.
+	CwdRoots []string `json:"cwd_roots,omitempty"`
 }
 
 // AllowsSpawn reports whether an agent of this role may spawn an agent of
@@ -414,6 +419,11 @@ func (c Config) Validate() error {
 		case "", RestartNever, RestartOnFailure, RestartAlways:
 		default:
 			errs = append(errs, fmt.Errorf("role %q: restart %q, want never, on-failure or always", name, r.Restart))
+		}
+		for _, root := range r.CwdRoots {
+			if !filepath.IsAbs(root) || CheckWord("cwd root", root) != nil {
+				errs = append(errs, fmt.Errorf("role %q: cwd_roots: %q is not an absolute path", name, root))
+			}
 		}
 		if r.RestartMax < 0 || r.RestartWindow < 0 || r.RestartBackoff < 0 {
 			errs = append(errs, fmt.Errorf("role %q: restart_max, restart_window and restart_backoff must not be negative", name))
