@@ -84,7 +84,8 @@ func (s *Server) spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if strings.TrimSpace(req.Role) == "" {
 		return events.AgentRegistered{}, fail(http.StatusBadRequest, "bad_role", `"role" names the role of the agent to start`)
 	}
-	if _, err := s.cfg.Roles.Get(req.Role); err != nil {
+	role, err := s.cfg.Roles.Get(req.Role)
+	if err != nil {
 		return events.AgentRegistered{}, fail(http.StatusNotFound, "unknown_role", "%v", err)
 	}
 	if err := events.ValidAgentID(req.Name); err != nil {
@@ -96,6 +97,23 @@ func (s *Server) spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	}
 	if err := caller.AllowsSpawn(req.Role); err != nil {
 		return events.AgentRegistered{}, fail(http.StatusForbidden, "not_allowed", "%s: %v", req.From, err)
+	}
+	// The model goes into the agent's launch command: no control
+	// character (a line editor's key) may ride in it.
+	if err := roles.CheckWord("model", req.Model); err != nil {
+		return events.AgentRegistered{}, fail(http.StatusBadRequest, "bad_model", `"model": %v`, err)
+	}
+	if req.Cwd != "" {
+		// fleetd writes the agent's files (.fleet/) in its working
+		// directory: only one the role allows, never / or /etc. Checked
+		// after the caller's right to spawn, so the answer says nothing
+		// of the host's directories to a caller that has none.
+		if role.Worktree != nil {
+			return events.AgentRegistered{}, fail(http.StatusBadRequest, "bad_cwd", `"cwd": role %q works in its own worktree of %s and takes no working directory`, role.Name, role.Worktree.Repo)
+		}
+		if err := role.CheckCwd(req.Cwd); err != nil {
+			return events.AgentRegistered{}, fail(http.StatusBadRequest, "bad_cwd", `"cwd": %v`, err)
+		}
 	}
 	if a, ok := s.cfg.Views.Agent(req.Name); ok && !a.Exited {
 		return events.AgentRegistered{}, fail(http.StatusConflict, "name_taken", "agent %s is live (host %s, role %s): pick another name", req.Name, a.Host, a.Role)
@@ -121,6 +139,10 @@ func (s *Server) spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 		return reg, fail(http.StatusNotFound, "unknown_role", "%v", err)
 	case errors.Is(err, roles.ErrSandbox):
 		return reg, fail(http.StatusBadRequest, "bad_sandbox", "%v", err)
+	case errors.Is(err, roles.ErrCwd):
+		return reg, fail(http.StatusBadRequest, "bad_cwd", "%v", err)
+	case errors.Is(err, roles.ErrControlChar):
+		return reg, fail(http.StatusBadRequest, "bad_word", "%v", err)
 	}
 	if e := logError(err); e != nil {
 		return reg, e

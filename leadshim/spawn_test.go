@@ -23,7 +23,9 @@ func (f spawnerFunc) Spawn(ctx context.Context, r leadshim.SpawnRequest) (events
 func TestSpawnAnswersSayWhyNot(t *testing.T) {
 	f := fleettest.New(t)
 	f.Register("lead-1", "lead")
-	rc := roles.Config{Roles: map[string]roles.Role{"lead": {MaySpawn: []string{"w", "g"}}, "w": {}, "g": {}}}
+	rc := roles.Config{Roles: map[string]roles.Role{"lead": {MaySpawn: []string{"w", "g", "wt"}}, "w": {}, "g": {},
+		"wt": {Worktree: &roles.WorktreeSpec{Repo: "/r"}}}}
+	tmp := t.TempDir()
 	var asked []leadshim.SpawnRequest
 	spawner := spawnerFunc(func(_ context.Context, r leadshim.SpawnRequest) (events.AgentRegistered, error) {
 		asked = append(asked, r)
@@ -33,6 +35,9 @@ func TestSpawnAnswersSayWhyNot(t *testing.T) {
 		case "w":
 			if r.Name == "w-race" {
 				return events.AgentRegistered{}, fmt.Errorf("%w: someone registered it meanwhile", leadshim.ErrAgentExists)
+			}
+			if r.Name == "w-bad-cwd" {
+				return events.AgentRegistered{}, fmt.Errorf("spawn %s: %w: cwd %q is the root directory", r.Name, roles.ErrCwd, "/")
 			}
 		}
 		return events.AgentRegistered{Agent: r.Name, Host: "h1", Role: r.Role, Parent: r.Parent}, nil
@@ -56,6 +61,19 @@ func TestSpawnAnswersSayWhyNot(t *testing.T) {
 		{"no caller", base, `{"role":"w","name":"w-3"}`, http.StatusBadRequest, "bad_from"},
 		{"unknown field", base, `{"role":"w","name":"w-3","from":"lead-1","env":{"X":"1"}}`, http.StatusBadRequest, "env"},
 		{"no herdr here", noHerdr, `{"role":"w","name":"w-4","from":"lead-1"}`, http.StatusServiceUnavailable, "no_herdr"},
+		// A control character in a word of the launch is a key to the
+		// pane's line editor (Ctrl-U ran the rest on the host).
+		{"ctrl-u in the model", base, `{"role":"w","name":"w-5","from":"lead-1","model":"m1\u0015echo X > /tmp/marker #"}`, http.StatusBadRequest, "bad_model"},
+		{"newline in the model", base, `{"role":"w","name":"w-5","from":"lead-1","model":"m1\necho X"}`, http.StatusBadRequest, "bad_model"},
+		{"C1 in the model", base, `{"role":"w","name":"w-5","from":"lead-1","model":"m1\u009b"}`, http.StatusBadRequest, "bad_model"},
+		// fleetd writes .fleet/ where the agent works: never / or /etc.
+		{"cwd /", base, `{"role":"w","name":"w-5","from":"lead-1","cwd":"/"}`, http.StatusBadRequest, "bad_cwd"},
+		{"cwd /etc", base, `{"role":"w","name":"w-5","from":"lead-1","cwd":"/etc"}`, http.StatusBadRequest, "bad_cwd"},
+		{"cwd missing", base, `{"role":"w","name":"w-5","from":"lead-1","cwd":"/nonexistent/fleetd"}`, http.StatusBadRequest, "bad_cwd"},
+		{"cwd relative", base, `{"role":"w","name":"w-5","from":"lead-1","cwd":"work"}`, http.StatusBadRequest, "bad_cwd"},
+		{"cwd of a worktree role", base, `{"role":"wt","name":"w-5","from":"lead-1","cwd":"` + tmp + `"}`, http.StatusBadRequest, "bad_cwd"},
+		{"cwd allowed", base, `{"role":"w","name":"w-6","from":"lead-1","cwd":"` + tmp + `"}`, http.StatusCreated, `"agent":"w-6"`},
+		{"cwd refused by the bridge", base, `{"role":"w","name":"w-bad-cwd","from":"lead-1"}`, http.StatusBadRequest, "bad_cwd"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, b := fleettest.Do(t, http.MethodPost, tc.base+"/agents", tc.body)
@@ -69,7 +87,7 @@ func TestSpawnAnswersSayWhyNot(t *testing.T) {
 	for _, r := range asked {
 		names = append(names, r.Name)
 	}
-	if got := strings.Join(names, " "); got != "w-1 w-race g-1 w-2" {
-		t.Errorf("spawner asked for %s, want w-1 w-race g-1 w-2", got)
+	if got, want := strings.Join(names, " "), "w-1 w-race g-1 w-2 w-6 w-bad-cwd"; got != want {
+		t.Errorf("spawner asked for %s, want %s", got, want)
 	}
 }
