@@ -59,3 +59,23 @@ func (j ShimJobs) Start(ctx context.Context, req leadshim.JobStart) (string, err
 
 // Running is the runner's.
 func (j ShimJobs) Running(job string) (<-chan struct{}, bool) { return j.Runner.Running(job) }
+
+// Cancel is the runner's; its errors become the shim's sentinels.
+func (j ShimJobs) Cancel(ctx context.Context, job, from string) (leadshim.JobCancelled, error) {
+	c, err := j.Runner.Cancel(ctx, job, from)
+	switch {
+	case errors.Is(err, orchestrator.ErrJobUnknown):
+		err = fmt.Errorf("%w: %w", leadshim.ErrUnknownJob, err)
+	case errors.Is(err, orchestrator.ErrJobDone):
+		err = fmt.Errorf("%w: %w", leadshim.ErrJobDone, err)
+	}
+	return leadshim.JobCancelled{Job: job, Stopped: c.Stopped, Turns: nonNil(c.Turns), Skipped: nonNil(c.Skipped), Typed: nonNil(c.Typed)}, err
+}
+
+// nonNil is s, or an empty slice for nil: a JSON list, never null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -99,6 +99,9 @@ type Config struct {
 	// MaxText bounds a turn's text, once normalised. Default
 	// DefaultMaxText; longer is 413 before anything is queued.
 	MaxText int
+	// MaxPlanTasks bounds the tasks of a plan POST /jobs takes (more: 400
+	// too_many_tasks). Default DefaultMaxPlanTasks.
+	MaxPlanTasks int
 	// DefaultTimeout is a send's timeout when it names none. Default 10m.
 	DefaultTimeout time.Duration
 	// MaxTimeout bounds a send's timeout and a long-poll. Default 24h.
@@ -192,6 +195,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaxEventReaders, 64)
 	setDefault(&c.EventBuffer, 32)
 	setDefault(&c.EventWriteTimeout, 30*time.Second)
+	setDefault(&c.MaxPlanTasks, DefaultMaxPlanTasks)
 	setDefault(&c.LoginTTL, 12*time.Hour)
 	setDefault(&c.ExitedFor, time.Hour)
 }

@@ -20,4 +20,7 @@ var (
 	// ErrUnknownJob is what a Jobs runner's error wraps when a resume
 	// names a job the log does not hold: the shim answers 404.
 	ErrUnknownJob = errors.New("unknown job")
+	// ErrJobDone is what a Jobs runner's error wraps when a cancel names
+	// a job that had ended: the shim answers 409 job_done.
+	ErrJobDone = errors.New("job already done")
 )

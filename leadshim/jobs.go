@@ -23,6 +23,94 @@ type Jobs interface {
 	// Running is a channel closed once this host's run of job ends, and
 	// whether it runs one.
 	Running(job string) (<-chan struct{}, bool)
+	// Cancel ends the job for good on behalf of from: this host's run of
+	// it stops, its turns still queued for an agent fail, its open tasks
+	// are skipped and the job is recorded cancelled. Its errors wrap
+	// ErrUnknownJob, or ErrJobDone for a job that had ended.
+	Cancel(ctx context.Context, job, from string) (JobCancelled, error)
+}
+
+// JobCancel is the body of POST /jobs/{job}/cancel.
+type JobCancel struct {
+	// From is who cancels: recorded in the job's done event.
+	From string `json:"from"`
+}
+
+// JobCancelled answers POST /jobs/{job}/cancel: what the cancel did.
+type JobCancelled struct {
+	Job string `json:"job"`
+	// Stopped: this host ran the job and stopped it.
+	Stopped bool `json:"stopped"`
+	// Turns are the tasks' turns failed before an agent took them.
+	Turns []string `json:"turns"`
+	// Skipped are the tasks recorded skipped; Typed those among them an
+	// agent already works on, which run to their end unwatched.
+	Skipped []string `json:"skipped"`
+	Typed   []string `json:"typed"`
+}
+
+// Plan limits at the door: a plan is recorded whole in its job's created
+// event, which must fit one NATS message, and each task costs the job's
+// run a goroutine, a turn and a slice, so a plan over either bound is
+// refused before anything starts rather than failing in the background.
+const (
+	// DefaultMaxPlanTasks bounds the tasks of one plan (Config.MaxPlanTasks).
+	DefaultMaxPlanTasks = 1000
+	// planEventMargin is what a created event holds beside the plan: the
+	// envelope (ids, source, time) and the tasks' briefs' keys.
+	planEventMargin = 8 << 10
+)
+
+// checkPlan refuses a plan too large for its job's created event (413
+// plan_too_large) or with more tasks than MaxPlanTasks (400
+// too_many_tasks). The event holds the plan re-encoded (compact, HTML
+// characters escaped) as a JSON string, and each task's id, target and
+// needs again; a bound on both is measured here, as the log would.
+func (s *Server) checkPlan(plan json.RawMessage) *apiError {
+	var shape struct {
+		Tasks []struct {
+			ID    json.RawMessage `json:"id"`
+			To    json.RawMessage `json:"to"`
+			Needs json.RawMessage `json:"needs"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal(plan, &shape); err != nil {
+		return fail(http.StatusBadRequest, "bad_plan", "plan: %v", err)
+	}
+	if n := len(shape.Tasks); n > s.cfg.MaxPlanTasks {
+		return fail(http.StatusBadRequest, "too_many_tasks", "the plan has %d tasks; at most %d (split it into jobs, e.g. a main's sub-jobs with parent_job)", n, s.cfg.MaxPlanTasks)
+	}
+	compact, err := json.Marshal(plan)
+	if err != nil {
+		return fail(http.StatusBadRequest, "bad_plan", "plan: %v", err)
+	}
+	// The created event's plan field is free text, bounded by the log's
+	// text limit; the runner re-encodes the plan, which may add a field
+	// the caller left out ("goal"), hence the slack.
+	if limit := events.DefaultLimits().Text - 256; len(compact) > limit {
+		return fail(http.StatusRequestEntityTooLarge, "plan_too_large", "the plan is %d bytes; at most %d, what the log records of a plan (shorten its instructions and context, or split it into jobs)", len(compact), limit)
+	}
+	recorded, _ := json.Marshal(string(compact))
+	size := len(recorded) + planEventMargin
+	for _, t := range shape.Tasks {
+		size += len(t.ID) + len(t.To) + len(t.Needs) + 32
+	}
+	if maxPayload := s.maxPayload(); size > maxPayload {
+		return fail(http.StatusRequestEntityTooLarge, "plan_too_large",
+			"the plan's job record would be %d bytes, and a log message holds at most %d (the NATS server's max_payload): shorten the plan's instructions and context, or split it into jobs", size, maxPayload)
+	}
+	return nil
+}
+
+// maxPayload is the largest message the NATS server takes: its
+// max_payload, or NATS's default of 1 MiB without a connection.
+func (s *Server) maxPayload() int {
+	if s.cfg.NC != nil {
+		if n := s.cfg.NC.MaxPayload(); n > 0 {
+			return int(n)
+		}
+	}
+	return 1 << 20
 }
 
 // JobStart is the body of POST /jobs.
@@ -93,6 +181,12 @@ func (s *Server) postJobs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fail(http.StatusBadRequest, "bad_plan", `give a "plan", or the "job" to resume`))
 		return
 	}
+	if len(req.Plan) > 0 {
+		if aerr := s.checkPlan(req.Plan); aerr != nil {
+			writeError(w, aerr)
+			return
+		}
+	}
 	if err := events.ValidAgentID(req.From); err != nil {
 		writeError(w, fail(http.StatusBadRequest, "bad_from", `"from" names the caller: %v`, err))
 		return
@@ -124,6 +218,49 @@ func (s *Server) postJobs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeError(w, fail(http.StatusInternalServerError, "job_failed", "%v", err))
+	}
+}
+
+// cancelJob ends a job for good (200 with what it did): 404 for a job
+// the log lacks, 409 job_done for one that had ended.
+func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
+	var req JobCancel
+	if aerr := decodeBody(r, &req); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if s.cfg.Jobs == nil {
+		writeError(w, fail(http.StatusServiceUnavailable, "no_jobs", "this fleetd runs no jobs"))
+		return
+	}
+	job := r.PathValue("job")
+	if err := events.ValidToken(job); err != nil {
+		writeError(w, fail(http.StatusBadRequest, "bad_job", "job: %v", err))
+		return
+	}
+	if err := events.ValidAgentID(req.From); err != nil {
+		writeError(w, fail(http.StatusBadRequest, "bad_from", `"from" names the caller: %v`, err))
+		return
+	}
+	if aerr := s.healthError(); aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	res, err := s.cfg.Jobs.Cancel(r.Context(), job, req.From)
+	switch {
+	case err == nil:
+		res.Job = job
+		writeJSON(w, http.StatusOK, res)
+	case errors.Is(err, ErrUnknownJob):
+		writeError(w, fail(http.StatusNotFound, "unknown_job", "%v", err))
+	case errors.Is(err, ErrJobDone):
+		writeError(w, fail(http.StatusConflict, "job_done", "%v", err))
+	default:
+		if e := logError(err); e != nil {
+			writeError(w, e)
+			return
+		}
+		writeError(w, fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err))
 	}
 }
 
@@ -216,6 +353,13 @@ func (c *Client) StartJob(ctx context.Context, j JobStart) (JobAccepted, error) 
 	var acc JobAccepted
 	err := c.Do(ctx, http.MethodPost, "/jobs", j, &acc)
 	return acc, err
+}
+
+// CancelJob ends a job for good (POST /jobs/{job}/cancel).
+func (c *Client) CancelJob(ctx context.Context, job, from string) (JobCancelled, error) {
+	var res JobCancelled
+	err := c.Do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(job)+"/cancel", JobCancel{From: from}, &res)
+	return res, err
 }
 
 // Job reads a job's state, long-polling up to wait (empty: at once) while
