@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // ClientConfig configures RunClient: a job run by a process of its own
@@ -32,6 +33,9 @@ type ClientConfig struct {
 	// tier (negative: From's tier in the roster), its sessions one below.
 	From string
 	Tier int
+	// Budgets makes the budget gate of the job's turns (Config.Budgets)
+	// over the views the client folds; nil: no budgets.
+	Budgets func(projections.Views) turns.Budget
 	// ParentJob, Budget: as in Config. ContextCap: as in SessionConfig.
 	ParentJob  string
 	Budget     int
@@ -86,9 +90,13 @@ func RunClient(ctx context.Context, cfg ClientConfig, plan Plan, job, resume str
 	if err != nil {
 		return Result{}, err
 	}
+	var budgets turns.Budget
+	if cfg.Budgets != nil {
+		budgets = cfg.Budgets(views)
+	}
 	o, err := New(Config{
 		Log: cfg.Log, Views: views, Sessions: sessions, From: cfg.From, ParentJob: cfg.ParentJob, Budget: cfg.Budget,
-		OnProgress: progressPrinter(cfg.Out),
+		Budgets: budgets, OnProgress: progressPrinter(cfg.Out),
 	})
 	if err != nil {
 		return Result{}, err

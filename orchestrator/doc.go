@@ -65,14 +65,18 @@
 // have ids derived from the turn id. A rerun of the same job therefore
 // never re-sends a replied task, re-attaches to a sent one by waiting on
 // its turn id, and re-queues under the same id (an idempotent append) a
-// task whose queued event never landed. The job's result is the rollups of
+// task whose queued event never landed. A task whose target is out of
+// budget (Config.Budgets, the queue's gate) is not queued: its record says
+// failed with budget_exhausted, the limit and frees_at, and the job fails;
+// resuming it after frees_at sends the task again. The job's result is the rollups of
 // the tasks nothing needs, in plan order, joined by a blank line.
 //
 // # Ports
 //
 // The package declares what it needs from the rest of fleetd: Spawner
 // (cmd adapts herdrbridge's spawn), Sender (LogSender, which queues
-// through turns.Queuer exactly as the lead shim does, is the default)
+// through turns.Queuer exactly as the lead shim does, with the same budget
+// gate, is the default)
 // and the read models, through projections.Views or the narrower
 // SessionViews and TurnWaiter. It folds nothing itself: the gateway
 // passes its projection, and a client such as `fleetd orchestrate` runs

@@ -20,8 +20,13 @@ import (
 type Config struct {
 	Log   events.Log
 	Views projections.Views
-	// Sender queues turns; default a LogSender over Log and Views.
+	// Sender queues turns; default a LogSender over Log and Views, asking
+	// Budgets.
 	Sender Sender
+	// Budgets is the default Sender's budget gate (package budget's
+	// Checker): a task whose target is out of budget is not queued, and
+	// fails saying which limit and when it frees. Nil: no budgets.
+	Budgets turns.Budget
 	// Sessions binds session:<name> targets; nil makes them an error.
 	Sessions *Sessions
 	// From is who the turns are from: "orchestrator" at tier 0, a main's
@@ -41,7 +46,9 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.Sender == nil && c.Log != nil && c.Views != nil {
-		c.Sender = NewLogSender(c.Log, c.Views)
+		s := NewLogSender(c.Log, c.Views)
+		s.Budget = c.Budgets
+		c.Sender = s
 	}
 	if c.From == "" {
 		c.From = "orchestrator"
@@ -424,6 +431,17 @@ func (r *jobRun) send(ctx context.Context, t Task, turnID string) error {
 		m.Text, m.Command, m.Context, m.SliceRef = "", t.Command, nil, ""
 	}
 	_, err = r.o.cfg.Sender.Send(ctx, m)
+	if be, ok := errors.AsType[*turns.BudgetError](err); ok {
+		// Nothing was queued: the task fails now, with the limit and
+		// frees_at in its record, rather than wait for a turn that never
+		// comes. A resume after frees_at sends it again.
+		msg := be.Error()
+		if err := r.record(ctx, derivedID(turnID, "failed"), events.JobTask{Task: t.ID, State: events.TaskFailed, Turn: turnID, Agent: agent, To: t.To, Error: msg}); err != nil {
+			return err
+		}
+		r.o.cfg.OnProgress(Progress{Job: r.job, Task: t.ID, State: "failed", To: t.To, Agent: agent, Turn: turnID, Error: msg})
+		return fmt.Errorf("%w: %s: %w", ErrTaskFailed, t.ID, err)
+	}
 	if err != nil {
 		return fmt.Errorf("task %s: %w", t.ID, err)
 	}

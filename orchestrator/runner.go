@@ -12,6 +12,7 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/jobs"
 	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // RunnerConfig configures a Runner.
@@ -25,6 +26,8 @@ type RunnerConfig struct {
 	// (default "main").
 	SessionRole string
 	Logger      *slog.Logger
+	// Budgets gates every task's turn (Config.Budgets); nil: none.
+	Budgets turns.Budget
 	// NewID makes job ids; default ULIDs.
 	NewID func() string
 }
@@ -167,7 +170,7 @@ func (r *Runner) Start(ctx context.Context, req RunRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	o, err := New(Config{Log: r.cfg.Log, Views: r.cfg.Views, Sessions: sessions, From: req.From, ParentJob: req.ParentJob, NewID: r.cfg.NewID})
+	o, err := New(Config{Log: r.cfg.Log, Views: r.cfg.Views, Sessions: sessions, From: req.From, ParentJob: req.ParentJob, NewID: r.cfg.NewID, Budgets: r.cfg.Budgets})
 	if err != nil {
 		return "", err
 	}

@@ -20,6 +20,9 @@ type LogSender struct {
 	turns TurnWaiter
 	// NewID makes turn ids for messages without one; default ULIDs.
 	NewID func() string
+	// Budget is the queue's budget gate; nil: none. A target out of
+	// budget is refused with a *turns.BudgetError and nothing is queued.
+	Budget turns.Budget
 }
 
 var _ Sender = (*LogSender)(nil)
@@ -32,13 +35,14 @@ func NewLogSender(log events.Log, turns TurnWaiter) *LogSender {
 
 // Send queues the message and returns the turn id. A refusal is one of
 // package turns' errors (turns.ErrInvalidTarget for a session not resolved
-// yet, turns.ErrEmptyText, turns.ErrTextAndCommand), wrapped.
+// yet, turns.ErrEmptyText, turns.ErrTextAndCommand, a *turns.BudgetError),
+// wrapped.
 func (s *LogSender) Send(ctx context.Context, m Message) (string, error) {
 	id := m.Turn
 	if id == "" {
 		id = s.NewID()
 	}
-	q, err := turns.Queuer{Log: s.log}.Queue(ctx, turns.Turn{ID: id, To: m.To, From: m.From, Text: m.Text, Command: m.Command,
+	q, err := turns.Queuer{Log: s.log, Budget: s.Budget}.Queue(ctx, turns.Turn{ID: id, To: m.To, From: m.From, Text: m.Text, Command: m.Command,
 		Context: m.Context, SliceRef: m.SliceRef, Job: m.Job, Task: m.Task, Deadline: m.Deadline})
 	if err != nil {
 		return "", fmt.Errorf("send to %s: %w", m.To, err)
