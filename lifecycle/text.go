@@ -12,17 +12,36 @@ import (
 // step of the turn is matched against. It removes everything a terminal
 // would act on instead of display, so a text typed into a pane cannot move
 // the cursor, retitle the window, end a bracketed paste early, or press
-// keys, and changes nothing else:
+// keys, and changes nothing else. Every ESC and every C1 control goes; what
+// goes with it is exactly one of these (docs/claude-composer.md, "Escape
+// sequences"):
 //
-//   - ESC sequences: CSI (ESC [ … final byte, and 8-bit CSI U+009B),
-//     OSC (ESC ] … BEL or ST), DCS/SOS/PM/APC (ESC P/X/^/_ … ST),
-//     SS2/SS3 with the character they shift, nF (ESC, intermediates, final)
-//     and two-byte Fp/Fe/Fs sequences; a lone ESC; an unterminated string
-//     sequence swallows the rest of the text, as it would in a terminal;
-//   - C0 controls except \n and \t; \r\n and a lone \r become \n, so
-//     line structure survives while no carriage return can act as Enter;
-//   - DEL and the C1 controls U+0080–U+009F, also as raw bytes in invalid
-//     UTF-8; other invalid bytes are dropped too.
+//   - CSI: ESC [ (or U+009B), parameter and intermediate bytes 0x20–0x3F,
+//     one final byte 0x40–0x7E; any other byte ends it early and is text;
+//   - OSC: ESC ] (or U+009D) up to BEL or ST (ESC \ or U+009C); DCS, SOS,
+//     PM, APC: ESC P, X, ^, _ (or U+0090, U+0098, U+009E, U+009F) up to ST.
+//     As in a terminal's parser, CAN, SUB, an ESC that is not ST and any
+//     other C1 control end such a string early and are processed on their
+//     own; a string never ended swallows the rest of the text;
+//   - SS2, SS3: ESC N, ESC O (or U+008E, U+008F) and the one character
+//     0x21–0x7E they shift (ESC O P is the F1 key);
+//   - the nF sequences terminals define, and only those (nfLen): ESC #
+//     3–6 or 8 (line size, alignment test), ESC % @ or G (leave or enter
+//     UTF-8), and character set designations ESC ( ) * + - . / with a set's
+//     final byte, which captured terminal output is full of (ESC ( B);
+//   - a two-byte escape, ESC and one byte 0x30–0x7E (ESC 7, ESC c, and
+//     what Alt+key sends as input).
+//
+// Any other ESC is removed alone. In particular ESC followed by a space is
+// never a sequence: ECMA-48's "ESC SP F" family only switches how a
+// terminal reports, an application reads ESC SP as Alt+Space with the next
+// key its own, and a text with a stray ESC before a space and a word must
+// keep the word ("lonely \x1b escape" → "lonely  escape").
+//
+// Besides: C0 controls except \n and \t are removed; \r\n and a lone \r
+// become \n, so line structure survives while no carriage return can act
+// as Enter; DEL and the C1 controls U+0080–U+009F go, also as raw bytes in
+// invalid UTF-8 (a raw 0x9B is a CSI); other invalid bytes are dropped too.
 //
 // Printable Unicode, including emoji, combining marks and text that merely
 // looks like a sequence without its ESC ("[201~"), is kept. The result is
@@ -31,39 +50,15 @@ func Normalize(s string) (string, events.Normalization) {
 	var b strings.Builder
 	var n events.Normalization
 	b.Grow(len(s))
-	drop := func(k int) { n.ControlSequences++; n.RemovedBytes += k }
 	for i := 0; i < len(s); {
 		r, w := decodeRune(s[i:])
+		if k := seqLen(s[i:], r, w); k > 0 {
+			n.ControlSequences++
+			n.RemovedBytes += k
+			i += k
+			continue
+		}
 		switch {
-		case r == 0x1b:
-			k := escLen(s[i:])
-			drop(k)
-			i += k
-			continue
-		case r == 0x9b: // CSI
-			k := w + csiBodyLen(s[i+w:])
-			drop(k)
-			i += k
-			continue
-		case r == 0x9d: // OSC
-			k := w + stringBodyLen(s[i+w:], true)
-			drop(k)
-			i += k
-			continue
-		case r == 0x90 || r == 0x98 || r == 0x9e || r == 0x9f: // DCS SOS PM APC
-			k := w + stringBodyLen(s[i+w:], false)
-			drop(k)
-			i += k
-			continue
-		case r == 0x8e || r == 0x8f: // SS2 SS3 shift the next character
-			k := w
-			if i+k < len(s) {
-				_, m := decodeRune(s[i+k:])
-				k += m
-			}
-			drop(k)
-			i += k
-			continue
 		case r == '\r':
 			b.WriteByte('\n')
 			n.CarriageReturns++
@@ -75,7 +70,8 @@ func Normalize(s string) (string, events.Normalization) {
 			b.WriteRune(r)
 		case r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == invalid:
 			// other controls and undecodable bytes: drop
-			drop(w)
+			n.ControlSequences++
+			n.RemovedBytes += w
 		default:
 			b.WriteString(s[i : i+w])
 		}
@@ -107,9 +103,27 @@ func decodeRune(s string) (rune, int) {
 	return r, n
 }
 
+// seqLen returns the length of the escape sequence or C1 control string
+// that starts s with r (w bytes), or 0 when r starts none.
+func seqLen(s string, r rune, w int) int {
+	switch r {
+	case 0x1b:
+		return escLen(s)
+	case 0x9b: // CSI
+		return w + csiBodyLen(s[w:])
+	case 0x9d: // OSC
+		return w + stringBodyLen(s[w:], true)
+	case 0x90, 0x98, 0x9e, 0x9f: // DCS SOS PM APC
+		return w + stringBodyLen(s[w:], false)
+	case 0x8e, 0x8f: // SS2 SS3
+		return w + shiftedLen(s[w:])
+	}
+	return 0
+}
+
 // escLen returns the length of the escape sequence at the start of s, which
-// begins with ESC. A lone ESC (followed by a control, non-ASCII or nothing)
-// is one byte.
+// begins with ESC; 1 for an ESC that starts none (followed by a space, a
+// control, non-ASCII, an nF sequence no terminal defines, or nothing).
 func escLen(s string) int {
 	if len(s) < 2 {
 		return 1
@@ -122,25 +136,60 @@ func escLen(s string) int {
 	case c == 'P' || c == 'X' || c == '^' || c == '_':
 		return 2 + stringBodyLen(s[2:], false)
 	case c == 'N' || c == 'O':
-		if len(s) > 2 {
-			_, m := decodeRune(s[2:])
-			return 2 + m
-		}
-		return 2
-	case c >= 0x20 && c <= 0x2f: // nF: intermediates, then a final byte
-		j := 2
-		for j < len(s) && s[j] >= 0x20 && s[j] <= 0x2f {
-			j++
-		}
-		if j < len(s) && s[j] >= 0x30 && s[j] <= 0x7e {
-			j++
-		}
-		return j
+		return 2 + shiftedLen(s[2:])
+	case c >= 0x20 && c <= 0x2f:
+		return 1 + nfLen(s[1:])
 	case c >= 0x30 && c <= 0x7e:
 		return 2
 	default:
 		return 1
 	}
+}
+
+// shiftedLen is the length of the character SS2 or SS3 shifts: one
+// graphic ASCII byte, the only kind a 94- or 96-character set maps.
+func shiftedLen(s string) int {
+	if len(s) > 0 && s[0] >= 0x21 && s[0] <= 0x7e {
+		return 1
+	}
+	return 0
+}
+
+// nfLen returns the length of the nF sequence s (intermediates and final,
+// the ESC before them not counted) when it is one a terminal defines, else
+// 0. The finals are xterm's (ctlseqs, "Controls beginning with ESC"):
+// an undefined one is a stray ESC before ordinary text, not a sequence.
+func nfLen(s string) int {
+	if len(s) < 2 {
+		return 0
+	}
+	i, rest := s[0], s[1:]
+	has := func(set string) bool { return strings.IndexByte(set, rest[0]) >= 0 }
+	switch i {
+	case '#': // DECDHL, DECSWL, DECDWL, DECALN
+		if has("34568") {
+			return 2
+		}
+	case '%': // select the default or the UTF-8 character set
+		if has("@G") {
+			return 2
+		}
+	case '(', ')', '*', '+': // designate a 94-character set to G0–G3
+		if has("012<>=`ABCEHKQRYZf4569") {
+			return 2
+		}
+		if len(rest) >= 2 {
+			switch rest[:2] {
+			case "%0", "%2", "%3", "%5", "%6", "%=", "\">", "\"4", "\"?", "&4", "&5":
+				return 3
+			}
+		}
+	case '-', '.', '/': // designate a 96-character set to G1–G3
+		if has("ABFHLM") {
+			return 2
+		}
+	}
+	return 0
 }
 
 // csiBodyLen returns the length of a CSI body (parameters 0x30–0x3F,
@@ -160,7 +209,11 @@ func csiBodyLen(s string) int {
 }
 
 // stringBodyLen returns the length of an OSC/DCS/SOS/PM/APC body up to and
-// including its terminator: ST (ESC \ or U+009C), or BEL for OSC.
+// including its terminator: ST (ESC \ or U+009C), or BEL for OSC. As in a
+// terminal's parser (the "anywhere" transitions of DEC's), CAN, SUB, an
+// ESC that is not ST and any other C1 control abort the string: the body
+// ends before them, and they are processed on their own. Without either,
+// the body is the rest of s.
 func stringBodyLen(s string, bel bool) int {
 	for j := 0; j < len(s); {
 		r, n := decodeRune(s[j:])
@@ -171,6 +224,8 @@ func stringBodyLen(s string, bel bool) int {
 			return j + n
 		case r == 0x1b && j+1 < len(s) && s[j+1] == '\\':
 			return j + 2
+		case r == 0x18 || r == 0x1a || r == 0x1b || (r >= 0x80 && r <= 0x9f):
+			return j
 		}
 		j += n
 	}
