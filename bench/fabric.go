@@ -648,7 +648,7 @@ func (r *fabricRun) hookRuns(ctx context.Context, exe string) (Sample, error) {
 	env := append(os.Environ(), "FLEET_AGENT_ID=w-hookbench", "FLEET_ROLE=w-sim", "FLEET_HOST=bench",
 		"FLEET_NATS_URL="+r.fab.Gateway.NATSURL(), "FLEET_SPOOL_DIR="+filepath.Join(dir, "spool"))
 	return Time(r.Size.HookRuns, func() error {
-		payload, _ := json.Marshal(map[string]any{"session_id": "s1", "transcript_path": tp, "cwd": dir, "hook_event_name": "Stop",
+		payload, _ := json.Marshal(map[string]any{"session_id": "5a1c0e2f-3b4d-4c6e-8f90-a1b2c3d4e5f6", "transcript_path": tp, "cwd": dir, "hook_event_name": "Stop",
 			"prompt_id": "p1", "stop_hook_active": false, "last_assistant_message": "SIM: hello"})
 		cmd := exec.CommandContext(ctx, exe, "hook", "stop")
 		cmd.Env = env

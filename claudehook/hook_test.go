@@ -33,18 +33,18 @@ const agent = "w-claude-1"
 // Payloads exactly as HOOKS.md shows them (StopFailure and Notification as
 // fakeapi's end-to-end tests observed them).
 var payloads = map[Hook]string{
-	SessionStart: `{"session_id":"4f52aa","transcript_path":"testdata/transcript.jsonl",
+	SessionStart: `{"session_id":"4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10","transcript_path":"testdata/transcript.jsonl",
  "cwd":"/home/dev/proj","hook_event_name":"SessionStart","source":"startup","model":"claude-opus-5-5"}`,
-	UserPromptSubmit: `{"session_id":"4f52aa","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2","permission_mode":"auto",
+	UserPromptSubmit: `{"session_id":"4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2","permission_mode":"auto",
  "hook_event_name":"UserPromptSubmit","prompt":"please reply with the word PINEAPPLE"}`,
-	Stop: `{"session_id":"4f52aa","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2","permission_mode":"auto",
+	Stop: `{"session_id":"4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2","permission_mode":"auto",
  "effort":{"level":"medium"},"hook_event_name":"Stop","stop_hook_active":false,
  "last_assistant_message":"ECHO: second task","background_tasks":[],"session_crons":[]}`,
-	StopFailure: `{"session_id":"4f52aa","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2",
+	StopFailure: `{"session_id":"4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2",
  "hook_event_name":"StopFailure","error":"invalid_request","last_assistant_message":"API Error: 400 bad request"}`,
-	Notification: `{"session_id":"4f52aa","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2",
+	Notification: `{"session_id":"4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10","transcript_path":"testdata/transcript.jsonl","cwd":"/home/dev/proj","prompt_id":"p2",
  "hook_event_name":"Notification","message":"Claude needs your permission to use Bash","notification_type":"permission_prompt"}`,
-	SessionEnd: `{"session_id":"4f52aa","prompt_id":"p2","hook_event_name":"SessionEnd","reason":"prompt_input_exit"}`,
+	SessionEnd: `{"session_id":"4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10","prompt_id":"p2","hook_event_name":"SessionEnd","reason":"prompt_input_exit"}`,
 }
 
 // fleet is a NATS server with the FLEET stream, reachable over TCP as a
@@ -142,15 +142,15 @@ func TestRunAppendsEachHooksEvents(t *testing.T) {
 		want []events.Data
 	}{
 		{SessionStart, "session-start", []events.Data{
-			events.AgentSession{SessionID: "4f52aa", State: "started", Source: "startup", TranscriptPath: "testdata/transcript.jsonl", Model: "claude-opus-5-5", Cwd: "/home/dev/proj"},
+			events.AgentSession{SessionID: "4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10", State: "started", Source: "startup", TranscriptPath: "testdata/transcript.jsonl", Model: "claude-opus-5-5", Cwd: "/home/dev/proj"},
 			events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook", Detail: "session startup"},
 		}},
 		{UserPromptSubmit, "UserPromptSubmit", []events.Data{
-			events.AgentSubmitted{Via: "hook", PromptID: "p2", SessionID: "4f52aa", Prompt: "please reply with the word PINEAPPLE"},
+			events.AgentSubmitted{Via: "hook", PromptID: "p2", SessionID: "4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10", Prompt: "please reply with the word PINEAPPLE"},
 			events.AgentStatusChanged{Status: events.StatusWorking, Source: "hook", Detail: "prompt submitted"},
 		}},
 		{Stop, "stop", []events.Data{
-			events.AgentReplied{Reply: "ECHO: second task", PromptID: "p2", SessionID: "4f52aa", Model: "claude-opus-5-5",
+			events.AgentReplied{Reply: "ECHO: second task", PromptID: "p2", SessionID: "4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10", Model: "claude-opus-5-5",
 				Tokens: events.Tokens{In: 450, Out: 70, CacheRead: 250, CacheCreation: 10}, CostUSD: 0.025, Transcript: "testdata/transcript.jsonl"},
 			events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook", Detail: "turn over"},
 		}},
@@ -162,7 +162,7 @@ func TestRunAppendsEachHooksEvents(t *testing.T) {
 			events.AgentStatusChanged{Status: events.StatusBlocked, Source: "hook", Detail: "permission_prompt: Claude needs your permission to use Bash"},
 		}},
 		{SessionEnd, "SESSION_END", []events.Data{
-			events.AgentSession{SessionID: "4f52aa", State: "ended", Reason: "prompt_input_exit"},
+			events.AgentSession{SessionID: "4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10", State: "ended", Reason: "prompt_input_exit"},
 		}},
 	}
 	spool := t.TempDir()
@@ -196,7 +196,7 @@ func TestRunAppendsEachHooksEvents(t *testing.T) {
 
 func TestRunNotificationThatDoesNotBlockAppendsNothing(t *testing.T) {
 	f := startFleet(t)
-	_, err := run(t, "notification", `{"session_id":"s","hook_event_name":"Notification","notification_type":"idle_prompt","message":"Claude is waiting for your input"}`, paneEnv(f.url, t.TempDir()))
+	_, err := run(t, "notification", `{"session_id":"4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10","hook_event_name":"Notification","notification_type":"idle_prompt","message":"Claude is waiting for your input"}`, paneEnv(f.url, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,6 +239,12 @@ func TestRunRejectsWhatIsNotAHook(t *testing.T) {
 		{"truncated json", "stop", `{"session_id":"s","last_assist`, paneEnv(f.url, spool), ErrPayload},
 		{"json array", "stop", `[1,2]`, paneEnv(f.url, spool), ErrPayload},
 		{"unknown hook", "pre-tool-use", payloads[Stop], paneEnv(f.url, spool), ErrUnknownHook},
+		// A session id goes on to a restart's --resume: one that is not
+		// Claude Code's (a UUID) — here one that would kill the typed
+		// line and run a command on the host — is never reported.
+		{"session id with a control character", "session-start",
+			`{"session_id":"x\u0015touch /tmp/fleetd-marker #","hook_event_name":"SessionStart","source":"startup"}`, paneEnv(f.url, spool), ErrPayload},
+		{"session id that is no UUID", "stop", strings.ReplaceAll(payloads[Stop], "4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10", "4f52aa"), paneEnv(f.url, spool), ErrPayload},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -663,7 +669,7 @@ func TestStopWaitsForTheReplyToReachTheTranscript(t *testing.T) {
 func TestALongReplyIsCutToTheEventTextLimit(t *testing.T) {
 	f := startFleet(t)
 	long := strings.Repeat("é", events.DefaultTextLimit) // 2 bytes a rune: twice the limit
-	payload, err := json.Marshal(map[string]any{"session_id": "4f52aa", "prompt_id": "p2", "hook_event_name": "Stop", "last_assistant_message": long})
+	payload, err := json.Marshal(map[string]any{"session_id": "4f52aa3c-1e0b-4d6a-9f21-7c8e5d4b3a10", "prompt_id": "p2", "hook_event_name": "Stop", "last_assistant_message": long})
 	if err != nil {
 		t.Fatal(err)
 	}

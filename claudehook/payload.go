@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/fleetd/fleetd/events"
 )
 
 // Hook is a Claude Code hook event name, as Claude spells it in settings
@@ -119,6 +121,15 @@ func ParsePayload(b []byte) (Payload, error) {
 	var p Payload
 	if err := json.Unmarshal(b, &p); err != nil {
 		return Payload{}, fmt.Errorf("%w: %v", ErrPayload, err)
+	}
+	// The payload comes from the agent's side (inside its sandbox, when
+	// it has one), and its session id goes on to a launch: a restart or a
+	// resumed session types --resume <id>. Claude Code's ids are UUIDs;
+	// anything else is refused here, and again where it would be used.
+	if p.SessionID != "" {
+		if err := events.ValidSessionID(p.SessionID); err != nil {
+			return Payload{}, fmt.Errorf("%w: session_id: %w", ErrPayload, err)
+		}
 	}
 	return p, nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
-const stopPayload = `{"session_id":"s1","transcript_path":"/nonexistent.jsonl","cwd":"/w","prompt_id":"p1","permission_mode":"auto",` +
+const stopPayload = `{"session_id":"5a1c0e2f-3b4d-4c6e-8f90-a1b2c3d4e5f6","transcript_path":"/nonexistent.jsonl","cwd":"/w","prompt_id":"p1","permission_mode":"auto",` +
 	`"hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"ECHO: hi","background_tasks":[],"session_crons":[]}`
 
 // stopPayloadWithTranscript is stopPayload with a transcript that shows
@@ -157,7 +157,7 @@ func testTranscriptLags(t *testing.T, userFirst bool) {
 			t.Fatal(err)
 		}
 	}
-	payload := fmt.Sprintf(`{"session_id":"s9","transcript_path":%q,"cwd":"/w","prompt_id":"p9","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"ECHO: task"}`, transcript)
+	payload := fmt.Sprintf(`{"session_id":"9d8c7b6a-5f4e-4d3c-8b2a-190817263544","transcript_path":%q,"cwd":"/w","prompt_id":"p9","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"ECHO: task"}`, transcript)
 	out, err := execHook(t, hookEnv("w-9", srv.ClientURL(), filepath.Join(dir, "spool")), payload, "stop")
 	if err != nil {
 		t.Fatalf("hook: %v\n%s", err, out)
