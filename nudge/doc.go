@@ -9,7 +9,11 @@
 // the agent is ready (idle, nothing queued or in flight), so a main is
 // never nudged while it works and never has two nudges outstanding. A
 // message is nudged for once: a main that ignores a nudge is nudged again
-// only when another message arrives.
+// only when another message arrives. A nudge is a turn like any other —
+// the model answers it, reading its inbox and working on what it finds —
+// so it is queued through the budget gate (Config.Budget): an agent out
+// of budget is not nudged, its messages wait in its inbox, and it is
+// considered again when its budget frees.
 //
 // nudge imports events, lifecycle, projections, roles and turns, and
 // internal/restart to follow the log again after a failure; the inboxes

@@ -40,7 +40,13 @@ type Config struct {
 	Roles   roles.Config
 	// Host is this gateway's host: it nudges only its own agents, so one
 	// nudge is queued per message however many hosts run.
-	Host   string
+	Host string
+	// Budget is the queue's budget gate (package budget's Checker): a
+	// nudge is a turn the model answers — it reads its inbox and works on
+	// what it finds — so it spends like any other and is not queued for
+	// an agent out of budget. The messages wait in the inbox; the agent
+	// is nudged once the budget frees. Nil: no budgets.
+	Budget turns.Budget
 	Logger *slog.Logger
 	Now    func() time.Time
 	NewID  func() string
@@ -72,6 +78,10 @@ type Nudger struct {
 	// nudge has covered. Only Run's goroutine touches it. A restart
 	// forgets it: then an agent with unread messages is nudged once more.
 	nudged map[string]uint64
+	// held are the agents a nudge was refused for by the budget, and when
+	// it frees: each is considered again then. Only Run's goroutine
+	// touches it.
+	held map[string]time.Time
 }
 
 // New returns a nudger over cfg. It does no I/O.
@@ -88,7 +98,7 @@ func New(cfg Config) (*Nudger, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Nudger{cfg: cfg, source: "fleetd/" + cfg.Host + "/nudge", nudged: map[string]uint64{}}, nil
+	return &Nudger{cfg: cfg, source: "fleetd/" + cfg.Host + "/nudge", nudged: map[string]uint64{}, held: map[string]time.Time{}}, nil
 }
 
 // NudgeTimeout bounds a nudge turn, from queued to replied.
@@ -131,10 +141,15 @@ func (n *Nudger) follow(ctx context.Context) error {
 	for _, a := range n.cfg.Views.Roster() {
 		n.consider(ctx, a.Agent)
 	}
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
 	for {
+		wake.Reset(n.untilFreed())
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-wake.C:
+			n.considerFreed(ctx)
 		case <-fol.Done():
 			return fmt.Errorf("follow ended: %w", fol.Err())
 		case ev := <-fol.Events():
@@ -152,6 +167,35 @@ func (n *Nudger) follow(ctx context.Context) error {
 				continue
 			}
 			n.consider(ctx, ev.Subject)
+		}
+	}
+}
+
+// recheckHeld bounds the wait for a held agent's budget to free, so a
+// clock that jumps (a host suspended) does not leave it waiting long.
+const recheckHeld = time.Minute
+
+// untilFreed is how long until the first held agent's budget frees, at
+// most recheckHeld; an hour when none is held.
+func (n *Nudger) untilFreed() time.Duration {
+	if len(n.held) == 0 {
+		return time.Hour
+	}
+	now := n.cfg.Now()
+	d := recheckHeld
+	for _, at := range n.held {
+		d = min(d, at.Sub(now))
+	}
+	return max(d, time.Millisecond)
+}
+
+// considerFreed considers again every held agent whose budget has freed.
+func (n *Nudger) considerFreed(ctx context.Context) {
+	now := n.cfg.Now()
+	for agent, at := range n.held {
+		if !now.Before(at) {
+			delete(n.held, agent)
+			n.consider(ctx, agent)
 		}
 	}
 }
@@ -195,16 +239,30 @@ func (n *Nudger) consider(ctx context.Context, agent string) {
 		n.nudged[agent] = latest // it has pulled them itself
 		return
 	}
-	q, err := turns.Queuer{Log: n.cfg.Log, Source: n.source}.Queue(ctx, turns.Turn{
+	q, err := turns.Queuer{Log: n.cfg.Log, Source: n.source, Budget: n.cfg.Budget}.Queue(ctx, turns.Turn{
 		ID: n.cfg.NewID(), To: agent, From: "fleetd", Text: Text(unread), Kind: events.TurnKindNudge,
 		// A nudge never typed (the pane gone, the agent stuck) ends
 		// rather than holding the agent's queue.
 		Deadline: n.cfg.Now().Add(NudgeTimeout),
 	})
+	if be, ok := errors.AsType[*turns.BudgetError](err); ok {
+		// Not nudged, not forgotten: considered again when it frees (or
+		// at its next event), its messages waiting in the inbox.
+		at := be.FreesAt
+		if at.IsZero() {
+			at = n.cfg.Now().Add(recheckHeld)
+		}
+		if _, was := n.held[agent]; !was {
+			n.cfg.Logger.Info("nudge: held while the agent is out of budget", "agent", agent, "unread", unread, "err", err)
+		}
+		n.held[agent] = at
+		return
+	}
 	if err != nil {
 		n.cfg.Logger.Warn("nudge: queue", "agent", agent, "err", err)
 		return
 	}
+	delete(n.held, agent)
 	n.nudged[agent] = latest
 	n.cfg.Logger.Info("nudged", "agent", agent, "unread", unread, "turn", q.ID)
 	// The next decision sees the nudge queued: never two outstanding.

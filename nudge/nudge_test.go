@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetd/fleetd/budget"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/inbox"
 	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/nudge"
+	"github.com/fleetd/fleetd/projections"
 	"github.com/fleetd/fleetd/roles"
 )
 
@@ -181,4 +183,66 @@ func TestWithoutAnInboxRoleTheNudgerReadsNothing(t *testing.T) {
 	if got := log.follows.Load(); got != 0 {
 		t.Errorf("%d follows of the log; want none", got)
 	}
+}
+
+// A nudge is a turn the model answers, so an agent out of budget is not
+// nudged: its messages wait in its inbox, and it is nudged once the
+// budget frees — with no event of its own to prompt it.
+func TestAMainOutOfBudgetIsNudgedOnlyOnceItFrees(t *testing.T) {
+	f := fleettest.New(t)
+	f.Register("main-a", "main")
+	f.Register("main-b", "main")
+	f.RunAgents(0, "main-a", "main-b")
+	clk := fleettest.NewClock(time.Now())
+	rc, err := roles.Parse([]byte(`{"roles": {"main": {"inbox": true, "agent_budget": {"tokens_per_hour": 1}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spent := f.MustAppend(events.Event{Subject: "main-a", Data: events.AgentReplied{Reply: "spent", Tokens: events.Tokens{In: 100, Out: 43}}})
+	if err := f.Views.WaitSeq(fleettest.Ctx(t), spent.Seq); err != nil {
+		t.Fatal(err)
+	}
+	boxes, err := inbox.New(inbox.Config{Log: f.Log, JS: f.NATS.JS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := &budget.Checker{Roles: rc, Views: f.Views, Now: clk.Now}
+	n, err := nudge.New(nudge.Config{Log: f.Log, Views: f.Views, Inboxes: boxes, Host: "h1", Roles: rc, Budget: checker, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleettest.Run(t, "nudger", n.Run)
+
+	post(t, boxes, "main-a", "for a main out of budget")
+	// The nudger takes events in order: once main-b's later message is
+	// nudged, main-a's was considered.
+	post(t, boxes, "main-b", "for a main within budget")
+	waitNudges := func(agent string, want int) {
+		t.Helper()
+		checkfor.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+			if all, _, _ := nudges(t, f, agent); len(all) != want || !all[want-1].State.Final() {
+				return fmt.Errorf("%s: nudges = %+v, want %d, the last final", agent, all, want)
+			}
+			return nil
+		})
+	}
+	waitNudges("main-b", 1)
+	if all, _, _ := nudges(t, f, "main-a"); len(all) != 0 {
+		t.Fatalf("main-a, out of budget, was nudged: %+v", all)
+	}
+
+	frees := checker.Agent(mustAgent(t, f, "main-a")).FreesAt
+	clk.Set(frees)
+	// Any event wakes the nudger's loop; it is not main-a's.
+	post(t, boxes, "main-b", "another")
+	waitNudges("main-a", 1)
+}
+
+func mustAgent(t *testing.T, f *fleettest.Fleet, id string) projections.Agent {
+	t.Helper()
+	a, ok := f.Views.Agent(id)
+	if !ok {
+		t.Fatalf("no agent %s", id)
+	}
+	return a
 }
