@@ -233,7 +233,9 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	}
 
 	// Budgets: every host judges the same folded usage; each writes the
-	// warnings of its own agents, and of roles when it is first.
+	// warnings of its own agents, and of roles when it is first. The same
+	// Checker gates every path that queues a turn: the shim's sends, the
+	// jobs' tasks and the nudges.
 	budgets := &budget.Checker{Roles: g.Roles, Views: g.Views}
 	g.goRun("budget warner", (&budget.Warner{Log: g.Log, Views: g.Views, Checker: budgets, Host: host, Logger: g.log}).Run, runCtx)
 
@@ -260,7 +262,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 		return err
 	}
 	g.goRun("inbox notifier", (&inbox.Notifier{Inboxes: g.Inboxes, JS: g.js, Turns: g.Views, Logger: g.log}).Run, runCtx)
-	nudger, err := nudge.New(nudge.Config{Log: g.Log, Views: g.Views, Inboxes: g.Inboxes, Roles: g.Roles, Host: host, Logger: g.log})
+	nudger, err := nudge.New(nudge.Config{Log: g.Log, Views: g.Views, Inboxes: g.Inboxes, Roles: g.Roles, Host: host, Budget: budgets, Logger: g.log})
 	if err != nil {
 		ln.Close()
 		return err
@@ -293,7 +295,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	if g.spawner != nil {
 		spawner, sessions = &ShimSpawner{Sessions: g.spawner}, g.spawner
 	}
-	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{Log: g.Log, Views: g.Views, Spawner: sessions, Logger: g.log})
+	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{Log: g.Log, Views: g.Views, Spawner: sessions, Budgets: budgets, Logger: g.log})
 	if err != nil {
 		ln.Close()
 		return err

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/fleetd/fleetd/budget"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/roles"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // OrchestrateCmd runs a plan as a job against a running fleetd: ready
@@ -42,6 +45,10 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 			return err
 		}
 	}
+	rc, err := roles.Load(c.Roles)
+	if err != nil {
+		return err
+	}
 	nc, js, err := dialNATS(g, "fleetd orchestrate")
 	if err != nil {
 		return err
@@ -51,6 +58,8 @@ func (c *OrchestrateCmd) Run(ctx context.Context, g *Globals) error {
 		Log: events.New(js, events.Options{Source: "fleetd/" + g.hostName() + "/orchestrator"}), JS: js,
 		SessionRole: c.SessionRole, From: c.From, Tier: c.Tier, ParentJob: c.ParentJob, Budget: c.Budget, ContextCap: c.ContextCap,
 		Out: os.Stderr, Logger: g.Logger(),
+		// The roles' budgets hold for a job's turns as for any other.
+		Budgets: func(views projections.Views) turns.Budget { return &budget.Checker{Roles: rc, Views: views} },
 	}
 	if c.Spawn {
 		cb, err := c.bridge(ctx, g)
