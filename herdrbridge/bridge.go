@@ -672,6 +672,12 @@ func (b *Bridge) sessionLocked(a *agentState, ev events.Event, d events.AgentSes
 		}
 		a.started = ev
 		a.sessionSeen, a.sessionLive, a.sessionID = true, true, d.SessionID
+		if events.ValidSessionID(d.SessionID) != nil {
+			// Not Claude Code's (its hook refuses such an id; the agent
+			// wrote the event some other way): a restart starts afresh
+			// rather than hand it to --resume.
+			a.sessionID = ""
+		}
 		if d.Cwd != "" {
 			a.sessionCwd = d.Cwd
 		}

@@ -99,7 +99,7 @@ func TestADeadAgentComesBackInANewPaneResumingItsSessionWithItsTurnsByName(t *te
 	}
 	f.waitOutput(reg.Pane, "ARGS  END")
 	// Its hooks reported a session; then the process exits.
-	f.add("w-1", events.AgentSession{SessionID: "s-1", State: "started", Source: "startup"}, "")
+	f.add("w-1", events.AgentSession{SessionID: sid1, State: "started", Source: "startup"}, "")
 	byName := f.queue("w-1", "for w-1 only", time.Time{})
 	var restarted events.AgentRestart
 	checkfor.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
@@ -111,10 +111,10 @@ func TestADeadAgentComesBackInANewPaneResumingItsSessionWithItsTurnsByName(t *te
 		}
 		return fmt.Errorf("not restarted: %+v", f.restarts("w-1"))
 	})
-	if restarted.Resume != "s-1" || restarted.Pane == reg.Pane || restarted.Pane == "" {
-		t.Errorf("restarted %+v, want a new pane resuming s-1", restarted)
+	if restarted.Resume != sid1 || restarted.Pane == reg.Pane || restarted.Pane == "" {
+		t.Errorf("restarted %+v, want a new pane resuming %s", restarted, sid1)
 	}
-	f.waitOutput(restarted.Pane, "ARGS --resume s-1 END")
+	f.waitOutput(restarted.Pane, "ARGS --resume "+sid1+" END")
 	if got := f.turn(byName); got.State != lifecycle.StateQueued || got.Agent != "w-1" {
 		t.Errorf("turn by name = %s on %q, want still queued on w-1", got.State, got.Agent)
 	}
