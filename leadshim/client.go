@@ -3,12 +3,15 @@ package leadshim
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/fleetd/fleetd/projections"
@@ -23,10 +26,52 @@ type Client struct {
 	hc    *http.Client
 }
 
-// NewClient returns a client for the shim at base (http://host:port),
-// sending token as the bearer token when it is not empty.
-func NewClient(base, token string) *Client {
-	return &Client{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{}}
+// NewClient returns a client for the shim at base (http://host:port, or
+// https:// for a shim serving TLS), sending token as the bearer token when
+// it is not empty.
+func NewClient(base, token string, opts ...ClientOption) *Client {
+	c := &Client{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// ClientOption sets up a Client.
+type ClientOption func(*Client)
+
+// WithTLS has the client verify an https:// shim with cfg (its RootCAs,
+// say, for a shim whose certificate no system CA signed).
+func WithTLS(cfg *tls.Config) ClientOption {
+	return func(c *Client) {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = cfg
+		c.hc = &http.Client{Transport: t}
+	}
+}
+
+// ClientTLS is the TLS config a client of an https:// shim uses: the
+// system's CAs, or those of the PEM file caFile (a self-signed shim's
+// own certificate will do); insecure skips verification altogether,
+// which leaves the token to whoever sits on the path. Nil when neither
+// is asked for.
+func ClientTLS(caFile string, insecure bool) (*tls.Config, error) {
+	if caFile == "" && !insecure {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("shim CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("shim CA %s: no PEM certificate in it", caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
 }
 
 // ClientError is a non-2xx answer from the shim.

@@ -1,6 +1,7 @@
 package leadshim
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -74,6 +75,16 @@ type Config struct {
 	Dashboard http.Handler
 	// LoginTTL is how long a dashboard sign-in lasts. Default 12h.
 	LoginTTL time.Duration
+	// AuthFailures wrong tokens (a sign-in, or a bearer token) a client
+	// may present at once; then one more each AuthFailEvery. A client
+	// over it is answered 429 whatever token it presents. Defaults 10
+	// and 2s.
+	AuthFailures  int
+	AuthFailEvery time.Duration
+	// TLS, when set, serves HTTPS (the dashboard's cookie is then
+	// Secure): without it the token and the cookie cross the network in
+	// clear.
+	TLS *tls.Config
 	// Inbox serves the agents' durable inboxes (/inbox/{agent}); nil: none.
 	Inbox Inbox
 	// Spawner starts agents in this host's herdr (POST /agents); nil: the
@@ -197,6 +208,8 @@ func (c *Config) setDefaults() {
 	setDefault(&c.EventWriteTimeout, 30*time.Second)
 	setDefault(&c.MaxPlanTasks, DefaultMaxPlanTasks)
 	setDefault(&c.LoginTTL, 12*time.Hour)
+	setDefault(&c.AuthFailures, 10)
+	setDefault(&c.AuthFailEvery, 2*time.Second)
 	setDefault(&c.ExitedFor, time.Hour)
 }
 
@@ -224,7 +237,7 @@ func (c Config) Validate() error {
 		v    int64
 	}{
 		{"ReadHeaderTimeout", int64(c.ReadHeaderTimeout)}, {"BodyTimeout", int64(c.BodyTimeout)},
-		{"IdleTimeout", int64(c.IdleTimeout)}, {"EventWriteTimeout", int64(c.EventWriteTimeout)}, {"LoginTTL", int64(c.LoginTTL)},
+		{"IdleTimeout", int64(c.IdleTimeout)}, {"EventWriteTimeout", int64(c.EventWriteTimeout)}, {"LoginTTL", int64(c.LoginTTL)}, {"AuthFailures", int64(c.AuthFailures)}, {"AuthFailEvery", int64(c.AuthFailEvery)},
 		{"MaxHeaderBytes", int64(c.MaxHeaderBytes)}, {"MaxConns", int64(c.MaxConns)}, {"MaxPendingConns", int64(c.MaxPendingConns)},
 		{"MaxEventReaders", int64(c.MaxEventReaders)}, {"EventBuffer", int64(c.EventBuffer)},
 	} {

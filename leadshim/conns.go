@@ -2,6 +2,7 @@ package leadshim
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -108,6 +109,9 @@ type connKey struct{}
 // withConn is the http.Server's ConnContext: it lets a request find its
 // connection, to mark it served.
 func withConn(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	if lc, ok := c.(*limitedConn); ok {
 		return context.WithValue(ctx, connKey{}, lc)
 	}

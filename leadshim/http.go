@@ -37,7 +37,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /jobs/{job}/context", s.getContext)
 	mux.HandleFunc("POST /jobs/{job}/context", s.putContext)
 	mux.HandleFunc("GET /events", s.streamEvents)
-	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /healthz", s.healthzOpen(s.healthz))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /login", s.getLogin)
 	mux.HandleFunc("POST /login", s.postLogin)
@@ -99,37 +99,69 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 // refused request's body is never read, and its connection is closed
 // after the 401 rather than drained, so a client cannot hold the 401 back
 // by sending a body slowly. A browser asking for a dashboard page gets
-// the sign-in form with the 401.
+// the sign-in form with the 401. A client that presented too many wrong
+// tokens is answered 429 until its allowance refills (credentials).
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.Token == "" {
 		return next
 	}
-	want := []byte(s.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/healthz", "/login", "/logout":
 			next.ServeHTTP(w, r)
 			return
 		}
-		if subtle.ConstantTimeCompare(bearer(r.Header.Get("Authorization")), want) != 1 && !(readOnly(r) && s.validSession(r)) {
-			if s.wantsPage(r) {
-				s.loginPage(w, http.StatusUnauthorized, r.URL.RequestURI(), "")
-				return
-			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="fleetd"`)
-			if r.ContentLength != 0 {
-				w.Header().Set("Connection", "close")
-			}
-			writeError(w, fail(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token"))
-			if r.ContentLength != 0 {
-				// The answer is flushed before net/http reads on to discard
-				// the body; an expired deadline ends that read at once.
-				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
-			}
+		ok, wait := s.credentials(r)
+		if ok {
+			next.ServeHTTP(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
+		if r.ContentLength != 0 {
+			w.Header().Set("Connection", "close")
+		}
+		switch {
+		case wait > 0:
+			writeError(w, &apiError{status: http.StatusTooManyRequests, retryAfter: wait,
+				body: ErrorBody{Code: "too_many_failures", Message: "too many wrong tokens from this address; try again later"}})
+		case s.wantsPage(r):
+			s.loginPage(w, http.StatusUnauthorized, r.URL.RequestURI(), "")
+			return
+		default:
+			w.Header().Set("WWW-Authenticate", `Bearer realm="fleetd"`)
+			writeError(w, fail(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token"))
+		}
+		if r.ContentLength != 0 {
+			// The answer is flushed before net/http reads on to discard
+			// the body; an expired deadline ends that read at once.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
 	})
+}
+
+// credentials reports whether r holds the token: the bearer token, or
+// on a read a sign-in cookie. A request presenting a bearer token while
+// its client's allowance of failures is spent is not checked at all
+// (else a guesser would learn the right token by its answer): wait says
+// how long until it may try again. A wrong bearer token spends one; a
+// request with none spends nothing.
+func (s *Server) credentials(r *http.Request) (ok bool, wait time.Duration) {
+	if s.cfg.Token == "" {
+		return true, 0
+	}
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return readOnly(r) && s.validSession(r), 0
+	}
+	client, now := clientKey(r), s.cfg.Now()
+	if wait := s.fails.wait(client, now); wait > 0 {
+		s.metrics.logins.WithLabelValues("throttled").Inc()
+		return false, wait
+	}
+	if subtle.ConstantTimeCompare(bearer(h), []byte(s.cfg.Token)) == 1 {
+		return true, 0
+	}
+	s.fails.failed(client, now)
+	return readOnly(r) && s.validSession(r), 0
 }
 
 // bearer is the token of an Authorization header of the Bearer scheme;
@@ -347,6 +379,46 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		h.Status, h.Reasons = "degraded", d.reasons
 	}
 	writeJSON(w, http.StatusOK, h)
+}
+
+// healthzOpen answers /healthz whole to a caller that holds the token
+// (or a sign-in cookie), and only its status and code to anyone else: a
+// probe learns whether fleetd serves, not which agents are dead or why.
+func (s *Server) healthzOpen(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if ok, _ := s.credentials(r); ok {
+			next(w, r)
+			return
+		}
+		rec := &healthRecorder{header: http.Header{}}
+		next(rec, r)
+		var h Health
+		_ = json.Unmarshal(rec.body, &h)
+		writeJSON(w, rec.status, struct {
+			Status string `json:"status"`
+			Code   string `json:"code,omitempty"`
+		}{h.Status, h.Code})
+	}
+}
+
+// healthRecorder keeps an answer of healthz to be cut down.
+type healthRecorder struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (h *healthRecorder) Header() http.Header { return h.header }
+func (h *healthRecorder) WriteHeader(code int) {
+	if h.status == 0 {
+		h.status = code
+	}
+}
+
+func (h *healthRecorder) Write(b []byte) (int, error) {
+	h.WriteHeader(http.StatusOK)
+	h.body = append(h.body, b...)
+	return len(b), nil
 }
 
 // healthError is the 503 the log's health (Config.Health) calls for, or

@@ -2,11 +2,15 @@ package leadshim
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"html/template"
+	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,41 +22,101 @@ import (
 // /events), never on a send.
 const SessionCookie = "fleetd_session"
 
-// sessionValue is a login that expires at exp: "v1.<unix>.<mac>", the
-// MAC an HMAC-SHA256 of the expiry keyed by the token. It holds no
-// secret, outlives no token (a new token voids every cookie) and needs
-// no server-side store.
-func sessionValue(token string, exp time.Time) string {
-	e := strconv.FormatInt(exp.Unix(), 10)
-	return "v1." + e + "." + sessionMAC(token, e)
+// maxSessions bounds the sign-ins the shim remembers; past it the one
+// closest to expiring is forgotten (it signs in again).
+const maxSessions = 4096
+
+// sessions are the dashboard sign-ins this shim handed out, by id, with
+// their expiry. A cookie names one: signing out forgets it, so a copy of
+// the cookie opens nothing after, and a restart (or a new token) signs
+// everyone out.
+type sessions struct {
+	mu   sync.Mutex
+	byID map[string]time.Time
 }
 
-func sessionMAC(token, exp string) string {
+// add remembers a new sign-in until exp and returns its id.
+func (ss *sessions) add(now, exp time.Time) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	id := base64.RawURLEncoding.EncodeToString(b[:])
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.byID == nil {
+		ss.byID = map[string]time.Time{}
+	}
+	if len(ss.byID) >= maxSessions {
+		soonest := ""
+		for k, e := range ss.byID {
+			if !now.Before(e) {
+				delete(ss.byID, k)
+			} else if soonest == "" || e.Before(ss.byID[soonest]) {
+				soonest = k
+			}
+		}
+		if len(ss.byID) >= maxSessions {
+			delete(ss.byID, soonest)
+		}
+	}
+	ss.byID[id] = exp
+	return id
+}
+
+func (ss *sessions) live(id string, now time.Time) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	exp, ok := ss.byID[id]
+	return ok && now.Before(exp)
+}
+
+func (ss *sessions) remove(id string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.byID, id)
+}
+
+// sessionValue is sign-in id until exp: "v2.<id>.<unix>.<mac>", the MAC
+// an HMAC-SHA256 of id and expiry keyed by the token, so a forged or
+// altered cookie is refused before the session table is looked at. It
+// holds no secret.
+func sessionValue(token, id string, exp time.Time) string {
+	e := strconv.FormatInt(exp.Unix(), 10)
+	return "v2." + id + "." + e + "." + sessionMAC(token, id, e)
+}
+
+func sessionMAC(token, id, exp string) string {
 	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte("fleetd dashboard login\x00" + exp))
+	m.Write([]byte("fleetd dashboard login\x00" + id + "\x00" + exp))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// validSession reports whether r carries an unexpired login for the
-// token.
-func (s *Server) validSession(r *http.Request) bool {
+// sessionID is the id of the sign-in r's cookie names, when the cookie
+// is genuine and unexpired — whether or not the shim still holds it.
+func (s *Server) sessionID(r *http.Request) (string, bool) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil {
-		return false
+		return "", false
 	}
-	v, ok := strings.CutPrefix(c.Value, "v1.")
-	if !ok {
-		return false
+	parts := strings.Split(c.Value, ".")
+	if len(parts) != 4 || parts[0] != "v2" {
+		return "", false
 	}
-	exp, mac, ok := strings.Cut(v, ".")
-	if !ok {
-		return false
-	}
+	id, exp, mac := parts[1], parts[2], parts[3]
 	unix, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil || !s.cfg.Now().Before(time.Unix(unix, 0)) {
-		return false
+		return "", false
 	}
-	return hmac.Equal([]byte(mac), []byte(sessionMAC(s.cfg.Token, exp)))
+	if !hmac.Equal([]byte(mac), []byte(sessionMAC(s.cfg.Token, id, exp))) {
+		return "", false
+	}
+	return id, true
+}
+
+// validSession reports whether r carries a sign-in this shim handed out,
+// unexpired and not signed out.
+func (s *Server) validSession(r *http.Request) bool {
+	id, ok := s.sessionID(r)
+	return ok && s.sessions.live(id, s.cfg.Now())
 }
 
 // readOnly: a login cookie counts for requests that change nothing.
@@ -96,10 +160,22 @@ func (s *Server) loginPage(w http.ResponseWriter, status int, next, errMsg strin
 	_ = loginTmpl().Execute(w, struct{ Next, Error string }{safeNext(next), errMsg})
 }
 
-// safeNext keeps a post-login redirect on this shim: a path, never
-// another host ("//evil", "/\evil").
+// safeNext keeps a post-login redirect on this shim: a local path,
+// never another host. A browser removes tabs and newlines from a URL and
+// reads a backslash as a slash, so "/\t/evil" and "/\\evil" are
+// "//evil" to it: any control character or backslash is refused, not
+// only a leading "//". Anything else unsure is "/".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, `/\`) || strings.ContainsAny(next, "\r\n") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		return "/"
+	}
+	for _, c := range next {
+		if c < 0x20 || c == 0x7f || c == '\\' || (c >= 0x80 && c < 0xa0) {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, "/") {
 		return "/"
 	}
 	return next
@@ -121,7 +197,9 @@ const maxLoginForm = 8 << 10
 
 // postLogin checks the token (constant-time) and, when it is right, sets
 // the login cookie: HttpOnly, SameSite=Strict, Secure over TLS, for
-// LoginTTL.
+// LoginTTL. Wrong tokens are throttled per client (failThrottle): once
+// its allowance is spent, a client is answered 429 without its token
+// being looked at until the allowance refills.
 func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
 	if err := r.ParseForm(); err != nil {
@@ -133,22 +211,36 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
+	client, now := clientKey(r), s.cfg.Now()
+	if wait := s.fails.wait(client, now); wait > 0 {
+		s.metrics.logins.WithLabelValues("throttled").Inc()
+		secs := int(math.Ceil(wait.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		s.loginPage(w, http.StatusTooManyRequests, next, fmt.Sprintf("Too many wrong tokens from this address: try again in %d s.", secs))
+		return
+	}
 	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("token")), []byte(s.cfg.Token)) != 1 {
+		s.fails.failed(client, now)
 		s.metrics.logins.WithLabelValues("refused").Inc()
 		s.loginPage(w, http.StatusUnauthorized, next, "That is not this fleet's token.")
 		return
 	}
 	s.metrics.logins.WithLabelValues("ok").Inc()
-	exp := s.cfg.Now().Add(s.cfg.LoginTTL)
+	exp := now.Add(s.cfg.LoginTTL)
+	id := s.sessions.add(now, exp)
 	http.SetCookie(w, &http.Cookie{
-		Name: SessionCookie, Value: sessionValue(s.cfg.Token, exp), Path: "/", Expires: exp,
+		Name: SessionCookie, Value: sessionValue(s.cfg.Token, id, exp), Path: "/", Expires: exp,
 		MaxAge: int(s.cfg.LoginTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// postLogout ends the browser's login.
+// postLogout ends the browser's login: the shim forgets the sign-in, so
+// the cookie — and any copy of it — opens nothing any more.
 func (s *Server) postLogout(w http.ResponseWriter, r *http.Request) {
+	if id, ok := s.sessionID(r); ok {
+		s.sessions.remove(id)
+	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

@@ -128,14 +128,15 @@ func TestDashboardCookieMustBeGenuine(t *testing.T) {
 	if got := try(good); got != http.StatusOK {
 		t.Fatalf("the genuine cookie: %d", got)
 	}
-	parts := strings.Split(good, ".")
+	parts := strings.Split(good, ".") // v2.<id>.<expiry>.<mac>
 	for name, v := range map[string]string{
 		"empty":             "",
 		"the token":         "s3cret",
-		"a later expiry":    parts[0] + "." + "9999999999" + "." + parts[2],
-		"another MAC":       parts[0] + "." + parts[1] + "." + strings.Repeat("A", len(parts[2])),
-		"no MAC":            parts[0] + "." + parts[1],
-		"an unknown format": "v2." + parts[1] + "." + parts[2],
+		"a later expiry":    parts[0] + "." + parts[1] + "." + "9999999999" + "." + parts[3],
+		"another id":        parts[0] + "." + strings.Repeat("A", len(parts[1])) + "." + parts[2] + "." + parts[3],
+		"another MAC":       parts[0] + "." + parts[1] + "." + parts[2] + "." + strings.Repeat("A", len(parts[3])),
+		"no MAC":            parts[0] + "." + parts[1] + "." + parts[2],
+		"an unknown format": "v3." + parts[1] + "." + parts[2] + "." + parts[3],
 	} {
 		if got := try(v); got != http.StatusUnauthorized {
 			t.Errorf("cookie %s: %d, want 401", name, got)

@@ -2,6 +2,7 @@ package leadshim
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,11 @@ type Server struct {
 	followers      map[*events.Follower]struct{}
 
 	rosterCache rosterCache
+
+	// sessions are the dashboard's sign-ins; fails throttles wrong
+	// tokens per client.
+	sessions sessions
+	fails    *failThrottle
 
 	// The outcome counter counts the turns that end from created on (the
 	// wall clock, as the stream's timestamps are), and after a restart of
@@ -104,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, source: "fleetd/" + cfg.Host + "/shim", stopping: context.Background(), followers: map[*events.Follower]struct{}{},
-		created: time.Now()}
+		created: time.Now(), fails: newFailThrottle(cfg.AuthFailures, cfg.AuthFailEvery)}
 	s.metrics = newMetrics(cfg.Views, s.Stats, s.degraded)
 	if err := registerAll(s.metrics.reg, cfg.Collectors); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", ErrConfig, err)
@@ -176,8 +182,16 @@ func (s *Server) Run(ctx context.Context) error {
 		ConnContext: withConn,
 		ErrorLog:    slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
+	s.warnExposure()
+	var served net.Listener = limited
+	if s.cfg.TLS != nil {
+		// TLS inside the limiter: a connection is counted (and refused
+		// over the caps) before its handshake, which ReadHeaderTimeout
+		// bounds.
+		served = tls.NewListener(limited, s.cfg.TLS)
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(limited) }()
+	go func() { errc <- srv.Serve(served) }()
 	select {
 	case err := <-errc:
 		cancel()
@@ -195,4 +209,27 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("leadshim: shutdown: %w", err)
 	}
 	return nil
+}
+
+// MinTokenLen is the shortest bearer token the shim does not warn about
+// off loopback: 16 characters (random hex of 64 bits); shorter ones can
+// be guessed by anyone who can reach the address, however slowly.
+const MinTokenLen = 16
+
+// warnExposure says, as the shim starts off loopback, what a reader of
+// the network could do: guess a short token, or read the token and the
+// sign-in cookie when there is no TLS. It warns rather than refuses: a
+// lab network may be trusted on purpose, and the operator decides.
+func (s *Server) warnExposure() {
+	if loop, err := Loopback(s.cfg.Addr); err != nil || loop {
+		return
+	}
+	if n := len(s.cfg.Token); n < MinTokenLen {
+		s.cfg.Logger.Warn(fmt.Sprintf("leadshim: the token is %d characters; anyone who can reach %s may guess it: use at least %d random ones (openssl rand -hex 16)",
+			n, s.cfg.Addr, MinTokenLen), "addr", s.cfg.Addr)
+	}
+	if s.cfg.TLS == nil {
+		s.cfg.Logger.Warn("leadshim: no TLS on "+s.cfg.Addr+": the bearer token, the sign-in cookie and every turn cross the network in clear (fleetd up --tls-cert/--tls-key, or a TLS proxy in front)",
+			"addr", s.cfg.Addr)
+	}
 }
