@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,10 +35,14 @@ type Config struct {
 	Replicas   int
 	HTTP       string
 	// Token is the lead shim's bearer token.
-	Token     string
-	HerdrPath string
-	NoHerdr   bool
-	RolesFile string
+	Token string
+	// TLSCert and TLSKey, together, make the lead shim serve HTTPS with
+	// this certificate (PEM files): the token, the dashboard's cookie
+	// (Secure then) and every turn are encrypted on the network.
+	TLSCert, TLSKey string
+	HerdrPath       string
+	NoHerdr         bool
+	RolesFile       string
 	// Roles, when set, is used instead of reading RolesFile (the demo and
 	// tests build roles in code).
 	Roles     *roles.Config
@@ -171,6 +176,13 @@ func (c Config) Validate() error {
 	// after the NATS listener's own check (which says more).
 	if _, err := leadshim.Loopback(c.HTTP); err != nil {
 		errs = append(errs, fmt.Errorf("--http: %w", err))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key go together"))
+	} else if c.TLSCert != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey); err != nil {
+			errs = append(errs, fmt.Errorf("--tls-cert/--tls-key: %w", err))
+		}
 	}
 	if c.Heartbeat < 0 || c.HostTTL < 0 || c.IdleTTL < 0 || c.SubmitTimeout < 0 || c.ExitGrace < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -245,6 +246,14 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	}
 	g.goRun("router", rt.Run, runCtx)
 
+	var shimTLS *tls.Config
+	if g.cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(g.cfg.TLSCert, g.cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("lead shim: TLS: %w", err)
+		}
+		shimTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	ln, err := net.Listen("tcp", g.cfg.HTTP)
 	if err != nil {
 		return fmt.Errorf("lead shim: %w", err)
@@ -303,7 +312,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	g.goRun("job runner", runner.Run, runCtx)
 	g.shim, err = leadshim.New(leadshim.Config{
 		Inbox: g.Inboxes, Dashboard: g.Dashboard, Spawner: spawner, Jobs: ShimJobs{Runner: runner},
-		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, Log: g.Log, Views: g.Views, Roles: g.Roles, Budgets: budgets,
+		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, TLS: shimTLS, Log: g.Log, Views: g.Views, Roles: g.Roles, Budgets: budgets,
 		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
 		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns, Health: g.Health,
 	})
@@ -396,7 +405,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 		SubmitTimeout: g.cfg.SubmitTimeout, ExitGrace: g.cfg.ExitGrace, Metrics: g.herdrMetrics,
 		Launch: herdrbridge.Launch{
 			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, AgentCreds: PaneCreds(g.cfg.Creds), NATSToken: g.PaneToken(),
-			FleetURL: "http://" + g.httpAddr,
+			FleetURL: g.ShimURL(),
 			SpoolDir: spool, Settings: settings, StateDir: g.DataDir(), Fleetd: exe,
 		},
 	})
@@ -475,6 +484,14 @@ func (g *Gateway) HerdrMetrics() *herdrbridge.Metrics { return g.herdrMetrics }
 
 // HTTPAddr is where the lead shim listens.
 func (g *Gateway) HTTPAddr() string { return g.httpAddr }
+
+// ShimURL is the lead shim's base URL: https:// when it serves TLS.
+func (g *Gateway) ShimURL() string {
+	if g.cfg.TLSCert != "" {
+		return "https://" + g.httpAddr
+	}
+	return "http://" + g.httpAddr
+}
 
 // Host is this gateway's host token.
 func (g *Gateway) Host() string { return g.cfg.Host }
@@ -603,8 +620,8 @@ func (g *Gateway) Banner() string {
 		fmt.Fprintf(&b, "  nats:   in-process only (no listener)\n")
 	}
 	if g.httpAddr != "" {
-		fmt.Fprintf(&b, "  shim:   http://%s  (POST /message, GET /roster, /sessions, /events, /metrics)\n", g.httpAddr)
-		fmt.Fprintf(&b, "  dashboard: http://%s/\n", g.httpAddr)
+		fmt.Fprintf(&b, "  shim:   %s  (POST /message, GET /roster, /sessions, /events, /metrics)\n", g.ShimURL())
+		fmt.Fprintf(&b, "  dashboard: %s/\n", g.ShimURL())
 	}
 	if g.Bridge == nil {
 		fmt.Fprintf(&b, "  herdr:  off (--no-herdr): this host types into no panes\n")

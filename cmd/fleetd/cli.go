@@ -10,6 +10,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/fleetd/fleetd/gateway"
+	"github.com/fleetd/fleetd/leadshim"
 )
 
 // version is set by the build (-ldflags "-X main.version=…").
@@ -54,9 +55,21 @@ type Globals struct {
 	Creds    string          `help:"NATS credentials file (from 'fleetd auth'); with it, NATS gets no token." env:"FLEET_NATS_CREDS" type:"path" placeholder:"FILE"`
 	URL      string          `name:"url" help:"URL of the lead HTTP shim, for client commands." default:"http://127.0.0.1:8765" env:"FLEET_URL"`
 	Token    string          `help:"Bearer token for the lead HTTP shim, and NATS's token unless --nats-token or --creds is set ('fleetd up' requires it of NATS clients too)." env:"FLEET_TOKEN"`
+	// TLSCA and TLSInsecure are how a client command trusts an https://
+	// shim (fleetd up --tls-cert/--tls-key): a CA file, or not at all.
+	TLSCA       string `name:"tls-ca" help:"PEM CA file to verify an https:// --url with (a self-signed shim's own certificate will do; default: the system's CAs)." env:"FLEET_TLS_CA" type:"path" placeholder:"FILE"`
+	TLSInsecure bool   `name:"tls-insecure" help:"Do not verify an https:// --url's certificate (anyone on the path may read the token)." env:"FLEET_TLS_INSECURE"`
 	// NATSToken is the NATS token when it differs from Token; a spawned
 	// pane's hooks get it as FLEET_NATS_TOKEN.
 	NATSToken string `name:"nats-token" help:"NATS token, when it is not --token ('fleetd up' requires it of NATS clients; panes' hooks get it as FLEET_NATS_TOKEN)." env:"FLEET_NATS_TOKEN"`
+}
+
+// Validate refuses a --tls-ca that holds no certificate before any
+// command runs, so a client command does not report it as the shim being
+// unreachable.
+func (g *Globals) Validate() error {
+	_, err := leadshim.ClientTLS(g.TLSCA, g.TLSInsecure)
+	return err
 }
 
 // natsToken is the token NATS clients present and an embedded server

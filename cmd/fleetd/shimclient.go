@@ -16,7 +16,15 @@ const (
 	exitUnavailable = 5 // the shim or NATS is unreachable (503, no connection)
 )
 
-func newShimClient(g *Globals) *leadshim.Client { return leadshim.NewClient(g.URL, g.Token) }
+// newShimClient is the client of --url; an https:// one is verified as
+// --tls-ca and --tls-insecure say (checked by Globals.Validate).
+func newShimClient(g *Globals) *leadshim.Client {
+	var opts []leadshim.ClientOption
+	if cfg, err := leadshim.ClientTLS(g.TLSCA, g.TLSInsecure); err == nil && cfg != nil {
+		opts = append(opts, leadshim.WithTLS(cfg))
+	}
+	return leadshim.NewClient(g.URL, g.Token, opts...)
+}
 
 // exitFor maps a shim client error to the command's exit status.
 func exitFor(err error) error {

@@ -16,6 +16,8 @@ type UpCmd struct {
 	DataDir         string        `help:"Where the JetStream store and fleetd's state live." default:"${default_data_dir}" env:"FLEET_DATA_DIR" type:"path"`
 	Listen          string        `help:"NATS client listen address for the embedded server; empty for in-process only." default:"127.0.0.1:4222" env:"FLEET_LISTEN"`
 	HTTP            string        `name:"http" help:"Lead HTTP shim listen address (loopback by default; any other address needs --token)." default:"127.0.0.1:8765" env:"FLEET_HTTP"`
+	TLSCert         string        `name:"tls-cert" help:"Serve the lead shim over HTTPS with this PEM certificate (with --tls-key): the token, the dashboard's cookie and the turns are then encrypted on the network. Clients use an https:// --url (and --tls-ca for a certificate no system CA signed)." env:"FLEET_TLS_CERT" type:"path" placeholder:"FILE"`
+	TLSKey          string        `name:"tls-key" help:"The PEM private key of --tls-cert." env:"FLEET_TLS_KEY" type:"path" placeholder:"FILE"`
 	SyncAlways      bool          `help:"fsync every JetStream write before acknowledging it." default:"true" negatable:"" env:"FLEET_SYNC_ALWAYS"`
 	MaxStore        int64         `help:"Cap on JetStream file storage in bytes (0 = no cap). Near it, new sends are refused (503 store_low) so accepted turns can finish; at it, /healthz says store_full until space frees." env:"FLEET_MAX_STORE"`
 	Retain          string        `help:"How much of the FLEET stream to keep beyond what open turns and live agents need: an age (7d, 36h), a size (500MB, 2GiB), both (7d,2GiB: whichever trims more) or forever. Default: 7d, and half of --max-store when it is set." env:"FLEET_RETAIN"`
@@ -83,6 +85,8 @@ func (c *UpCmd) gatewayConfig(g *Globals) gateway.Config {
 		Replicas:        c.Replicas,
 		HTTP:            c.HTTP,
 		Token:           g.Token,
+		TLSCert:         c.TLSCert,
+		TLSKey:          c.TLSKey,
 		HerdrPath:       c.Herdr,
 		NoHerdr:         c.NoHerdr,
 		RolesFile:       c.Roles,
