@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,7 +19,23 @@ type StreamOptions struct {
 	Duplicates time.Duration
 	// Storage defaults to file storage; memory is only for benchmarks.
 	Storage jetstream.StorageType
+	// MaxConsumers caps the consumers on FLEET. Default
+	// DefaultMaxConsumers.
+	MaxConsumers int
 }
+
+// DefaultMaxConsumers is FLEET's consumer limit, set explicitly rather
+// than left to nats-server's default of 1,000 per stream. Every consumer
+// counts against it, the ephemeral ordered ones fleetd's readers use too
+// (nats-server exempts only a mirror's or a source's): each /events
+// stream, each fold of the projections, the bridge, the nudger, each job
+// and time-travel read holds one while it reads (and its 30 s inactivity
+// threshold after). The durables are few and bounded: a router's per role,
+// inbox-notify, and one per inbox, which package inbox caps well below
+// this (inbox.DefaultMaxInboxes) — so however many inboxes are opened,
+// the readers of every host keep thousands of slots. A server or account
+// with a lower limit of its own keeps it (see EnsureStream).
+const DefaultMaxConsumers = 8192
 
 // DefaultDuplicates is the FLEET stream's dedupe window. A server that
 // starts reloads the id of every event stored within it.
@@ -34,6 +51,9 @@ func StreamConfig(o StreamOptions) jetstream.StreamConfig {
 	if o.Duplicates == 0 {
 		o.Duplicates = DefaultDuplicates
 	}
+	if o.MaxConsumers == 0 {
+		o.MaxConsumers = DefaultMaxConsumers
+	}
 	return jetstream.StreamConfig{
 		Name:               Stream,
 		Description:        "fleetd event log: every send, status change and reply",
@@ -45,14 +65,25 @@ func StreamConfig(o StreamOptions) jetstream.StreamConfig {
 		AllowDirect:        true,
 		AllowAtomicPublish: true,
 		Discard:            jetstream.DiscardOld,
+		MaxConsumers:       o.MaxConsumers,
 	}
 }
 
-// EnsureStream creates the FLEET stream or updates it to cfg.
+// EnsureStream creates the FLEET stream or updates it to cfg: a stream
+// made by an older fleetd gets its consumer limit as fleetd starts. An
+// account whose JetStream limits allow fewer consumers than MaxConsumers
+// refuses that limit; the stream is then ensured without one of its own,
+// and the account's applies.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, o StreamOptions) (jetstream.Stream, error) {
 	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
 	defer cancel()
-	s, err := js.CreateOrUpdateStream(ctx, StreamConfig(o))
+	cfg := StreamConfig(o)
+	s, err := js.CreateOrUpdateStream(ctx, cfg)
+	var api *jetstream.APIError
+	if errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeMaximumConsumersLimit {
+		cfg.MaxConsumers = -1
+		s, err = js.CreateOrUpdateStream(ctx, cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", Stream, err)
 	}
