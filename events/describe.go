@@ -96,6 +96,8 @@ func Describe(ev Event) string {
 		if d.Turn != "" {
 			fmt.Fprintf(&b, " turn=%s %s", d.Turn, d.Status)
 		}
+	case AgentInboxRead:
+		fmt.Fprintf(&b, " acknowledged through #%d", d.Through)
 	case AgentBudgetWarning:
 		describeBudget(&b, d.BudgetWarning)
 	case RoleBudgetWarning:

@@ -69,6 +69,7 @@ func NewRegistry(opts ...RegistryOption) *Registry {
 	Register[AgentReleased](r)
 	Register[AgentRestart](r)
 	Register[AgentInbox](r)
+	Register[AgentInboxRead](r)
 	Register[RoleQueued](r)
 	Register[AgentBudgetWarning](r)
 	Register[RoleBudgetWarning](r)

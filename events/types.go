@@ -51,6 +51,7 @@ const (
 	TypeAgentReleased   Type = "fleet.agent.released"
 	TypeAgentRestart    Type = "fleet.agent.restart"
 	TypeAgentInbox      Type = "fleet.agent.inbox"
+	TypeAgentInboxRead  Type = "fleet.agent.inbox_read"
 	TypeRoleQueued      Type = "fleet.role.queued"
 	// TypeAgentBudget and TypeRoleBudget are budget warnings: fleet.agent.<id>.budget_warning
 	// and fleet.role.<role>.budget_warning.
@@ -211,6 +212,16 @@ type AgentQueued struct {
 	// notification fleetd types into an idle main whose inbox holds
 	// messages.
 	Kind string `json:"kind,omitempty"`
+}
+
+// AgentInboxRead: every message of the agent's inbox up to stream
+// sequence Through is acknowledged (its consumer's ack floor), written on
+// fleet.agent.<agent>.inbox_read as acknowledgements move it. The inbox
+// consumer is reclaimed by the server after days without a reader; made
+// again, it starts after the last Through, so what was acknowledged is
+// not handed out a second time and what was not is.
+type AgentInboxRead struct {
+	Through uint64 `json:"through"`
 }
 
 // TurnKindNudge is the kind of turn fleetd itself queues to tell an idle
@@ -567,6 +578,7 @@ func (AgentAttention) EventType() Type     { return TypeAgentAttention }
 func (AgentReleased) EventType() Type      { return TypeAgentReleased }
 func (AgentRestart) EventType() Type       { return TypeAgentRestart }
 func (AgentInbox) EventType() Type         { return TypeAgentInbox }
+func (AgentInboxRead) EventType() Type     { return TypeAgentInboxRead }
 func (RoleQueued) EventType() Type         { return TypeRoleQueued }
 func (AgentBudgetWarning) EventType() Type { return TypeAgentBudget }
 func (RoleBudgetWarning) EventType() Type  { return TypeRoleBudget }
