@@ -16,7 +16,7 @@ type SpawnInput struct {
 	Role    string `json:"role" jsonschema:"the role of the agent to start (the roles tool lists them); your own role must allow it (may_spawn in the roles file)"`
 	Name    string `json:"name" jsonschema:"the new agent's id, unique in the fleet: lower-case letters, digits, - and _ (e.g. w-claude-7)"`
 	Model   string `json:"model,omitempty" jsonschema:"a model instead of the role's"`
-	Cwd     string `json:"cwd,omitempty" jsonschema:"the agent's working directory (not for a role whose agents get their own worktree)"`
+	Cwd     string `json:"cwd,omitempty" jsonschema:"the agent's working directory: an existing absolute directory its role allows (its cwd_roots; by default under the user's home, fleetd's working directory or the temp directory), never /; not for a role whose agents get their own worktree"`
 	Session string `json:"session,omitempty" jsonschema:"a named session the agent serves, so others can send to session:<name>"`
 }
 

@@ -15,7 +15,7 @@ type SpawnCmd struct {
 	Role      string            `help:"Role from the roles file." required:""`
 	Name      string            `help:"Agent id (unique fleet-wide)." required:""`
 	Model     string            `help:"Model, instead of the role's."`
-	Cwd       string            `help:"Working directory of the pane (not for a role with a worktree: its agents work in their own)." type:"path"`
+	Cwd       string            `help:"Working directory of the pane: an existing directory under the role's cwd_roots (default: your home, fleetd's working directory, the temp directory), never /; not for a role with a worktree (its agents work in their own)." type:"path"`
 	Env       map[string]string `help:"Extra pane environment (KEY=VALUE); checked against the role's subscription boundary."`
 	Parent    string            `help:"Agent or job this one works for."`
 	Tier      int               `help:"Tier (default: the role's)."`
