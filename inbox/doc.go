@@ -10,7 +10,15 @@
 //
 // DESIGN.md asks for durables only for work that must be acknowledged: an
 // inbox is exactly that, one consumer per reading agent, not per
-// aggregate.
+// aggregate. Consumers are finite (FLEET's limit counts every reader), so
+// reading opens nothing: Open makes an inbox, for whom its caller allows
+// (the shim: agents of the roster and callers with the bearer token), and
+// only while FLEET holds under half its consumer limit. An inbox no one
+// pulls from for InactiveThreshold (days) is deleted by nats-server; its
+// messages stay in the log, and Open makes it again from after the
+// agent's last acknowledged-through record (events.AgentInboxRead, which
+// Ack writes as the ack floor moves), so nothing acknowledged is handed
+// out twice and nothing unacknowledged is lost.
 //
 // inbox imports events and lifecycle, and internal/restart to run its
 // notifier again after a failure.

@@ -19,6 +19,14 @@ var Kind = events.TypeAgentInbox.Kind()
 // Subject is the subject agent's messages are stored on.
 func Subject(agent string) (string, error) { return events.AgentSubject(agent, Kind) }
 
+// ReadKind is the subject token of an inbox's acknowledged-through
+// records (events.AgentInboxRead): fleet.agent.<agent>.inbox_read.
+var ReadKind = events.TypeAgentInboxRead.Kind()
+
+// DefaultInactiveThreshold is how long an inbox consumer may go without a
+// reader before nats-server deletes it.
+const DefaultInactiveThreshold = 7 * 24 * time.Hour
+
 // ConsumerName is the durable consumer agent reads its inbox through.
 func ConsumerName(agent string) string { return "inbox-" + agent }
 
@@ -54,6 +62,14 @@ type Config struct {
 	// MaxAckPending bounds the messages one reader holds unacknowledged
 	// (and what this process remembers to acknowledge them). Default 256.
 	MaxAckPending int
+	// InactiveThreshold is how long an inbox consumer may go without a
+	// pull before nats-server deletes it (counted from when the last
+	// message handed out passed its ack wait), so inboxes opened once and
+	// abandoned do not hold FLEET's consumer slots for ever. Nothing is
+	// lost: the messages are in the log, and Open makes the consumer
+	// again from after the acknowledged-through record. Default
+	// DefaultInactiveThreshold.
+	InactiveThreshold time.Duration
 	// Registry decodes messages; default events.NewRegistry().
 	Registry *events.Registry
 	Now      func() time.Time
@@ -65,6 +81,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxAckPending == 0 {
 		c.MaxAckPending = 256
+	}
+	if c.InactiveThreshold == 0 {
+		c.InactiveThreshold = DefaultInactiveThreshold
 	}
 	if c.Registry == nil {
 		c.Registry = events.NewRegistry()
@@ -86,8 +105,8 @@ func (c Config) Validate() error {
 	if c.JS == nil {
 		errs = append(errs, fmt.Errorf("%w: no JetStream", ErrConfig))
 	}
-	if c.AckWait < 0 || c.MaxAckPending < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative AckWait or MaxAckPending", ErrConfig))
+	if c.AckWait < 0 || c.MaxAckPending < 0 || c.InactiveThreshold < 0 {
+		errs = append(errs, fmt.Errorf("%w: negative AckWait, MaxAckPending or InactiveThreshold", ErrConfig))
 	}
 	return errors.Join(errs...)
 }
@@ -102,6 +121,9 @@ type Inboxes struct {
 	// and message id: what Ack acknowledges. A restart forgets them; the
 	// server hands them out again after AckWait.
 	held map[string]map[string]jetstream.Msg
+	// read is, by agent, the last acknowledged-through record written
+	// here, so an Ack that does not move the ack floor writes none.
+	read map[string]uint64
 }
 
 // New returns the inboxes over cfg. It does no I/O.
@@ -110,7 +132,7 @@ func New(cfg Config) (*Inboxes, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Inboxes{cfg: cfg, held: map[string]map[string]jetstream.Msg{}}, nil
+	return &Inboxes{cfg: cfg, held: map[string]map[string]jetstream.Msg{}, read: map[string]uint64{}}, nil
 }
 
 // Post appends m to m.To's inbox and returns it with its id, time and
@@ -146,54 +168,167 @@ func (b *Inboxes) Post(ctx context.Context, m Message) (Message, error) {
 	return m, nil
 }
 
-// ConsumerConfig is agent's inbox consumer: every message on its subject
-// from the first, acknowledged one by one.
-func (b *Inboxes) ConsumerConfig(agent string) (jetstream.ConsumerConfig, error) {
+// ConsumerConfig is agent's inbox consumer, starting at start (a stream
+// sequence; 0: the first message), acknowledged one by one.
+func (b *Inboxes) ConsumerConfig(agent string, start uint64) (jetstream.ConsumerConfig, error) {
 	subject, err := Subject(agent)
 	if err != nil {
 		return jetstream.ConsumerConfig{}, err
 	}
-	return jetstream.ConsumerConfig{
-		Durable:       ConsumerName(agent),
-		Description:   "fleetd inbox of " + agent,
-		FilterSubject: subject,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       b.cfg.AckWait,
-		MaxAckPending: b.cfg.MaxAckPending,
-	}, nil
+	cfg := jetstream.ConsumerConfig{
+		Durable:           ConsumerName(agent),
+		Description:       "fleetd inbox of " + agent,
+		FilterSubject:     subject,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckExplicitPolicy,
+		AckWait:           b.cfg.AckWait,
+		MaxAckPending:     b.cfg.MaxAckPending,
+		InactiveThreshold: b.cfg.InactiveThreshold,
+	}
+	if start > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+	}
+	return cfg, nil
+}
+
+// consumer is agent's inbox consumer as it is, or ErrNoInbox.
+func (b *Inboxes) consumer(ctx context.Context, agent string) (jetstream.Consumer, error) {
+	cons, err := b.cfg.JS.Consumer(ctx, events.Stream, ConsumerName(agent))
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, fmt.Errorf("%w: %s", ErrNoInbox, agent)
+	case err != nil:
+		return nil, fmt.Errorf("inbox consumer of %s: %w", agent, err)
+	}
+	return cons, nil
 }
 
 // Open makes sure agent's inbox consumer exists: an agent that has opened
 // its inbox is one messages may be posted to even when no pane of the
-// fleet runs it (a lead outside fleetd).
+// fleet runs it (a lead outside fleetd). Who may open an inbox is the
+// caller's to decide (the shim: an agent of the roster, or a caller with
+// the bearer token); every consumer counts against FLEET's limit.
+//
+// A consumer made here (never opened, or reclaimed after
+// InactiveThreshold) starts after the agent's last acknowledged-through
+// record — DeliverByStartSequence at Through+1 — and at the first message
+// without one (DeliverAll). Not DeliverNew: messages posted while no
+// consumer existed are in the log and were never handed out. Not
+// DeliverAll once a record exists: that would hand out again every
+// message already acknowledged. Messages acknowledged above the floor
+// (out of order), or by a reader that acknowledged on NATS directly after
+// fleetd last wrote the record, are handed out once more: at least once,
+// never lost.
+//
+// It opens a new inbox only while FLEET holds fewer than half the
+// stream's consumer limit: the other half stays for fleetd's readers
+// (ErrTooManyInboxes beyond).
 func (b *Inboxes) Open(ctx context.Context, agent string) (jetstream.Consumer, error) {
-	cfg, err := b.ConsumerConfig(agent)
+	if err := events.ValidAgentID(agent); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadMessage, err)
+	}
+	cons, err := b.consumer(ctx, agent)
+	if err == nil {
+		return b.upgrade(ctx, cons)
+	}
+	if !errors.Is(err, ErrNoInbox) {
+		return nil, err
+	}
+	if err := b.roomForOne(ctx); err != nil {
+		return nil, err
+	}
+	through, err := b.readThrough(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := b.ConsumerConfig(agent, through+1)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadMessage, err)
 	}
-	cons, err := b.cfg.JS.CreateOrUpdateConsumer(ctx, events.Stream, cfg)
+	cons, err = b.cfg.JS.CreateConsumer(ctx, events.Stream, cfg)
+	if errors.Is(err, jetstream.ErrConsumerExists) {
+		// Made meanwhile, by another host's shim: read from that one.
+		return b.consumer(ctx, agent)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("inbox consumer %s: %w", cfg.Durable, err)
 	}
 	return cons, nil
 }
 
-// Known reports whether agent has opened its inbox.
+// upgrade gives an inbox consumer made by an older fleetd (without an
+// inactivity threshold, or with another) the configured one, keeping
+// where it started: a deliver policy cannot change.
+func (b *Inboxes) upgrade(ctx context.Context, cons jetstream.Consumer) (jetstream.Consumer, error) {
+	info := cons.CachedInfo()
+	if info == nil || info.Config.InactiveThreshold == b.cfg.InactiveThreshold {
+		return cons, nil
+	}
+	cfg := info.Config
+	cfg.InactiveThreshold = b.cfg.InactiveThreshold
+	up, err := b.cfg.JS.UpdateConsumer(ctx, events.Stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("inbox consumer %s: %w", cfg.Durable, err)
+	}
+	return up, nil
+}
+
+// roomForOne refuses a new inbox while FLEET holds half its consumer
+// limit or more (nats-server's default of 1,000 when the stream sets
+// none).
+func (b *Inboxes) roomForOne(ctx context.Context) error {
+	s, err := b.cfg.JS.Stream(ctx, events.Stream)
+	if err != nil {
+		return fmt.Errorf("inbox: stream %s: %w", events.Stream, err)
+	}
+	info := s.CachedInfo()
+	limit := info.Config.MaxConsumers
+	if limit <= 0 {
+		limit = 1000
+	}
+	if have := info.State.Consumers; have >= limit/2 {
+		return fmt.Errorf("%w: %d of %d, and half are kept for fleetd's readers", ErrTooManyInboxes, have, limit)
+	}
+	return nil
+}
+
+// readThrough is the Through of agent's last acknowledged-through record,
+// 0 when there is none.
+func (b *Inboxes) readThrough(ctx context.Context, agent string) (uint64, error) {
+	subject, err := events.AgentSubject(agent, ReadKind)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrBadMessage, err)
+	}
+	seq, err := b.cfg.Log.LastSeq(ctx, subject)
+	if err != nil || seq == 0 {
+		return 0, err
+	}
+	for ev, err := range b.cfg.Log.Read(ctx, events.Query{Subjects: []string{subject}, FromSeq: seq}) {
+		if err != nil {
+			return 0, fmt.Errorf("inbox of %s: %w", agent, err)
+		}
+		if d, ok := ev.Data.(events.AgentInboxRead); ok {
+			return d.Through, nil
+		}
+	}
+	return 0, nil
+}
+
+// Known reports whether agent's inbox is open.
 func (b *Inboxes) Known(ctx context.Context, agent string) (bool, error) {
-	_, err := b.cfg.JS.Consumer(ctx, events.Stream, ConsumerName(agent))
+	_, err := b.consumer(ctx, agent)
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
+	case errors.Is(err, ErrNoInbox):
 		return false, nil
 	}
-	return false, fmt.Errorf("inbox consumer of %s: %w", agent, err)
+	return false, err
 }
 
 // Unread is how many of agent's messages were never handed out (pulled
 // but unacknowledged ones do not count: the agent has seen them). It
-// opens the inbox.
+// opens the inbox: the nudger asks it for agents of the roster only.
 func (b *Inboxes) Unread(ctx context.Context, agent string) (int, error) {
 	cons, err := b.Open(ctx, agent)
 	if err != nil {
@@ -209,13 +344,14 @@ func (b *Inboxes) Unread(ctx context.Context, agent string) (int, error) {
 // Pull hands out up to max of agent's messages (default 10): at once
 // those waiting, or, when none waits, the first to arrive within wait
 // (0: none). Each stays agent's until acknowledged (Ack) or AckWait
-// passes; then it is handed out again with Deliveries one higher.
+// passes; then it is handed out again with Deliveries one higher. It
+// opens nothing: an inbox not open is ErrNoInbox (Open it first).
 func (b *Inboxes) Pull(ctx context.Context, agent string, max int, wait time.Duration) ([]Message, error) {
 	if max <= 0 {
 		max = 10
 	}
 	max = min(max, b.cfg.MaxAckPending)
-	cons, err := b.Open(ctx, agent)
+	cons, err := b.consumer(ctx, agent)
 	if err != nil {
 		return nil, err
 	}
@@ -314,5 +450,39 @@ func (b *Inboxes) Ack(ctx context.Context, agent string, ids []string) (acked []
 		b.mu.Unlock()
 		acked = append(acked, id)
 	}
+	if len(acked) > 0 {
+		if err := b.recordRead(ctx, agent); err != nil {
+			return acked, err
+		}
+	}
 	return acked, nil
+}
+
+// recordRead writes agent's acknowledged-through record when its
+// consumer's ack floor has moved past the last one written here: where
+// Open starts the consumer once the server has reclaimed it.
+func (b *Inboxes) recordRead(ctx context.Context, agent string) error {
+	cons, err := b.consumer(ctx, agent)
+	if err != nil {
+		return err
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("inbox of %s: %w", agent, err)
+	}
+	through := info.AckFloor.Stream
+	b.mu.Lock()
+	moved := through > b.read[agent]
+	b.mu.Unlock()
+	if !moved {
+		return nil
+	}
+	if _, err := b.cfg.Log.Append(ctx, events.Event{Subject: agent, Source: b.cfg.Source, Time: b.cfg.Now(),
+		Data: events.AgentInboxRead{Through: through}}); err != nil {
+		return fmt.Errorf("inbox of %s: acknowledged through #%d: %w", agent, through, err)
+	}
+	b.mu.Lock()
+	b.read[agent] = max(b.read[agent], through)
+	b.mu.Unlock()
+	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/inbox"
-	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/internal/fleettest"
 )
 
@@ -32,6 +31,15 @@ func mustPost(t *testing.T, b *inbox.Inboxes, m inbox.Message) inbox.Message {
 	return got
 }
 
+func mustOpen(t *testing.T, b *inbox.Inboxes, agents ...string) {
+	t.Helper()
+	for _, a := range agents {
+		if _, err := b.Open(fleettest.Ctx(t), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func mustPull(t *testing.T, b *inbox.Inboxes, agent string, max int, wait time.Duration) []inbox.Message {
 	t.Helper()
 	got, err := b.Pull(fleettest.Ctx(t), agent, max, wait)
@@ -43,6 +51,7 @@ func mustPull(t *testing.T, b *inbox.Inboxes, agent string, max int, wait time.D
 
 func TestPulledMessagesComeInOrderAndAckedOnesNeverAgain(t *testing.T) {
 	b := newInboxes(t, natstest.Start(t), 0)
+	mustOpen(t, b, "main-b")
 	one := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "one"})
 	two := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "two", ReplyTo: "01JF6Z00000000000000000000"})
 	mustPost(t, b, inbox.Message{To: "main-c", From: "main-a", Text: "for c"})
@@ -65,18 +74,12 @@ func TestPulledMessagesComeInOrderAndAckedOnesNeverAgain(t *testing.T) {
 
 func TestAPullWaitsForTheNextMessage(t *testing.T) {
 	b := newInboxes(t, natstest.Start(t), 0)
+	mustOpen(t, b, "main-b")
 	done := make(chan []inbox.Message)
 	go func() {
 		got, _ := b.Pull(fleettest.Ctx(t), "main-b", 5, 20*time.Second)
 		done <- got
 	}()
-	// The pull opens the consumer; a post after that is what it gets.
-	checkfor.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
-		if ok, err := b.Known(fleettest.Ctx(t), "main-b"); !ok {
-			return fmt.Errorf("inbox not open yet (%v)", err)
-		}
-		return nil
-	})
 	posted := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "late"})
 	if got := <-done; len(got) != 1 || got[0].ID != posted.ID {
 		t.Errorf("waiting pull = %+v, want the message posted while it waited", got)
@@ -85,6 +88,7 @@ func TestAPullWaitsForTheNextMessage(t *testing.T) {
 
 func TestAMessageNotAcknowledgedIsHandedOutAgain(t *testing.T) {
 	b := newInboxes(t, natstest.Start(t), time.Second)
+	mustOpen(t, b, "main-b")
 	m := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "handle me"})
 	if got := mustPull(t, b, "main-b", 1, 0); len(got) != 1 || got[0].ID != m.ID {
 		t.Fatalf("first pull = %+v", got)
@@ -103,6 +107,7 @@ func TestMessagesSurviveARestartAndAreDeliveredOnce(t *testing.T) {
 	dir := t.TempDir()
 	srv := natstest.Start(t, natstest.WithDataDir(dir), natstest.WithSyncAlways())
 	b := newInboxes(t, srv, 0)
+	mustOpen(t, b, "main-b")
 	m := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "before the restart"})
 	srv.Close()
 
@@ -147,4 +152,123 @@ func TestANotificationsIDIsFixedByItsTurn(t *testing.T) {
 	if inbox.NotificationID("01JF6Z8K3Q4V5W6X7Y8Z9A0B1D") == inbox.NotificationID("01JF6Z8K3Q4V5W6X7Y8Z9A0B1C") {
 		t.Error("two turns share a notification id")
 	}
+}
+
+// Reading opens nothing: an inbox no one opened is ErrNoInbox, and no
+// consumer is made for it.
+func TestAPullOfAnInboxNotOpenMakesNothing(t *testing.T) {
+	srv := natstest.Start(t)
+	b := newInboxes(t, srv, 0)
+	mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "waits in the log"})
+	if _, err := b.Pull(fleettest.Ctx(t), "main-b", 10, 0); !errors.Is(err, inbox.ErrNoInbox) {
+		t.Errorf("pull of an inbox not open: %v, want ErrNoInbox", err)
+	}
+	if ok, err := b.Known(fleettest.Ctx(t), "main-b"); ok || err != nil {
+		t.Errorf("known = %v, %v; want not open", ok, err)
+	}
+	if got := consumers(t, srv); len(got) != 0 {
+		t.Errorf("consumers %v after a pull of an inbox not open, want none", got)
+	}
+	// Opened, it hands out what was posted before.
+	mustOpen(t, b, "main-b")
+	if got := mustPull(t, b, "main-b", 10, 0); len(got) != 1 {
+		t.Errorf("pull once open = %+v, want the message posted before", got)
+	}
+}
+
+func consumers(t *testing.T, srv *natstest.Server) []string {
+	t.Helper()
+	s, err := srv.JS.Stream(fleettest.Ctx(t), events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	lister := s.ConsumerNames(fleettest.Ctx(t))
+	for n := range lister.Name() {
+		names = append(names, n)
+	}
+	if err := lister.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// nats-server reclaims an inbox consumer after InactiveThreshold without
+// a reader (deleted here, as the server does). Opened again, it starts
+// after what was acknowledged: a message handed out and not acknowledged
+// comes back, one never handed out comes, an acknowledged one never does.
+func TestAReclaimedInboxStartsAfterWhatWasAcknowledged(t *testing.T) {
+	srv := natstest.Start(t)
+	b := newInboxes(t, srv, 0)
+	mustOpen(t, b, "main-b")
+	cons, err := srv.JS.Consumer(fleettest.Ctx(t), events.Stream, inbox.ConsumerName("main-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cons.CachedInfo().Config.InactiveThreshold; got != inbox.DefaultInactiveThreshold {
+		t.Errorf("inactive threshold %v, want %v", got, inbox.DefaultInactiveThreshold)
+	}
+	one := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "one"})
+	two := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "two"})
+	if got := mustPull(t, b, "main-b", 10, 0); len(got) != 2 {
+		t.Fatalf("pull = %+v, want one and two", got)
+	}
+	if _, err := b.Ack(fleettest.Ctx(t), "main-b", []string{one.ID}); err != nil {
+		t.Fatal(err)
+	}
+	three := mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "three"})
+
+	if err := srv.JS.DeleteConsumer(fleettest.Ctx(t), events.Stream, inbox.ConsumerName("main-b")); err != nil {
+		t.Fatal(err)
+	}
+	// A new process, as after a restart: nothing remembered in memory.
+	b = newInboxes(t, srv, 0)
+	if _, err := b.Pull(fleettest.Ctx(t), "main-b", 10, 0); !errors.Is(err, inbox.ErrNoInbox) {
+		t.Fatalf("pull of a reclaimed inbox: %v, want ErrNoInbox", err)
+	}
+	mustOpen(t, b, "main-b")
+	got := mustPull(t, b, "main-b", 10, 0)
+	if len(got) != 2 || got[0].ID != two.ID || got[1].ID != three.ID {
+		t.Errorf("pull after the inbox was made again = %+v, want two (not acknowledged) and three (never handed out), not one", got)
+	}
+}
+
+// An inbox consumer made before inboxes had an inactivity threshold gets
+// it when opened, and keeps where it reads from.
+func TestAnOlderInboxConsumerGetsTheThreshold(t *testing.T) {
+	srv := natstest.Start(t)
+	b := newInboxes(t, srv, 0)
+	mustPost(t, b, inbox.Message{To: "main-b", From: "main-a", Text: "one"})
+	cfg, err := b.ConsumerConfig("main-b", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.InactiveThreshold = 0
+	if _, err := srv.JS.CreateConsumer(fleettest.Ctx(t), events.Stream, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := b.Open(fleettest.Ctx(t), "main-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := cons.CachedInfo(); info.Config.InactiveThreshold != inbox.DefaultInactiveThreshold || info.NumPending != 1 {
+		t.Errorf("opened: threshold %v, %d pending; want %v and the message", info.Config.InactiveThreshold, info.NumPending, inbox.DefaultInactiveThreshold)
+	}
+}
+
+// Inboxes take at most half of FLEET's consumer limit: the rest is for
+// fleetd's readers, however many inboxes callers open.
+func TestInboxesLeaveHalfTheConsumersToTheReaders(t *testing.T) {
+	srv := natstest.Start(t)
+	b := newInboxes(t, srv, 0)
+	if _, err := events.EnsureStream(fleettest.Ctx(t), srv.JS, events.StreamOptions{MaxConsumers: 8}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		mustOpen(t, b, fmt.Sprintf("lead-%d", i))
+	}
+	if _, err := b.Open(fleettest.Ctx(t), "lead-4"); !errors.Is(err, inbox.ErrTooManyInboxes) {
+		t.Errorf("a fifth inbox with a limit of 8: %v, want ErrTooManyInboxes", err)
+	}
+	mustOpen(t, b, "lead-0") // one open already is no new consumer
 }

@@ -47,6 +47,18 @@
 // GET and HEAD requests only, so a signed-in browser can read everything
 // and send nothing.
 //
+// Inboxes (Config.Inbox) are durable consumers on FLEET, so a read
+// never makes one for a name: GET /inbox/{agent} opens an inbox only for
+// an agent of the roster or a caller presenting the bearer token (a lead
+// outside the fleet; without a token, POST /inbox/{agent}/open, which the
+// Client sends for its own inbox); any other read of an inbox not open —
+// the sign-in cookie's, a page's — is 404 no_inbox and makes nothing.
+//
+// Budgets (Config.Budgets) are asked through the queue's own gate
+// (turns.Queuer's Budget): at the door, so a refused send records no
+// slice, and again as the turn is queued — the gate every other path
+// that types a turn (a job's tasks, the nudges) goes through too.
+//
 // A send may name a job ("job" in POST /message, beside DESIGN.md's
 // "context" selectors): the selectors are then resolved against that
 // job's context store, the slice is recorded as a JobSliced event and

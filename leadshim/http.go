@@ -30,6 +30,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /inbox/{agent}", s.getInbox)
 	mux.HandleFunc("POST /inbox/{agent}", s.postInbox)
 	mux.HandleFunc("POST /inbox/{agent}/ack", s.ackInbox)
+	mux.HandleFunc("POST /inbox/{agent}/open", s.postOpen)
 	mux.HandleFunc("POST /agents", s.postAgents)
 	mux.HandleFunc("POST /jobs", s.postJobs)
 	mux.HandleFunc("GET /jobs/{job}", s.getJob)
@@ -47,7 +48,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("/ui/", s.cfg.Dashboard)
 	}
 	// Known paths with the wrong method answer 405 in JSON; the rest 404.
-	for _, p := range []string{"/message", "/message/{id}", "/roster", "/sessions", "/roles", "/inbox/{agent}", "/inbox/{agent}/ack", "/agents", "/jobs", "/jobs/{job}", "/jobs/{job}/cancel", "/jobs/{job}/context", "/events", "/healthz", "/metrics", "/login", "/logout"} {
+	for _, p := range []string{"/message", "/message/{id}", "/roster", "/sessions", "/roles", "/inbox/{agent}", "/inbox/{agent}/ack", "/inbox/{agent}/open", "/agents", "/jobs", "/jobs/{job}", "/jobs/{job}/cancel", "/jobs/{job}/context", "/events", "/healthz", "/metrics", "/login", "/logout"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fail(http.StatusMethodNotAllowed, "method_not_allowed", "%s not allowed on %s", r.Method, r.URL.Path))
 		})

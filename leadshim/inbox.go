@@ -2,6 +2,7 @@ package leadshim
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/samber/lo"
 
 	"github.com/fleetd/fleetd/events"
@@ -19,6 +21,9 @@ import (
 // Inbox is what the shim needs of the agents' durable inboxes;
 // *inbox.Inboxes implements it.
 type Inbox interface {
+	// Open makes agent's inbox (a durable consumer on FLEET) if it is not
+	// open yet.
+	Open(ctx context.Context, agent string) (jetstream.Consumer, error)
 	Post(ctx context.Context, m inbox.Message) (inbox.Message, error)
 	Pull(ctx context.Context, agent string, max int, wait time.Duration) ([]inbox.Message, error)
 	Ack(ctx context.Context, agent string, ids []string) ([]string, error)
@@ -73,15 +78,69 @@ func (s *Server) inboxOf(r *http.Request) (Inbox, string, *apiError) {
 }
 
 // getInbox hands out agent's waiting messages, long-polling up to wait
-// for the first when none waits.
+// for the first when none waits. An inbox is a durable consumer, and
+// FLEET's consumers are finite, so a GET opens one only for an agent of
+// the roster or a caller with the bearer token: any other GET for an
+// inbox not open — the read-only sign-in cookie's, a page's on a shim
+// without a token — is 404 no_inbox and creates nothing.
 func (s *Server) getInbox(w http.ResponseWriter, r *http.Request) {
 	ib, agent, aerr := s.inboxOf(r)
+	if aerr == nil && (s.inRoster(agent) || s.bearerToken(r)) {
+		aerr = s.openInbox(r.Context(), ib, agent)
+	}
 	if aerr == nil {
 		aerr = s.pullInbox(w, r, ib, agent)
 	}
 	if aerr != nil {
 		writeError(w, aerr)
 	}
+}
+
+// postOpen opens agent's inbox (POST /inbox/{agent}/open): how a lead
+// outside the fleet makes the inbox it reads, and that messages may be
+// posted to, when the shim has no token to present. A POST needs the
+// bearer token when the shim has one; the sign-in cookie never counts.
+func (s *Server) postOpen(w http.ResponseWriter, r *http.Request) {
+	ib, agent, aerr := s.inboxOf(r)
+	if aerr == nil {
+		aerr = s.openInbox(r.Context(), ib, agent)
+	}
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, InboxOpened{Agent: agent, Open: true})
+}
+
+// InboxOpened answers POST /inbox/{agent}/open.
+type InboxOpened struct {
+	Agent string `json:"agent"`
+	Open  bool   `json:"open"`
+}
+
+func (s *Server) openInbox(ctx context.Context, ib Inbox, agent string) *apiError {
+	if e := s.healthError(); e != nil {
+		return e
+	}
+	if _, err := ib.Open(ctx, agent); err != nil {
+		return s.inboxError(err)
+	}
+	return nil
+}
+
+// inRoster reports whether agent is a live agent of the roster.
+func (s *Server) inRoster(agent string) bool {
+	a, ok := s.cfg.Views.Agent(agent)
+	return ok && a.Host != "" && !a.Exited
+}
+
+// bearerToken reports whether r carries the shim's bearer token: the
+// credential that may change things, unlike the sign-in cookie, which
+// stands for it on reads only. Without a token there is none to carry:
+// nothing then tells a client from a page a browser loads, so nothing
+// counts.
+func (s *Server) bearerToken(r *http.Request) bool {
+	return s.cfg.Token != "" && subtle.ConstantTimeCompare(bearer(r.Header.Get("Authorization")), []byte(s.cfg.Token)) == 1
 }
 
 func (s *Server) pullInbox(w http.ResponseWriter, r *http.Request, ib Inbox, agent string) *apiError {
@@ -182,7 +241,7 @@ func (s *Server) checkPost(ctx context.Context, ib Inbox, agent string, body Inb
 	if e := s.healthError(); e != nil {
 		return e
 	}
-	if a, ok := s.cfg.Views.Agent(agent); ok && a.Host != "" && !a.Exited {
+	if s.inRoster(agent) {
 		return nil
 	}
 	known, err := ib.Known(ctx, agent)
@@ -201,6 +260,10 @@ func (s *Server) inboxError(err error) *apiError {
 	switch {
 	case errors.Is(err, inbox.ErrBadMessage):
 		return fail(http.StatusBadRequest, "bad_message", "%v", err)
+	case errors.Is(err, inbox.ErrNoInbox):
+		return fail(http.StatusNotFound, "no_inbox", "no inbox of that name is open (it opens for an agent of the roster, with POST /inbox/{agent}/open, or a GET with the bearer token): %v", err)
+	case errors.Is(err, inbox.ErrTooManyInboxes):
+		return fail(http.StatusServiceUnavailable, "too_many_inboxes", "%v", err)
 	case errors.Is(err, context.Canceled):
 		return fail(http.StatusServiceUnavailable, "shutting_down", "%v", err)
 	}
@@ -239,7 +302,20 @@ func (c *Client) Inbox(ctx context.Context, agent string, max int, wait string) 
 	}
 	var b InboxBatch
 	err := c.Do(ctx, http.MethodGet, p, nil, &b)
+	if ce, ok := errors.AsType[*ClientError](err); ok && ce.Body.Code == "no_inbox" {
+		// The caller reads its own inbox: open it (a lead outside the
+		// fleet, on a shim without a token) and pull again.
+		if err := c.OpenInbox(ctx, agent); err != nil {
+			return b, err
+		}
+		err = c.Do(ctx, http.MethodGet, p, nil, &b)
+	}
 	return b, err
+}
+
+// OpenInbox opens agent's inbox.
+func (c *Client) OpenInbox(ctx context.Context, agent string) error {
+	return c.Do(ctx, http.MethodPost, "/inbox/"+url.PathEscape(agent)+"/open", nil, nil)
 }
 
 // Ack acknowledges agent's messages ids.

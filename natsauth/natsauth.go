@@ -183,6 +183,8 @@ func GatewayPermissions(host string, agents []string) (pub, sub []string) {
 		// Inbox messages, for agents of any host and for leads outside
 		// the fleet (its shim posts them, its notifier reports turns).
 		"fleet.agent.*." + inbox.Kind,
+		// How far an inbox is acknowledged, kept beside it.
+		"fleet.agent.*." + inbox.ReadKind,
 		"fleet.role.>",
 		"fleet.job.>",
 	}
