@@ -84,6 +84,8 @@ func jobStatus(j *jobs.Job) string {
 	switch {
 	case j.Done != nil && j.Done.Status == "ok":
 		return "done"
+	case j.Done != nil && j.Done.Status == jobs.StatusCancelled:
+		return "cancelled"
 	case j.Done != nil:
 		return "failed"
 	case j.Created == nil:
