@@ -51,6 +51,13 @@ func (c *turnCache) get(id string) (lifecycle.Turn, bool) {
 	return e.Value.(lifecycle.Turn), true
 }
 
+// len is how many turns the cache holds.
+func (c *turnCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}
+
 // each calls fn for every cached turn, most recently used first, without
 // changing the order, until fn returns false.
 func (c *turnCache) each(fn func(lifecycle.Turn) bool) {

@@ -100,19 +100,26 @@ func (m *materializer) Hosts() []Host {
 }
 
 func (m *materializer) Turns(match func(lifecycle.Turn) bool) []lifecycle.Turn {
-	var out []lifecycle.Turn
+	// The turns are copied under the read lock and matched after it: a
+	// match that reads the views (the dashboard's asks for a turn's
+	// agent) would take the lock a second time, and a fold waiting to
+	// write in between blocks that second read for ever, while the fold
+	// waits for the first (sync.RWMutex: a pending writer blocks new
+	// readers).
+	m.mu.RLock()
+	out := make([]lifecycle.Turn, 0, m.st.book.Len()+m.cache.len())
 	keep := func(t lifecycle.Turn) bool {
-		if match == nil || match(t) {
-			out = append(out, t)
-		}
+		out = append(out, t)
 		return true
 	}
-	m.mu.RLock()
 	m.st.book.Turns(keep)
 	m.cache.each(keep)
 	m.mu.RUnlock()
 	// Under the read lock a turn is in one of the two: the fold moves an
 	// ended turn from the Book to the cache in one locked step.
+	if match != nil {
+		out = slices.DeleteFunc(out, func(t lifecycle.Turn) bool { return !match(t) })
+	}
 	slices.SortFunc(out, func(x, y lifecycle.Turn) int {
 		if c := y.QueuedAt.Compare(x.QueuedAt); c != 0 {
 			return c
@@ -169,32 +176,44 @@ func (m *materializer) WaitTurn(ctx context.Context, id string, done func(lifecy
 	for {
 		m.mu.RLock()
 		t, ok := m.memTurn(id)
+		// Registering under the read lock means no fold step can land
+		// between reading t and the registration: a change after t wakes
+		// w. done is called after the lock, as Turns' match is: a done
+		// that reads the views would take the lock a second time.
+		w := m.waitFor(id)
+		m.mu.RUnlock()
 		if ok && done(t) {
-			m.mu.RUnlock()
+			m.unwait(id, w)
 			return t, nil
 		}
-		// Registering under the read lock means no fold step can land
-		// between the check and the registration.
-		m.wmu.Lock()
-		w, found := m.turnWaiters[id]
-		if !found {
-			w = &waiter{ch: make(chan struct{})}
-			m.turnWaiters[id] = w
-		}
-		w.n++
-		m.wmu.Unlock()
-		m.mu.RUnlock()
-
 		select {
 		case <-w.ch:
 		case <-ctx.Done():
-			m.wmu.Lock()
-			if w.n--; w.n == 0 && m.turnWaiters[id] == w {
-				delete(m.turnWaiters, id)
-			}
-			m.wmu.Unlock()
+			m.unwait(id, w)
 			return t, ctx.Err()
 		}
+	}
+}
+
+// waitFor registers one more waiter for turn id's next change.
+func (m *materializer) waitFor(id string) *waiter {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	w, found := m.turnWaiters[id]
+	if !found {
+		w = &waiter{ch: make(chan struct{})}
+		m.turnWaiters[id] = w
+	}
+	w.n++
+	return w
+}
+
+// unwait takes back a registration of waitFor that was not woken.
+func (m *materializer) unwait(id string, w *waiter) {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if w.n--; w.n == 0 && m.turnWaiters[id] == w {
+		delete(m.turnWaiters, id)
 	}
 }
 

@@ -194,12 +194,15 @@ type Views interface {
 	// Turns lists the turns the fold holds in memory that match (nil: all)
 	// — every open turn and the final ones still cached (the latest
 	// Options.TurnCacheSize; with Memory, all) — newest queued first.
-	// Older final turns are only in KV: ask Turn for one by id.
+	// Older final turns are only in KV: ask Turn for one by id. match
+	// runs on copies after the views' lock is let go, so it may read the
+	// views (a turn's agent, say).
 	Turns(match func(lifecycle.Turn) bool) []lifecycle.Turn
 	// Turn returns a turn's state (also turns no longer in memory, from KV).
 	Turn(ctx context.Context, id string) (lifecycle.Turn, bool, error)
 	// WaitTurn blocks until the turn satisfies done (checked at once and on
-	// every change of the turn) or ctx ends.
+	// every change of the turn) or ctx ends. done, like Turns' match, runs
+	// outside the views' lock and may read them.
 	WaitTurn(ctx context.Context, id string, done func(lifecycle.Turn) bool) (lifecycle.Turn, error)
 	// WaitSeq blocks until every event up to stream sequence seq has been
 	// applied: read-your-writes after an append.
