@@ -85,10 +85,32 @@ type Plan struct {
 }
 
 // commandLike matches text Claude Code would take for a slash command on
-// submit, however it was typed: "/" and a command name at the very start.
-// "/tmp/x is broken" is not one (the name would hold "/").
+// submit, however it was typed: leading white space (which it trims for
+// this test alone: the model would get it), then "/" and a name of
+// letters, digits, ":", "_" or "-" — possibly empty — then white space or
+// the end. Measured with 2.1.328: "  /help x" opens the help, a bare "/"
+// picks the first entry of the command menu (/add-dir, a dialog), "/ x"
+// answers "Commands are in the form /command [args]"; none reaches the
+// model. "/tmp/x" and "/foo.go" are prompts: the name would hold "/" or ".".
 // Compiled on first use, not as every fleetd process (each hook run) starts.
-var commandLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/[A-Za-z0-9:_-]+(\s|$)`) })
+var commandLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/[A-Za-z0-9:_-]*(\s|$)`) })
+
+// startsLikeCommand reports whether Claude Code would run text as a slash
+// command instead of sending it.
+func startsLikeCommand(text string) bool {
+	return commandLike().MatchString(strings.TrimLeftFunc(text, isJSSpace))
+}
+
+// isJSSpace is JavaScript's white space and line terminators, what
+// String.prototype.trim removes (Claude Code trims a value so before it
+// looks for a command).
+func isJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', '\u2028', '\u2029', '\ufeff':
+		return true
+	}
+	return unicode.Is(unicode.Zs, r)
+}
 
 // PlanText decides how text (already normalised) is typed into Claude
 // Code's composer so that the model receives exactly text as the prompt,
@@ -132,8 +154,8 @@ func mustGoAsFile(text string, l Limits) string {
 	switch {
 	case len(text) > l.MaxPasteBytes:
 		return fmt.Sprintf("it is longer than %d bytes", l.MaxPasteBytes)
-	case commandLike().MatchString(text):
-		return "it starts like a slash command, which Claude Code would run instead of sending"
+	case startsLikeCommand(text):
+		return "it starts like a slash command (after any white space), which Claude Code would run instead of sending"
 	}
 	if r, _ := utf8.DecodeLastRuneInString(text); unicode.IsSpace(r) || r == '\ufeff' {
 		return "it ends in whitespace, which Claude Code trims"
