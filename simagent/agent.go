@@ -424,6 +424,10 @@ func (a *Agent) command(ctx context.Context, name string) (exit bool, err error)
 		a.above("  ⎿  Compacted (ctrl+o to see full summary)")
 	case "help":
 		a.update(func() { a.ed.overlay = overlayHelp })
+	case "add-dir":
+		a.update(func() { a.ed.overlay = overlayAddDir })
+	case "":
+		a.above("  ⎿  Commands are in the form `/command [args]`")
 	default:
 		a.above("● Unknown command: /" + name)
 	}

@@ -24,6 +24,8 @@ const (
 	overlayShortcuts          // "?" typed into an empty composer
 	overlayHelp               // the /help command
 	overlayPermission         // a tool asks for permission ([block])
+	overlayAddDir             // a bare "/" submitted: the command menu's first entry, /add-dir
+	overlayRewind             // Esc twice on an empty prompt: the message selector
 )
 
 // eventKind is what the composer asks the agent to do.
@@ -80,6 +82,10 @@ type composer struct {
 	cursor  int // index into text
 	bash    bool
 	overlay overlay
+	// escArmed: the last key was an Esc that did nothing yet; a second
+	// one clears the text, or on an empty prompt opens the rewind
+	// selector (Claude Code's "esc esc to clear input").
+	escArmed bool
 	pastes  []pasted
 	nPastes int // placeholders made this session, for their numbers
 	// newID makes a <pasted_content> id; default 4 random hex digits.
@@ -116,13 +122,26 @@ func (c *composer) key(k key, evs []inputEvent) []inputEvent {
 			evs = append(evs, inputEvent{kind: evConfirm})
 		}
 		return evs
-	case overlayShortcuts, overlayHelp:
+	case overlayShortcuts, overlayHelp, overlayAddDir, overlayRewind:
 		if k.kind == keyEsc {
 			c.overlay = overlayNone
 		}
 		return evs
 	}
+	armed := c.escArmed
+	c.escArmed = false
 	switch k.kind {
+	case keyEsc:
+		switch {
+		case len(c.text) == 0 && c.bash:
+			c.bash = false
+		case !armed:
+			c.escArmed = true
+		case len(c.text) > 0:
+			c.text, c.cursor, c.pastes = nil, 0, nil
+		default:
+			c.overlay = overlayRewind
+		}
 	case keyRune:
 		switch {
 		case len(c.text) == 0 && k.r == '!' && !c.bash:
@@ -278,20 +297,32 @@ func isJSSpace(r rune) bool {
 }
 
 // slashRE is how Claude tells a slash command from a prompt that merely
-// starts with a path: a name of letters, digits, ":", "_" or "-", then
-// white space or the end.
+// starts with a path: after leading white space, "/" and a name of
+// letters, digits, ":", "_" or "-" (possibly none), then white space or
+// the end.
 // Compiled on first use, not as every fleetd process (each hook run) starts.
-var slashRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/([A-Za-z0-9:_-]+)`) })
+var slashRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/([A-Za-z0-9:_-]*)`) })
 
-// slashCommand is the command a submitted value names, if it names one.
+// slashCommand is the command a submitted value names, if it names one,
+// as Claude Code 2.1.328 reads it: leading white space is trimmed first
+// ("  /help x" opens the help); a bare "/" runs the first entry of the
+// command menu that opened as it was typed, /add-dir; "/ x" names no
+// command (the name is "", which answers with the commands' form); but
+// white space then a bare "/" is a prompt, no menu having opened.
 func slashCommand(value string) (string, bool) {
-	m := slashRE().FindStringSubmatch(value)
+	trimmed := strings.TrimLeftFunc(value, isJSSpace)
+	m := slashRE().FindStringSubmatch(trimmed)
 	if m == nil {
 		return "", false
 	}
-	rest := []rune(value[len(m[0]):])
-	if len(rest) > 0 && !isJSSpace(rest[0]) {
+	rest := []rune(trimmed[len(m[0]):])
+	switch {
+	case len(rest) > 0 && !isJSSpace(rest[0]):
 		return "", false
+	case m[1] == "" && len(rest) == 0 && trimmed != value:
+		return "", false
+	case m[1] == "" && len(rest) == 0:
+		return "add-dir", true
 	}
 	return m[1], true
 }

@@ -80,7 +80,13 @@ func TestComposer(t *testing.T) {
 		{"ctrl+u deletes to the start of the line", []string{paste("ab\ncdef"), "\x1b[D", "\x15"}, nil, "ab\nf", false, overlayNone},
 		{"ctrl+c with text clears the composer", []string{"junk", "\x03"}, nil, "", false, overlayNone},
 		{"ctrl+c on an empty composer interrupts", []string{"\x03"}, []string{"interrupt"}, "", false, overlayNone},
-		{"Esc without an overlay does nothing", []string{"ab", "\x1b"}, nil, "ab", false, overlayNone},
+		{"one Esc with text does nothing", []string{"ab", "\x1b"}, nil, "ab", false, overlayNone},
+		{"Esc twice clears the text", []string{"ab", "\x1b", "\x1b"}, nil, "", false, overlayNone},
+		{"Esc, a key, Esc clears nothing", []string{"ab", "\x1b", "c", "\x1b"}, nil, "abc", false, overlayNone},
+		{"Esc twice in bash mode clears the text, not the mode", []string{"!ls", "\x1b", "\x1b"}, nil, "", true, overlayNone},
+		{"Esc on an empty bash prompt returns to prompt mode", []string{"!", "\x1b"}, nil, "", false, overlayNone},
+		{"Esc twice on an empty prompt opens the rewind selector", []string{"\x1b", "\x1b"}, nil, "", false, overlayRewind},
+		{"Esc closes the rewind selector", []string{"\x1b", "\x1b", "\x1b", "ok"}, nil, "ok", false, overlayNone},
 
 		// Submit.
 		{"trailing white space is trimmed as JavaScript trimEnd does", []string{paste("hi \t\u00a0\u3000\u2003"), "\r"}, []string{`submit "hi"`}, "", false, overlayNone},
@@ -149,8 +155,11 @@ func TestSlashCommand(t *testing.T) {
 		{"/nonsense", "nonsense", true},
 		{"/tmp/foo.go is broken", "", false},
 		{"/foo.go", "", false},
-		{"/", "", false},
-		{" /clear", "", false},
+		{"/", "add-dir", true},
+		{"/ hello", "", true},
+		{"  /", "", false},
+		{" /clear", "clear", true},
+		{"\n/help me", "help", true},
 		{"clear", "", false},
 	}
 	for _, tt := range tests {

@@ -185,6 +185,22 @@ func (c *composer) rows(w int) []string {
 			"   /help      Show help and available commands",
 			"",
 			" Esc to close"}
+	case overlayAddDir:
+		return []string{"▔" + strings.Repeat("▔", w-1),
+			"  Add directory to workspace",
+			"",
+			"  Directory path",
+			"  ../other-project",
+			"",
+			"  Enter to add · Esc to cancel"}
+	case overlayRewind:
+		return []string{rule,
+			"  Rewind",
+			"",
+			"  Restore the code and/or conversation to the point before…",
+			"  ❯ (current)",
+			"",
+			"  Enter to continue · Esc to cancel"}
 	case overlayPermission:
 		return []string{rule,
 			" Bash command",
