@@ -75,13 +75,18 @@ func wait(ctx context.Context, ch <-chan struct{}, d time.Duration) {
 // showing it working since the typing (given HookGrace for the hook to be
 // the proof); its prompt box emptied. After SubmitTimeout without any, it
 // presses Enter once more (recorded first, as AgentTyped{Enter:1}, so a
-// restart never presses it twice) if the box still holds the text; after
-// another SubmitTimeout the turn fails as indeterminate. A bridge
+// restart never presses it twice) if the box still holds the text (never
+// in bash mode); after another SubmitTimeout, or at once when the box is
+// not on screen, it brings the prompt box back (recoverComposer: Escape
+// closes what the typing opened, clears a draft) and fails the turn as
+// indeterminate, saying what the screen showed — or, when the box cannot
+// be brought back, the agent needs attention (AttentionScreen). A bridge
 // restarted mid-way starts a fresh window, giving spooled hook events time
 // to arrive.
 func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 	deadline := b.cfg.Now().Add(b.cfg.SubmitTimeout)
 	var evidenceAt time.Time
+	var recovered string // the failure's message, once the screen was brought back
 	for f, now := range b.whileTyped(ctx, agent, turn) {
 		t := f.turn
 		evidence := f.working && f.recognised && t.Method != MethodSendInput
@@ -112,6 +117,11 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 		case !f.up:
 			deadline = now.Add(b.cfg.Poll) // the screen and Enter need herdr; wait for it
 			continue
+		case recovered != "":
+			// The screen was brought back already (a concurrent write made
+			// the failure's append retry): the empty box now is fleetd's
+			// doing, not proof of submission.
+			ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate, Message: recovered}, guard(agent, f.lastSeq))
 		default:
 			box, rerr := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: f.pane, Source: herdrapi.SourceVisible})
 			c := ParseComposer(box.Text)
@@ -120,21 +130,36 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 				// The box emptied: the agent took the prompt, and neither
 				// its hook nor herdr said so in time.
 				ack, err = b.append(ctx, agent, turn, events.AgentSubmitted{Via: "screen"}, guard(agent, f.lastSeq))
-			case t.Enter == 0 && rerr == nil && c.Visible && c.Text != "":
+			case t.Enter == 0 && rerr == nil && c.Visible && c.Text != "" && !c.Bash:
+				// Never Enter in bash mode: the box would run it in a shell.
 				ack, err = b.append(ctx, agent, turn, events.AgentTyped{Pane: f.pane, Method: MethodEnter, Enter: 1}, guard(agent, f.lastSeq))
 				if err == nil {
 					kerr := b.client.SendKeys(ctx, f.pane, "enter")
 					b.log.Info("no submission seen: pressed Enter once more", "agent", agent, "turn", turn, "err", kerr)
 					deadline = b.cfg.Now().Add(b.cfg.SubmitTimeout)
 				}
+			case rerr != nil:
+				ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate,
+					Message: "no proof of submission, and the screen could not be read: " + rerr.Error()}, guard(agent, f.lastSeq))
 			default:
-				why := "no proof of submission after typing and one more Enter; not retyped"
-				if rerr != nil {
-					why = "no proof of submission, and the screen could not be read: " + rerr.Error()
-				} else if t.Enter == 0 {
-					why = "no proof of submission, and the prompt box is not on screen; not retyped"
+				// Whatever the typing left on screen — a menu or dialog the
+				// text opened, a draft, bash mode — must not wedge the
+				// next turn: bring the prompt box back, then fail this
+				// one, saying what was seen and done.
+				why := "no proof of submission, and the prompt box is not on screen"
+				if t.Enter > 0 {
+					why = "no proof of submission after typing and one more Enter"
 				}
-				ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate, Message: why}, guard(agent, f.lastSeq))
+				rec := b.recoverComposer(ctx, agent, f.pane)
+				recovered = why + "; " + rec.String() + "; not retyped"
+				b.log.Warn("typed turn not taken", "agent", agent, "turn", turn, "screen", rec.String())
+				if !rec.ok {
+					b.attend(ctx, agent, AttentionScreen, rec.String())
+				}
+				if fresh, ok := b.inFlight(agent, turn); ok {
+					f = fresh
+				}
+				ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate, Message: recovered}, guard(agent, f.lastSeq))
 			}
 		}
 		b.settled(ctx, agent, ack, err)
@@ -160,6 +185,8 @@ func (b *Bridge) settled(ctx context.Context, agent string, ack events.Ack, err 
 // once the agent is idle again with an empty box — and, for /clear and
 // /compact by an agent with hooks, once its hooks report the session that
 // command starts. The box is read with backoff, a few times per command.
+// A command that leaves a dialog or menu up past SubmitTimeout while the
+// agent is idle (not working) fails, the dialog closed (recoverComposer).
 func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 	start := b.cfg.Now()
 	deadline := start.Add(b.cfg.SubmitTimeout)
@@ -183,6 +210,19 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 		case now.Sub(start) > b.cfg.CommandTimeout:
 			ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate,
 				Message: fmt.Sprintf("the command did not complete within %s", b.cfg.CommandTimeout)}, guard(agent, f.lastSeq))
+		case now.After(deadline) && rerr == nil && !c.Visible && idle && !b.busy(agent) && !screenWorking(r.Text):
+			// A command that opened a dialog or menu (/help, a picker)
+			// waits for a person's key: fleetd cannot answer it, and it
+			// must not wedge the next turn. Close it, and say so.
+			rec := b.recoverComposer(ctx, agent, f.pane)
+			if !rec.ok {
+				b.attend(ctx, agent, AttentionScreen, rec.String())
+			}
+			if fresh, ok := b.inFlight(agent, turn); ok {
+				f = fresh
+			}
+			ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate,
+				Message: "the command opened something that waits for a person's key; " + rec.String()}, guard(agent, f.lastSeq))
 		case now.After(deadline) && t.Enter == 0 && rerr == nil && c.Visible && c.Text == t.Command:
 			ack, err = b.append(ctx, agent, turn, events.AgentTyped{Pane: f.pane, Method: MethodEnter, Enter: 1}, guard(agent, f.lastSeq))
 			if err == nil {
