@@ -614,7 +614,7 @@ func (b *Bridge) apply(ev events.Event) {
 		// which for a sandboxed one is the sandbox: type into it as into
 		// a pane herdr does not recognise, from the first turn.
 		a.sessionLive, a.sessionID, a.sessionCwd, a.promptRefused = false, "", "", d.Sandbox != ""
-		a.attention = ""
+		a.attention = "" // the old pane's; the projections' fold clears it too
 		a.resetBackoff()
 		b.startWorkerLocked(a)
 		b.ownersChangedLocked()
@@ -686,6 +686,10 @@ func (b *Bridge) sessionLocked(a *agentState, ev events.Event, d events.AgentSes
 		}
 		a.sessionsSinceTyped = append(a.sessionsSinceTyped, d.Source)
 		if a.attention != "" {
+			// Attention belongs to a pane and a session: the log's fold
+			// (projections) clears it on a new session too, and the
+			// next look records it again if it still holds.
+			a.attention = ""
 			a.resetBackoff() // a new session: look again now
 		}
 	case "ended":

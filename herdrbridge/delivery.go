@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
@@ -119,33 +121,68 @@ func (b *Bridge) step(ctx context.Context, id string) {
 	for _, tid := range orphaned {
 		b.fail(ctx, id, tid, events.ReasonAgentExited, fmt.Sprintf("the agent's Claude Code session ended and none started again within %s", b.cfg.ExitGrace))
 	}
-	if len(expired)+len(orphaned)+len(released) > 0 || !ok || ended {
+	if len(expired)+len(orphaned)+len(released) > 0 || ended {
+		return
+	}
+	if !ok {
+		b.recheckAttention(ctx, id)
 		return
 	}
 	b.typeTurn(ctx, id, next)
 }
 
-// startCheckDue reports whether it is time to look at a spawned agent's
-// pane for its shell, every quarter second (a look also tells a command
-// that runs, see launchWatch), while herdr's events cannot tell of
-// its death: its session has not started (a command that exits at once —
-// not found, a crash on start — leaves the shell in the foreground and no
-// hook will ever say so), or it runs without herdr seeing an agent in
-// the pane (a command herdr does not recognise).
+// recheckAttention looks again, with backoff, at an agent that needs
+// attention and has no turn to type: the shim refuses turns sent to it
+// by name meanwhile, so without a look of its own the reason would stand
+// after its condition is gone (a person closed the dialog, cleared the
+// draft). A readiness check that passes clears it. The restart limit is
+// not a condition of the screen: it stands until the agent is registered
+// again.
+func (b *Bridge) recheckAttention(ctx context.Context, id string) {
+	tg, ok := b.snapshot(id)
+	if !ok || tg.attention == "" || tg.attention == AttentionRestartLimit {
+		return
+	}
+	b.ready(ctx, id, &tg)
+}
+
+// startCheckDue reports whether it is time to look at an agent's pane for
+// its shell (checkDied). Every quarter second while herdr's events cannot
+// tell of its death: a spawned agent whose session has not started (a
+// command that exits at once — not found, a crash on start — leaves the
+// shell in the foreground and no hook will ever say so; a look also tells
+// a command that runs, see launchWatch), or one that runs without herdr
+// seeing an agent in the pane (a command herdr does not recognise). Every
+// IdleDeathCheck for any other agent with a live session, idle or not:
+// herdr keeps the agent label the hooks reported on a pane whose agent
+// was killed, so its events may never tell the death, and a dead idle
+// agent would otherwise be noticed only when a turn comes for it. A look
+// at a known pane is one read of its first process's stat.
 func (b *Bridge) startCheckDue(id string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	a := b.agents[id]
 	now := b.cfg.Now()
-	if a == nil || !b.ownedLocked(a) || a.origin != "spawned" || now.Before(a.deathCheck) {
+	if a == nil || !b.ownedLocked(a) || now.Before(a.deathCheck) {
 		return false
 	}
-	if a.sessionSeen && !(a.sessionLive && a.label == "" && a.fresh) {
+	every := 250 * time.Millisecond
+	switch {
+	case a.origin == "spawned" && (!a.sessionSeen || a.sessionLive && a.label == "" && a.fresh):
+	case a.sessionLive:
+		every = IdleDeathCheck
+	default:
 		return false
 	}
-	a.deathCheck = now.Add(250 * time.Millisecond)
+	a.deathCheck = now.Add(every)
 	return true
 }
+
+// IdleDeathCheck is how often a live agent's pane is looked at for its
+// shell back in the foreground (its process died), so a dead agent is
+// noticed, and restarted under its role's policy, within a few seconds
+// though no turn comes for it.
+const IdleDeathCheck = time.Second
 
 // release gives role turns queued on an agent that can no longer type
 // them back to their roles (turns.Release), each guarded by the agent's
@@ -221,15 +258,28 @@ func (b *Bridge) snapshot(agent string) (target, bool) {
 	if starting || b.cfg.Now().Before(a.nextCheck) {
 		return target{}, false
 	}
-	cwd := a.sessionCwd
-	if cwd == "" {
-		cwd = a.cwd
+	cwd := a.cwd
+	if cwd == "" || within(a.sessionCwd, a.cwd) {
+		// The directory the agent's hooks report, where its @ mentions
+		// resolve; but it comes from inside the agent, so a file is
+		// handed over there only below the directory it was registered
+		// with, when it has one (an adopted pane may not).
+		cwd = a.sessionCwd
 	}
 	return target{
 		pane: a.pane, role: a.role, cwd: cwd, lastSeq: a.lastSeq,
 		recognised: a.recognised(), freshView: a.fresh, status: a.status,
 		hook: a.hookStatus, clears: a.clears, attention: a.attention, hooked: a.sessionSeen,
 	}, true
+}
+
+// within reports whether dir is base or below it (both absolute, clean).
+func within(dir, base string) bool {
+	if dir == "" || base == "" || !filepath.IsAbs(dir) {
+		return false
+	}
+	rel, err := filepath.Rel(base, filepath.Clean(dir))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // typeTurn delivers one turn. Right before typing it checks, with what

@@ -62,7 +62,14 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 	}
 	if shell, known := b.roots.showsShell(b.cfg.ProcRoot, b.client.Path(), tg.pane); known && shell {
 		b.checkDied(ctx, agent)
-		b.attend(ctx, agent, AttentionShell, "the pane's foreground is its shell, not the agent: nothing is typed into a shell")
+		b.mu.Lock()
+		dead := b.agents[agent].sessionEnded()
+		b.mu.Unlock()
+		if !dead {
+			// A dead agent's end is recorded (and its role may restart
+			// it): attention would only outlive the pane it was about.
+			b.attend(ctx, agent, AttentionShell, "the pane's foreground is its shell, not the agent: nothing is typed into a shell")
+		}
 		b.backoff(agent)
 		return false
 	}

@@ -519,6 +519,10 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 // SessionEnd hook, and its pane's shell is in the foreground again.
 const SessionEndDied = "died"
 
+// unknownPaneRecheck spaces the looks at a pane whose processes this
+// machine cannot see.
+const unknownPaneRecheck = 15 * time.Second
+
 // checkDied records the end of the agent's session when its process is
 // gone: herdr no longer sees an agent in the pane, or a readiness check
 // found the pane's shell in the foreground, while the hooks still think
@@ -539,6 +543,13 @@ func (b *Bridge) checkDied(ctx context.Context, agent string) {
 	b.mu.Unlock()
 	shell, known := b.roots.showsShell(b.cfg.ProcRoot, b.client.Path(), pane)
 	b.mu.Lock()
+	if !known && started {
+		// The pane's processes are not visible here: finding that out is
+		// a pass over every process's environment, so a live agent's pane
+		// is looked at far less often (a starting one's may only not be
+		// there yet).
+		a.deathCheck = b.cfg.Now().Add(unknownPaneRecheck)
+	}
 	// A session never started: the shell in the foreground may only not
 	// have run the typed command yet.
 	exited := started || a.launch.exited(shell, known, b.cfg.Now())

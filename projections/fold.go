@@ -434,7 +434,7 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 			s.Model = d.Model
 		}
 		if d.SessionID != "" && s.SessionID == "" {
-			s.SessionID, s.Resume = d.SessionID, d.SessionID
+			s.SessionID, s.Resume = d.SessionID, resumable(d.SessionID)
 		}
 		m.activity(s, ev.Time)
 	case events.AgentSession:
@@ -492,8 +492,10 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 		a.Model = d.Model
 	}
 	// A new pane runs a new process: whatever ended the last one's
-	// session is over.
+	// session is over, and what needed attention was the old pane's (a
+	// restart in a new pane must not stay refused for its dead shell).
 	a.Exited, a.Violation, a.SessionEnded = false, "", false
+	a.NeedsAttention, a.AttentionDetail = "", ""
 	a.Starting, a.FailedToStart = d.Origin == "spawned", ""
 	// Its session is known again when its SessionStart hook reports (the
 	// same id, when it resumed one).
@@ -514,6 +516,17 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 	m.activity(s, ev.Time)
 }
 
+// resumable is the id a named session resumes with: the reported id when
+// it is Claude Code's format (a UUID), else none. The id comes from inside
+// the agent (its own hooks, or events it writes past them) and a resume
+// passes it to the launch of a new pane: anything else starts afresh.
+func resumable(id string) string {
+	if events.ValidSessionID(id) != nil {
+		return ""
+	}
+	return id
+}
+
 func (m *materializer) session(a *agentRow, ev events.Event, d events.AgentSession, b *batch) {
 	if d.Name != "" {
 		m.leaveSession(a, d.Name, ev.Time, b)
@@ -523,6 +536,11 @@ func (m *materializer) session(a *agentRow, ev events.Event, d events.AgentSessi
 	switch {
 	case d.State == "started":
 		a.SessionEnded, a.Starting = false, false
+		// Attention belongs to a pane and a session: a new session (a
+		// resume, a /clear) is looked at afresh by its gateway, which
+		// records the reason again if it still holds. herdrbridge's fold
+		// keeps the same rule.
+		a.NeedsAttention, a.AttentionDetail = "", ""
 	case d.State == "ended" && d.Reason == "died" && a.Starting:
 		a.SessionEnded, a.Starting = true, false
 		a.FailedToStart = "its command exited before its Claude Code session started"
@@ -535,7 +553,7 @@ func (m *materializer) session(a *agentRow, ev events.Event, d events.AgentSessi
 		a.SessionEnded = true
 	}
 	if d.SessionID != "" && d.State == "started" || a.SessionID == "" {
-		s.SessionID, s.Resume, a.SessionID = d.SessionID, d.SessionID, d.SessionID
+		s.SessionID, s.Resume, a.SessionID = d.SessionID, resumable(d.SessionID), d.SessionID
 	}
 	if d.TranscriptPath != "" {
 		s.TranscriptPath = d.TranscriptPath

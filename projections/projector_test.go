@@ -440,6 +440,34 @@ func TestTheRosterCountsRestartsAndShowsARestartingAgentNotReady(t *testing.T) {
 	}
 }
 
+// Attention belongs to a pane and a session: the dead pane's shell no
+// longer holds back an agent restarted in a new pane, nor a reason seen
+// before its session started again; one recorded after stands.
+func TestAttentionEndsWithItsPaneAndItsSession(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow}))
+	e.append(t, events.Event{Subject: "h1", Time: fixedNow(), Data: events.HostUp{Host: "h1"}})
+	e.append(t, reg("w1", "h1", ""))
+	e.append(t, events.Event{Subject: "w1", Time: at(2), Data: events.AgentSession{SessionID: "s1", State: "started", Source: "startup"}})
+	attention := func(reason string) events.Event {
+		return events.Event{Subject: "w1", Time: at(3), Data: events.AgentAttention{Reason: reason, Detail: "seen"}}
+	}
+	check := func(step, want string, ack events.Ack) {
+		t.Helper()
+		waitSeq(t, p, ack.Seq)
+		if a, _ := p.Agent("w1"); a.NeedsAttention != want {
+			t.Errorf("%s: needs_attention %q, want %q", step, a.NeedsAttention, want)
+		}
+	}
+	check("the pane showed its shell", "shell", e.append(t, attention("shell")))
+	restarted := reg("w1", "h1", "")
+	restarted.Data = func() events.AgentRegistered { d := restarted.Data.(events.AgentRegistered); d.Pane = "p2"; return d }()
+	check("registered again in a new pane", "", e.append(t, restarted))
+	check("a draft in the new pane's box", "composer_not_empty", e.append(t, attention("composer_not_empty")))
+	check("its session started again", "", e.append(t, events.Event{Subject: "w1", Time: at(4), Data: events.AgentSession{SessionID: "s1", State: "started", Source: "resume"}}))
+	check("recorded after the session started", "no_prompt_box", e.append(t, attention("no_prompt_box")))
+}
+
 // checkRequeueIgnored re-appends w1's queued event of turn, an ended
 // turn, and fails t if that opened the turn again or queued it for w1.
 func checkRequeueIgnored(t *testing.T, e *env, p projections.Views, turn string) {
