@@ -32,6 +32,9 @@ type textCase struct {
 	// attached: the file delivery's content must come back in the API
 	// request, attached to the prompt (Claude Code attaches small files).
 	attached bool
+	// failedWith: the turn must fail (HTTP 200, status failed) with a
+	// message holding this.
+	failedWith string
 }
 
 // Any text a lead sends reaches the real Claude Code's model exactly as
@@ -43,14 +46,14 @@ type textCase struct {
 // docs/claude-composer.md.
 func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 	claudeBin := fakeapi.RequireClaude(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	started := time.Now()
 
 	fleet := startClaudeFleet(t, []string{"work", "work-new", "work-wrap", "work-fresh"}, func(baseURL string, env map[string]string) map[string]any {
 		role := func(command []string) map[string]any {
 			return map[string]any{"command": command, "env_class": "gateway", "base_url": baseURL, "env": env,
-				"commands": []string{"/clear", "/compact", "/exit"}}
+				"commands": []string{"/clear", "/compact", "/exit", "/help"}}
 		}
 		return map[string]any{
 			"w-local": role([]string{claudeBin, "--settings", "{settings}"}),
@@ -87,6 +90,20 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 		{name: "a leading ampersand", text: "&run in background", status: 200, delivery: "paste"},
 		{name: "a leading at sign", text: "@nobody please answer", status: 200, delivery: "paste"},
 		{name: "a path is not a command", text: "/tmp/foo.go is broken, fix it", status: 200, delivery: "paste"},
+		// Mode characters alone, and a slash command after white space
+		// (Claude Code trims before it looks for a command).
+		{name: "a bare slash", text: "/", status: 200, delivery: "file", attached: true},
+		{name: "a bare bang", text: "!", status: 200, delivery: "pieces"},
+		{name: "a bare hash", text: "#", status: 200, delivery: "paste"},
+		{name: "a bare at sign", text: "@", status: 200, delivery: "paste"},
+		{name: "a bare ampersand", text: "&", status: 200, delivery: "paste"},
+		{name: "a slash command after spaces", text: "  /help is a slash after spaces", status: 200, delivery: "file", attached: true},
+		{name: "a slash command after a newline", text: "\n/help me", status: 200, delivery: "file", attached: true},
+		{name: "a slash and a space", text: "/ hello there", status: 200, delivery: "file", attached: true},
+		{name: "a bang after spaces", text: "  !touch PWNED-space.txt", status: 200, delivery: "paste"},
+		// A lone ESC is removed alone: the letters after it stay.
+		{name: "a lone ESC before a space and letters", text: "lonely \x1b escape", status: 200, delivery: "paste"},
+		{name: "a doubled ESC", text: "double \x1b\x1b escape", status: 200, delivery: "paste"},
 		{name: "CRLF and a lone CR", text: "line one\r\nline two\rline three", status: 200, delivery: "paste"},
 		{name: "control sequences", text: "\x1b[31mred\x1b[0m text\x03 and\x7f a \x1b]0;title\x07bell", status: 200, delivery: "paste"},
 		{name: "a trailing backslash", text: `the path is C:\`, status: 200, delivery: "pieces"},
@@ -101,6 +118,9 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 		{name: "a 1 MiB text", text: big(1 << 20), status: 200, delivery: "file"},
 		{name: "an explicit /clear", command: "/clear", status: 200, delivery: "command"},
 		{name: "an explicit /compact", command: "/compact", status: 200, delivery: "command"},
+		// A command that opens a dialog nobody answers: the dialog is
+		// closed (the canary after it is answered) and the turn says so.
+		{name: "a command that opens a dialog", command: "/help", status: 200, failedWith: "waits for a person's key"},
 		{name: "over 1 MiB", text: big(1<<20 + 1), status: http.StatusRequestEntityTooLarge},
 		{name: "empty once normalised", text: "\x1b[31m\x1b[0m\x03", status: http.StatusBadRequest},
 		{name: "a command the role does not allow", command: "/login", status: http.StatusBadRequest},
@@ -220,6 +240,12 @@ func (f *claudeFleet) checkText(ctx context.Context, log events.Log, agent strin
 			t.Errorf("a refused send reached the model (%d requests)", n-before)
 		}
 		return lifecycle.Turn{}
+	}
+	if tc.failedWith != "" {
+		if r.env.Status != "failed" || !strings.Contains(r.env.Message, tc.failedWith) {
+			t.Fatalf("turn %s: %s (%s: %s), want failed with %q", r.env.ID, r.env.Status, r.env.Reason, r.env.Message, tc.failedWith)
+		}
+		return f.turnFromLog(ctx, log, r.env.ID)
 	}
 	if r.env.Status != "replied" {
 		t.Fatalf("turn %s: %s (%s: %s)", r.env.ID, r.env.Status, r.env.Reason, r.env.Message)
