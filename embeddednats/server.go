@@ -95,6 +95,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	setRaftTiming()
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("new nats server: %w", err)
