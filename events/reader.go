@@ -267,9 +267,12 @@ func (r *reader) nextMsg(ctx context.Context) (jetstream.Msg, uint64, error) {
 // (lost with a cluster member, never started) is noticed after two
 // missed, and made again. Short, because a gateway's fold stands still
 // meanwhile: a reader whose consumer sat on a member that froze read
-// nothing for ten seconds at 5s. A heartbeat every 2s is one small
-// message a reader, nothing beside the log's traffic.
-const heartbeat = 2 * time.Second
+// nothing for ten seconds at 5s; and role dispatch waits for its fold
+// (the router decides on caught-up views), where a turn must be assigned
+// on the survivors within 3 s of a host's loss — at 2s the cluster test
+// saw 5 s. A heartbeat every 500ms is two small messages a second a
+// reader, nothing beside the log's traffic.
+const heartbeat = 500 * time.Millisecond
 
 // repullRound is how long the reader waits for a message in one go while
 // the server holds more for its consumer.
