@@ -18,11 +18,13 @@ import (
 
 // DefaultAckWait is Config.AckWait's default. It is how long the role's
 // queue stands still when the host whose router holds its head dies: the
-// server hands the head to another router only once it runs out. Short,
-// because a living router renews it (InProgress at a third of it), and a
-// second decision after an expiry is harmless — the assignment's id is
-// derived from the turn's, so it is stored once and folded once.
-const DefaultAckWait = 5 * time.Second
+// server hands the head to another router only once it runs out. Short —
+// role turns must go on being assigned on the survivors within 3 s of a
+// host's loss — because a living router renews it (InProgress at a third
+// of it), and a second decision after an expiry is harmless: the
+// assignment's id is derived from the turn's, so it is stored once and
+// folded once, and its guard keeps the cap (assign).
+const DefaultAckWait = 1500 * time.Millisecond
 
 // Budgets is what the router asks of package budget.
 type Budgets interface {

@@ -56,43 +56,81 @@ func ConsumerConfig(role string, ackWait time.Duration) (jetstream.ConsumerConfi
 	}, nil
 }
 
+// pullWait is how long one pull request for a role's head waits at the
+// consumer's leader. Short, because a request lives only on the leader
+// that took it: when that server dies the request dies with it, and the
+// router learns so only when the request expires; and a request a dead
+// router left behind may be handed the head, into the void, until then.
+const pullWait = time.Second
+
+// callWait bounds each request a router makes of JetStream while it holds
+// a head: one sent to a leader that has just died is never answered, and
+// asked again it reaches the new leader as soon as there is one.
+const callWait = time.Second
+
+// retryPause is the wait before a step that failed is tried again in place
+// (the head kept, no restart with backoff): while the cluster fails over,
+// a step fails until a leader is elected, and then must go on at once.
+const retryPause = 100 * time.Millisecond
+
 func (r *Router) consume(ctx context.Context, role string) error {
 	cfg, err := ConsumerConfig(role, r.cfg.AckWait)
 	if err != nil {
 		return err
 	}
 	subject := cfg.FilterSubject
-	cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, events.Stream, cfg)
+	cctx, cancel := context.WithTimeout(ctx, 2*callWait)
+	cons, err := r.cfg.JS.CreateOrUpdateConsumer(cctx, events.Stream, cfg)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", ConsumerName(role), err)
 	}
-	// Pull requests expire as soon as a held head of queue would: a
-	// router that dies leaves a pull request behind on the consumer's
-	// leader, and until it expires (nats.go's default is 30 s) the server
-	// may hand the redelivered head to it, into the void — the cluster
-	// kill test saw the role queue stand still ~30 s that way.
-	it, err := cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(max(r.cfg.AckWait, time.Second)))
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", subject, err)
-	}
-	defer it.Stop()
-	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+	// One short pull at a time (Fetch), not a long-lived subscription
+	// (Messages): a subscription whose consumer leader died notices only
+	// by missed heartbeats, then is made again — the cluster test saw
+	// role dispatch stand still 14 s that way. A pull that goes
+	// unanswered is simply sent again, and reaches the new leader.
+	for ctx.Err() == nil {
+		// The deadline sets the request's expiry (FetchMaxWait and
+		// FetchContext do not go together).
+		fctx, cancel := context.WithTimeout(ctx, pullWait)
+		batch, err := cons.Fetch(1, jetstream.FetchContext(fctx))
+		if err == nil {
+			for msg := range batch.Messages() {
+				if err := r.handle(ctx, role, msg); err != nil {
+					// Hand the turn back at once: another router (or
+					// this one, after a restart) takes it from the head
+					// of the queue.
+					_ = msg.Nak()
+					cancel()
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
 			}
+			err = batch.Error()
+		}
+		cancel()
+		switch {
+		case err == nil, ctx.Err() != nil:
+		case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound):
 			return fmt.Errorf("next on %s: %w", subject, err)
+		default:
+			// No leader yet, or a request lost with one: ask again.
+			sleepCtx(ctx, retryPause)
 		}
-		if err := r.handle(ctx, role, msg); err != nil {
-			// Hand the turn back at once: another router (or this one,
-			// after a restart) takes it from the head of the queue.
-			_ = msg.Nak()
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
+	}
+	return nil
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
@@ -120,10 +158,25 @@ func (r *Router) handle(ctx context.Context, role string, msg jetstream.Msg) err
 
 	turn := lifecycle.TurnID(ev)
 	log := r.cfg.Logger.With("role", role, "turn", turn)
+	// A step that fails is tried again here, the head kept alive: the
+	// failures that come are those of a fail-over (a request unanswered
+	// while a leader is elected), and a restart of the worker would add
+	// its backoff, and the ack wait of a head handed back, to the wait.
+	retry := func(what string, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		log.Debug("router: "+what+" failed; trying again", "err", err)
+		sleepCtx(ctx, retryPause)
+		return ctx.Err()
+	}
 	for {
 		seen, err := r.catchUp(ctx, ev.Seq)
 		if err != nil {
-			return err
+			if err := retry("catching up", err); err != nil {
+				return err
+			}
+			continue
 		}
 		t, known, err := r.cfg.Views.Turn(ctx, turn)
 		if err != nil {
@@ -131,7 +184,7 @@ func (r *Router) handle(ctx context.Context, role string, msg jetstream.Msg) err
 		}
 		if known && (t.Agent != "" || t.State != lifecycle.StateQueued) {
 			log.Debug("router: turn already assigned or final", "agent", t.Agent, "state", t.State)
-			return msg.DoubleAck(ctx)
+			return r.ack(ctx, msg)
 		}
 		if agent, ok := r.choose(role); ok {
 			err := r.assign(ctx, ev, agent.Agent, seen)
@@ -139,10 +192,13 @@ func (r *Router) handle(ctx context.Context, role string, msg jetstream.Msg) err
 				continue
 			}
 			if err != nil {
-				return err
+				if err := retry("assigning", err); err != nil {
+					return err
+				}
+				continue
 			}
 			log.Debug("router: assigned", "agent", agent.Agent)
-			return msg.DoubleAck(ctx)
+			return r.ack(ctx, msg)
 		}
 		if err := r.awaitChange(ctx); err != nil {
 			return err
@@ -150,10 +206,29 @@ func (r *Router) handle(ctx context.Context, role string, msg jetstream.Msg) err
 	}
 }
 
+// ack acks the held head, asking again while it goes unanswered: an ack
+// sent to a consumer leader that just died is lost, and the head — still
+// pending at the new leader — would hold the role's queue for a whole ack
+// wait before it is handed out again. It gives up after an ack wait, when
+// the server hands the head to another router anyway (which finds it
+// assigned and acks it).
+func (r *Router) ack(ctx context.Context, msg jetstream.Msg) error {
+	deadline := time.Now().Add(r.cfg.AckWait)
+	for {
+		actx, cancel := context.WithTimeout(ctx, callWait)
+		err := msg.DoubleAck(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return nil
+		}
+		sleepCtx(ctx, retryPause)
+	}
+}
+
 // catchUp waits until the views hold the whole stream as it is now (and
 // at least seq), and returns that stream sequence.
 func (r *Router) catchUp(ctx context.Context, seq uint64) (uint64, error) {
-	last, err := r.cfg.Log.LastSeq(ctx, events.SubjectAll)
+	last, err := r.lastSeq(ctx, events.SubjectAll)
 	if err != nil {
 		return 0, fmt.Errorf("stream position: %w", err)
 	}
@@ -219,19 +294,42 @@ func (r *Router) choose(role string) (projections.Agent, bool) {
 	return *best, true
 }
 
-// assign appends the turn's assignment to agent (turns.Assignment),
-// guarded by the agent's last sequence as of seen (the stream position the
-// views were read at).
+// queuedAll is every agent's queued events: each turn put on an agent,
+// by a router or by name, is one, and nothing else adds to an agent's
+// turns — so nothing else can raise a role's count against its cap.
+const queuedAll = "fleet.agent.*.queued"
+
+// assign appends the turn's assignment to agent (turns.Assignment), as
+// decided on the views read at seen, and only if the decision still holds
+// when the log stores it:
+//   - the agent has no event after seen (a check just before the append),
+//     so an agent that changed is re-read instead of double-booked;
+//   - the append is guarded by the last queued event of any agent
+//     (queuedAll) as of seen, so no turn was put on any agent in between.
+//     That is what makes the cap exact in the log's order: the count
+//     against it was read at seen, and one role's head is decided by one
+//     router at a time only while the consumer's leader keeps its
+//     pending head — across a fail-over (a lost ack, an expired ack wait,
+//     a new leader) a second router can decide the next head while the
+//     first still appends, and then one of the two appends is refused
+//     and decided again on fresh views.
+//
+// Each request is bounded by callWait (see there); a retried append of
+// the same assignment is stored once (its id is derived from the turn's).
 func (r *Router) assign(ctx context.Context, ev events.Event, agent string, seen uint64) error {
 	filter, err := events.AgentAll(agent)
 	if err != nil {
 		return err
 	}
-	last, err := r.cfg.Log.LastSeq(ctx, filter)
+	last, err := r.lastSeq(ctx, filter)
 	if err != nil {
 		return fmt.Errorf("agent %s position: %w", agent, err)
 	}
-	if last > seen {
+	queued, err := r.lastSeq(ctx, queuedAll)
+	if err != nil {
+		return fmt.Errorf("position of the agents' queues: %w", err)
+	}
+	if last > seen || queued > seen {
 		return errStale
 	}
 	a, err := turns.Assignment(ev, agent)
@@ -240,7 +338,9 @@ func (r *Router) assign(ctx context.Context, ev events.Event, agent string, seen
 	}
 	a.Source, a.Time = r.source, r.cfg.Now()
 	turn := a.CorrelationID
-	ack, err := r.cfg.Log.Append(ctx, a, events.ExpectLastSeqFor(last, filter))
+	actx, cancel := context.WithTimeout(ctx, callWait)
+	ack, err := r.cfg.Log.Append(actx, a, events.ExpectLastSeqFor(queued, queuedAll))
+	cancel()
 	if err != nil {
 		return fmt.Errorf("assign turn %s to %s: %w", turn, agent, err)
 	}
@@ -249,4 +349,11 @@ func (r *Router) assign(ctx context.Context, ev events.Event, agent string, seen
 		return fmt.Errorf("wait for views at #%d: %w", ack.Seq, err)
 	}
 	return nil
+}
+
+// lastSeq is Log.LastSeq bounded by callWait.
+func (r *Router) lastSeq(ctx context.Context, filter string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, callWait)
+	defer cancel()
+	return r.cfg.Log.LastSeq(ctx, filter)
 }

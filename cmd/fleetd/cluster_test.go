@@ -1202,3 +1202,192 @@ func TestClusterRoleTurnsAssignedToAKilledHostAreTakenByTheOthers(t *testing.T) 
 		t.Errorf("%d releases in the log, want %d (one per stranded turn)", released, len(stranded))
 	}
 }
+
+// A host lost for a while, three times over: role w has cap 4 and two
+// agents on each of three hosts; in every round 30 role turns are queued,
+// and once some are answered one host's fleetd up is killed (-9), the
+// others carry on, and it is restarted (it rejoins) before the next round
+// kills the next host. Read from the log afterwards: the role's turns
+// assigned to agents and not final never number more than the cap, in the
+// log's order, across the losses and the rejoins; and role turns keep
+// being assigned on the live hosts — whenever a turn waits and the role
+// is below its cap, the next assignment to a live host's agent follows
+// within 3 s (by the events' own times; no turn typed twice, none lost).
+func TestClusterHostLossKeepsRoleDispatchWithin3sAndTheCapExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-host fleet and loses a host three times")
+	}
+	const roleCap, perRound = 4, 30
+	phase := phases(t)
+	f := startFleet(t, 3, clusterRoles(t, time.Second, map[string]int{"w": roleCap}), "--no-sync-always")
+	agents, hostOf := f.spawnEach(2, "w")
+	phase("fleet up, six agents idle")
+	var downs []hostDown
+	var all []string
+	for round, k := range []int{2, 0, 1} {
+		victim, via := f.hosts[k], f.hosts[(k+1)%3]
+		watch := watchTurns(t, via.natsURL)
+		log, js := connectLog(t, via.natsURL)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		var ids []string
+		for i := range perRound {
+			id := ulid.Make().String()
+			ev := events.Event{ID: id, CorrelationID: id, Subject: "w", Data: events.RoleQueued{From: "test", Text: fmt.Sprintf("round %d turn %d", round, i)}}
+			// The same id again is a no-op: retry while the cluster elects.
+			for {
+				actx, acancel := context.WithTimeout(ctx, 3*time.Second)
+				_, err := log.Append(actx, ev)
+				acancel()
+				if err == nil {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("round %d: append role turn %d: %v", round, i, err)
+				}
+			}
+			ids = append(ids, id)
+		}
+		all = append(all, ids...)
+		watch.waitFinal(t, 2*time.Minute, fmt.Sprintf("round %d: turns answered before the kill", round), ids, 6, nil)
+		leaders := leadersOn(ctx, js, victim.name)
+		if err := victim.up.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		victim.up.cmd.Wait()
+		d := hostDown{host: victim.name, from: time.Now()}
+		phase(fmt.Sprintf("round %d: killed %s, which led %v", round, victim.name, leaders))
+		// Every turn not typed on the victim's agents is answered without it.
+		err := checkfor.Poll(3*time.Minute, 250*time.Millisecond, func() error {
+			var open []string
+			for _, id := range ids {
+				if tr := watch.turn(id); !tr.State.Final() && (!tr.State.InFlight() || hostOf[tr.Agent] != victim.name) {
+					open = append(open, fmt.Sprintf("%s(%s %s)", id, tr.Agent, tr.State))
+				}
+			}
+			if len(open) > 0 {
+				return fmt.Errorf("%d open: %v", len(open), open)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("round %d: the live hosts do not finish the role turns: %v\n%s", round, err, diagnose(t, f, agents))
+		}
+		phase(fmt.Sprintf("round %d: the live hosts answered every turn not typed on %s", round, victim.name))
+		f.restart(victim)
+		d.to = time.Now()
+		downs = append(downs, d)
+		watch.waitFinal(t, 3*time.Minute, fmt.Sprintf("round %d: every role turn final once %s is back", round, victim.name), ids, len(ids), func() string { return diagnose(t, f, agents) })
+		waitRoster(t, via, time.Minute, "all six agents idle again", allIdle(agents...))
+		cancel()
+		phase(fmt.Sprintf("round %d: %s back, every turn final", round, victim.name))
+	}
+
+	evs := readLog(t, f.hosts[0].natsURL)
+	checkOwnership(t, evs)
+	m := measureRole(evs, "w", roleCap, hostOf, downs)
+	if m.replied != len(all) {
+		t.Errorf("%d of %d role turns replied", m.replied, len(all))
+	}
+	t.Logf("role w: at most %d turns assigned and not final at once (%d typed and not final), cap %d; longest wait for an assignment on a live host while a turn waited below the cap: %v (%s)",
+		m.peakOpen, m.peakTyped, roleCap, m.gap.Round(time.Millisecond), m.gapAt)
+	if m.peakOpen > roleCap || m.peakTyped > roleCap {
+		t.Errorf("the cap is %d, but %d turns were assigned and not final at once (%d typed), at #%d", roleCap, m.peakOpen, m.peakTyped, m.peakSeq)
+	}
+	if m.gap > 3*time.Second {
+		t.Errorf("role turns waited %v below the cap for an assignment on a live host (%s), want at most 3s", m.gap.Round(time.Millisecond), m.gapAt)
+	}
+}
+
+// hostDown is the time a host's fleetd up was dead.
+type hostDown struct {
+	host     string
+	from, to time.Time
+}
+
+// leadersOn lists what the server named host leads: the stream, the
+// buckets, the router's consumers — what fails over when it dies.
+func leadersOn(ctx context.Context, js jetstream.JetStream, host string) []string {
+	var out []string
+	for name := range js.StreamNames(ctx).Name() {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			continue
+		}
+		if c := s.CachedInfo().Cluster; c != nil && c.Leader == host {
+			out = append(out, name)
+		}
+		for ci := range s.ListConsumers(ctx).Info() {
+			if ci.Cluster != nil && ci.Cluster.Leader == host && strings.HasPrefix(ci.Name, "router-") {
+				out = append(out, name+"/"+ci.Name)
+			}
+		}
+	}
+	return out
+}
+
+// roleMeasure is what measureRole reads off the log.
+type roleMeasure struct {
+	peakOpen, peakTyped int    // most turns assigned / typed and not final at once
+	peakSeq             uint64 // where peakOpen was first reached
+	gap                 time.Duration
+	gapAt               string // where the longest gap ended
+	replied             int
+}
+
+// measureRole folds the log in its order through a lifecycle.Book and
+// measures role's dispatch: the most of its turns assigned to agents and
+// not final at once (what its cap bounds), and the longest time during
+// which a turn of the role waited unassigned, the role was below its cap,
+// and no turn was assigned to an agent of a live host (one not in downs).
+// Time is the events' own, kept monotonic in log order: an event that
+// reaches the log late (a hook's, replayed) does not move it back.
+func measureRole(evs []events.Event, role string, limit int, hostOf map[string]string, downs []hostDown) roleMeasure {
+	var m roleMeasure
+	live := func(agent string, at time.Time) bool {
+		for _, d := range downs {
+			if d.host == hostOf[agent] && !at.Before(d.from) && at.Before(d.to) {
+				return false
+			}
+		}
+		return true
+	}
+	book := lifecycle.NewBook()
+	open, typed, waiting := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	var clock, since time.Time
+	end := func(why string) {
+		if !since.IsZero() && clock.Sub(since) > m.gap {
+			m.gap, m.gapAt = clock.Sub(since), fmt.Sprintf("%s, from %s to %s", why, since.Format("15:04:05.000"), clock.Format("15:04:05.000"))
+		}
+		since = time.Time{}
+	}
+	for _, ev := range evs {
+		if ev.Time.After(clock) {
+			clock = ev.Time
+		}
+		tr, ok := book.Apply(ev)
+		if !ok || tr.Role != role {
+			continue
+		}
+		open[tr.ID] = tr.Agent != "" && !tr.State.Final()
+		typed[tr.ID] = tr.State.InFlight()
+		waiting[tr.ID] = tr.Agent == "" && tr.State == lifecycle.StateQueued
+		if tr.State == lifecycle.StateReplied {
+			m.replied++
+		}
+		if q, ok := ev.Data.(events.AgentQueued); ok && q.AssignedFrom == role && live(ev.Subject, clock) {
+			end(fmt.Sprintf("assigned %s to %s at #%d", tr.ID, ev.Subject, ev.Seq))
+		}
+		if n := count(open); n > m.peakOpen {
+			m.peakOpen, m.peakSeq = n, ev.Seq
+		}
+		m.peakTyped = max(m.peakTyped, count(typed))
+		stalled := count(waiting) > 0 && count(open) < limit
+		switch {
+		case stalled && since.IsZero():
+			since = clock
+		case !stalled:
+			end(fmt.Sprintf("at the cap or nothing waiting at #%d", ev.Seq))
+		}
+	}
+	return m
+}
