@@ -71,7 +71,14 @@ type Config struct {
 	// and 10,000.
 	Snapshots     int
 	SnapshotTurns int
-	// FoldTimeout bounds one fold of the past. Default 5m.
+	// MaxFolds bounds the folds of the past running at once: each
+	// replays the log from its start, in memory. A view of a point no
+	// fold holds waits up to FoldWait for one to end, and is then
+	// refused (429). A point already folded, or being folded, needs
+	// none. Defaults 2 and 2s.
+	MaxFolds int
+	FoldWait time.Duration
+	// FoldTimeout bounds one fold of the past. Default 2m.
 	FoldTimeout time.Duration
 	// MaxText is how much of a text, a reply or an event's JSON a page
 	// shows. Default 64 KiB.
@@ -105,7 +112,9 @@ func (c *Config) setDefaults() {
 	def(&c.Jobs, 50)
 	def(&c.Snapshots, 4)
 	def(&c.SnapshotTurns, 10_000)
-	defD(&c.FoldTimeout, 5*time.Minute)
+	def(&c.MaxFolds, 2)
+	defD(&c.FoldWait, 2*time.Second)
+	defD(&c.FoldTimeout, 2*time.Minute)
 	def(&c.MaxText, 64<<10)
 }
 
@@ -126,6 +135,7 @@ func (c Config) Validate() error {
 		{"Refresh", int64(c.Refresh)}, {"LogRows", int64(c.LogRows)}, {"LogScan", int64(c.LogScan)},
 		{"TurnRows", int64(c.TurnRows)}, {"Jobs", int64(c.Jobs)}, {"Snapshots", int64(c.Snapshots)},
 		{"SnapshotTurns", int64(c.SnapshotTurns)}, {"FoldTimeout", int64(c.FoldTimeout)}, {"MaxText", int64(c.MaxText)},
+		{"MaxFolds", int64(c.MaxFolds)}, {"FoldWait", int64(c.FoldWait)},
 	} {
 		if f.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %d: must be positive", f.name, f.v))

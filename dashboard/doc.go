@@ -17,8 +17,15 @@
 // RFC 3339 time or #<sequence>, see ParseAt) and shows the fleet as of
 // then: the log up to that point folded by the projections' own fold in
 // memory (projections.Options.Memory with UpTo) — never a second fold —
-// and the log, jobs (jobs.LoadJob's fold) and costs read up to it. The
-// folds of the most recent points are cached (Config.Snapshots).
+// and the log, jobs (jobs.LoadJob's fold) and costs read up to it. A fold
+// replays the log from its start, so it is bounded: the folds of the most
+// recent points are cached (Config.Snapshots; times that fold alike, past
+// the last event by more than a host's silence, share one), at most
+// Config.MaxFolds run at once (a view of another point waits
+// Config.FoldWait, then is refused with 429 and ErrBusy), each within
+// Config.FoldTimeout. A point no log holds — before 1970, more than a day
+// ahead, a duration ago over 100 years, before what is left of a trimmed
+// log — is a 400 (ErrBadPoint) saying what is accepted.
 //
 // It also serves the JSON the CLI reads: the roster as of a point
 // (/ui/api/roster, `fleetd roster --at`), a turn's timeline

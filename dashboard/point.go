@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -37,11 +38,32 @@ var localLayouts = []string{
 
 var clockLayouts = []string{"15:04:05.999999999", "15:04"}
 
+// earliest is the first time a point may name: the log's events carry
+// real clocks, so a time before 1970 (the zero time, year 1, which would
+// read as live) is a mistake, not a moment of the fleet.
+var earliest = time.Unix(0, 0)
+
+// future is how far past now a time may be: a step forward from a recent
+// point (the page's "+1m") shows the present; a time beyond it is a
+// mistake.
+const future = 24 * time.Hour
+
+// maxAgo is the longest duration ago: a century, far before any log, and
+// far from time.Duration's overflow (292 years), which made "1000000d"
+// negative.
+const maxAgo = 100 * 365 * 24 * time.Hour
+
+// durationRE is what a duration ago looks like ("10m", "1h30m", "2d"),
+// so one too large to read is told as such.
+var durationRE = regexp.MustCompile(`^-?[0-9][0-9.]*(ns|us|µs|ms|s|m|h|d)([0-9.]+(ns|us|µs|ms|s|m|h))*$`)
+
 // ParseAt reads a point in the log as people write one: "" or "live" (the
 // present), "#42" (a stream sequence), a duration ago ("10m", "36h",
-// "2d"), an RFC 3339 time, a date and time without a zone, or a clock
-// time ("14:02", "14:02:10") — the last within a day before now. Times
-// without a zone are in now's location.
+// "2d", at most 100 years), an RFC 3339 time, a date and time without a
+// zone, or a clock time ("14:02", "14:02:10") — the last within a day
+// before now. Times without a zone are in now's location. A time before
+// 1970 or more than a day after now is refused; one after now shows the
+// present.
 func ParseAt(s string, now time.Time) (Point, error) {
 	s = strings.TrimSpace(s)
 	switch {
@@ -54,19 +76,22 @@ func ParseAt(s string, now time.Time) (Point, error) {
 		}
 		return Point{Seq: seq}, nil
 	}
-	if d, err := parseAgo(s); err == nil {
-		if d <= 0 {
+	if d, err := parseAgo(s); err == nil || durationRE.MatchString(s) {
+		switch {
+		case err != nil || d > maxAgo:
+			return Point{}, fmt.Errorf("%w: %q: a duration ago is at most 100 years (36500d, 876000h)", ErrBadPoint, s)
+		case d <= 0:
 			return Point{}, fmt.Errorf("%w: %q: a duration ago must be positive", ErrBadPoint, s)
 		}
 		return Point{Time: now.Add(-d)}, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return Point{Time: t}, nil
+		return timePoint(s, t, now)
 	}
 	loc := now.Location()
 	for _, layout := range localLayouts {
 		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
-			return Point{Time: t}, nil
+			return timePoint(s, t, now)
 		}
 	}
 	for _, layout := range clockLayouts {
@@ -84,12 +109,27 @@ func ParseAt(s string, now time.Time) (Point, error) {
 	return Point{}, fmt.Errorf("%w: %q: want a time (14:02:10, RFC 3339), a duration ago (10m, 2d), #<sequence> or live", ErrBadPoint, s)
 }
 
+// timePoint is t as a point, unless it is too early or too late to be
+// one.
+func timePoint(s string, t, now time.Time) (Point, error) {
+	switch {
+	case t.Before(earliest):
+		return Point{}, fmt.Errorf("%w: %q: before 1970: want a time the log holds (14:02:10, RFC 3339), a duration ago (10m, 2d), #<sequence> or live", ErrBadPoint, s)
+	case t.After(now.Add(future)):
+		return Point{}, fmt.Errorf("%w: %q: more than a day after now (%s): want a time up to now; later shows the present", ErrBadPoint, s, now.UTC().Format(time.RFC3339))
+	}
+	return Point{Time: t}, nil
+}
+
 // parseAgo is time.ParseDuration that also takes whole days ("2d").
 func parseAgo(s string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(days)
 		if err != nil {
 			return 0, err
+		}
+		if n > int(maxAgo/(24*time.Hour)) {
+			return 0, fmt.Errorf("%d days: out of range", n)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}

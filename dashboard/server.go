@@ -43,7 +43,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, hist: &history{log: cfg.Log, size: cfg.Snapshots, turns: cfg.SnapshotTurns, timeout: cfg.FoldTimeout}}
+	s := &Server{cfg: cfg, hist: newHistory(cfg)}
 	t, err := template.New("").Funcs(s.funcs()).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard templates: %w", err)
@@ -78,16 +78,24 @@ func New(cfg Config) (*Server, error) {
 // /ui/.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// Stats is what the dashboard holds for its readers now.
+// Stats is what the dashboard holds for its readers now, and what time
+// travel cost.
 type Stats struct {
 	Streams        int    `json:"streams"`
 	StreamsRefused uint64 `json:"streams_refused"`
 	StreamsDropped uint64 `json:"streams_dropped"`
+	// Folds counts the folds of the past run (each a replay of the log);
+	// FoldHits the views of the past answered by a fold already made or
+	// under way; FoldsRefused those refused for want of a slot (429).
+	Folds        uint64 `json:"folds"`
+	FoldHits     uint64 `json:"fold_hits"`
+	FoldsRefused uint64 `json:"folds_refused"`
 }
 
-// Stats reads the dashboard's stream accounting.
+// Stats reads the dashboard's stream and time-travel accounting.
 func (s *Server) Stats() Stats {
-	return Stats{Streams: int(s.streams.Load()), StreamsRefused: s.refused.Load(), StreamsDropped: s.dropped.Load()}
+	return Stats{Streams: int(s.streams.Load()), StreamsRefused: s.refused.Load(), StreamsDropped: s.dropped.Load(),
+		Folds: s.hist.folds.Load(), FoldHits: s.hist.hits.Load(), FoldsRefused: s.hist.refused.Load()}
 }
 
 // source is what a view as of p reads: the live fold, or a fold of the
@@ -231,7 +239,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if err != nil {
-			status, d.Error = http.StatusInternalServerError, err.Error()
+			status, d.Error = statusOf(err), err.Error()
 		}
 	}
 	if !d.Live {
@@ -271,7 +279,7 @@ func (s *Server) fragment(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := s.render(r.Context(), sp)
 	if err != nil {
-		writeError(w, statusOf(err), "unavailable", err.Error())
+		writeSourceError(w, err)
 		return
 	}
 	securityHeaders(w.Header())
@@ -281,10 +289,33 @@ func (s *Server) fragment(w http.ResponseWriter, r *http.Request) {
 
 // statusOf is the HTTP status of an error reading the fleet.
 func statusOf(err error) int {
-	if errors.Is(err, ErrBadPoint) {
+	switch {
+	case errors.Is(err, ErrBadPoint):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrBusy):
+		return http.StatusTooManyRequests
 	}
 	return http.StatusServiceUnavailable
+}
+
+// codeOf is the JSON error code of an error reading the fleet.
+func codeOf(err error) string {
+	switch {
+	case errors.Is(err, ErrBadPoint):
+		return "bad_at"
+	case errors.Is(err, ErrBusy):
+		return "busy"
+	}
+	return "unavailable"
+}
+
+// writeSourceError answers an error reading the fleet as of a point;
+// a 429 says when to try again.
+func writeSourceError(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrBusy) {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeError(w, statusOf(err), codeOf(err), err.Error())
 }
 
 // RosterAt is the roster as of a point: GET /ui/api/roster, `fleetd
@@ -325,7 +356,7 @@ func (s *Server) sourceAt(w http.ResponseWriter, r *http.Request) (source, Point
 func (s *Server) sourceOf(w http.ResponseWriter, r *http.Request, p Point) (source, bool) {
 	src, err := s.source(r.Context(), p)
 	if err != nil {
-		writeError(w, statusOf(err), "unavailable", err.Error())
+		writeSourceError(w, err)
 		return source{}, false
 	}
 	return src, true
