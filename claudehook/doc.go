@@ -26,13 +26,16 @@
 // prefix, _INBOX_agent-<id>, the only one its key may subscribe to), else
 // the NATS token (FLEET_NATS_TOKEN). Its key lets it append only the kinds
 // a hook writes and read only its own roster row (CurrentTurn), which it
-// reads as the projection names it — projections.RosterGetSubject, row
-// projections.Agent — rather than with a row type of its own.
+// reads by projections.RosterGetSubject's name and projections.Agent's
+// current_turn field, pinned to projections' by a test rather than
+// imported.
 //
-// claudehook imports events, natsauth, projections (for the roster's name
-// and row only; it runs no fold), worktree and herdrbridge/herdrapi among
-// fleetd packages, plus nats.go — all already in the fleetd binary the hook runs
-// as. It must not import herdrbridge, leadshim, router, orchestrator or
-// cmd: it speaks herdr's socket protocol through herdrapi alone, to keep
-// the hook's path small and fast.
+// Every agent execs a hook twice a turn, and Claude Code waits for each,
+// so what this package links is what each exec pays to start: it runs as
+// its own small binary, cmd/fleetd-hook (and as `fleetd hook`, for agents
+// whose settings an older fleetd wrote). claudehook imports events,
+// natsauth/natscreds, worktree and herdrbridge/herdrapi among fleetd
+// packages, plus nats.go and fsnotify. It must not import projections,
+// natsauth, inbox, herdrbridge, leadshim, router, orchestrator or cmd:
+// each would be linked into, and initialised by, every hook exec.
 package claudehook

@@ -17,8 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetd/fleetd/events"
-	"github.com/fleetd/fleetd/natsauth"
-	"github.com/fleetd/fleetd/projections"
+	"github.com/fleetd/fleetd/natsauth/natscreds"
 	"github.com/fleetd/fleetd/worktree"
 )
 
@@ -246,7 +245,7 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 	case creds != "":
 		// An agent's key from `fleetd auth` also sets its inbox prefix,
 		// the only inbox it may subscribe to.
-		o, err := natsauth.ConnectOption(creds)
+		o, err := natscreds.ConnectOption(creds)
 		if err != nil {
 			return 0, err
 		}
@@ -298,19 +297,35 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 // turn in flight without it): one direct get of the agent's own row
 // (projections.RosterGetSubject), the only read of the bucket an agent's
 // credentials allow (natsauth), and one round trip fewer than opening the
-// bucket first.
+// bucket first. agent must be a valid agent id (Run checks it first).
 func CurrentTurn(ctx context.Context, nc *nats.Conn, agent string) string {
 	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	msg, err := nc.RequestWithContext(ctx, projections.RosterGetSubject(agent), nil)
+	msg, err := nc.RequestWithContext(ctx, rosterGetSubject(agent), nil)
 	if err != nil || msg.Header.Get("Status") != "" || msg.Header.Get("KV-Operation") != "" {
 		return "" // no row, a deleted row, or no answer
 	}
-	var row projections.Agent
+	var row rosterRow
 	if json.Unmarshal(msg.Data, &row) != nil {
 		return ""
 	}
 	return row.CurrentTurn
+}
+
+// rosterGetSubject is projections.RosterGetSubject(agent) for a valid
+// agent id (which is its own key: projections.Key encodes only names
+// outside the key alphabet). It is spelled here, pinned to projections'
+// by a test, because importing projections — its folds, samber/lo,
+// x/text — is a third of what the hook binary would otherwise link and
+// initialise on every exec.
+func rosterGetSubject(agent string) string {
+	return "$JS.API.DIRECT.GET.KV_fleet_roster.$KV.fleet_roster." + agent
+}
+
+// rosterRow is the one field of a projections.Agent row the hook reads
+// (pinned to projections.Agent's JSON by the same test).
+type rosterRow struct {
+	CurrentTurn string `json:"current_turn"`
 }
 
 // hostToken is FLEET_HOST, else the machine's name, as a subject token.

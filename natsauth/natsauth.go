@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/inbox"
+	"github.com/fleetd/fleetd/natsauth/natscreds"
 	"github.com/fleetd/fleetd/projections"
 )
 
@@ -102,14 +103,14 @@ func (c Credentials) Identity(name string) (Identity, bool) {
 // subdirectory, so a pane pointed at its key is never pointed at the
 // directory of keys that may do more.
 const (
-	AdminName     = "admin"
-	GatewayPrefix = "gateway-"
-	AgentPrefix   = "agent-"
+	AdminName     = natscreds.AdminName
+	GatewayPrefix = natscreds.GatewayPrefix
+	AgentPrefix   = natscreds.AgentPrefix
 	// AgentsDir is the subdirectory of agent keys.
 	AgentsDir = "agents"
 	// ServerConfigFile is the nats-server configuration Write puts in dir.
 	ServerConfigFile = "server.conf"
-	keyExt           = ".nk"
+	keyExt           = natscreds.KeyExt
 )
 
 // GatewayName and AgentName are the identity names of a host's gateway and
@@ -120,15 +121,8 @@ func GatewayName(host string) string { return GatewayPrefix + host }
 func AgentName(agent string) string { return AgentPrefix + agent }
 
 // InboxPrefix is the inbox prefix an identity's connections must use
-// (nats.CustomInboxPrefix): "_INBOX_<name>", so each gateway and agent
-// subscribes to replies meant for it alone. The admin keeps the default
-// "_INBOX" (it may subscribe to anything).
-func InboxPrefix(name string) string {
-	if name == AdminName || name == "" {
-		return ""
-	}
-	return "_INBOX_" + name
-}
+// (natscreds.InboxPrefix).
+func InboxPrefix(name string) string { return natscreds.InboxPrefix(name) }
 
 // HookKinds are the event kinds an agent's own hooks write (claudehook),
 // and all an agent's credentials may publish. registered, queued, typed,
@@ -373,24 +367,9 @@ func removeStale(dir string, keep map[string]bool) error {
 	return errors.Join(errs...)
 }
 
-// IdentityName is the identity a key file from Write belongs to, read off
-// its name ("admin", "gateway-h1", "agent-w-1"), or "" for any other file.
-func IdentityName(path string) string {
-	base := filepath.Base(path)
-	name, ok := strings.CutSuffix(base, keyExt)
-	if !ok {
-		return ""
-	}
-	switch {
-	case name == AdminName:
-		return name
-	case strings.HasPrefix(name, GatewayPrefix) && events.ValidToken(strings.TrimPrefix(name, GatewayPrefix)) == nil:
-		return name
-	case strings.HasPrefix(name, AgentPrefix) && events.ValidAgentID(strings.TrimPrefix(name, AgentPrefix)) == nil:
-		return name
-	}
-	return ""
-}
+// IdentityName is the identity a key file from Write belongs to
+// (natscreds.IdentityName).
+func IdentityName(path string) string { return natscreds.IdentityName(path) }
 
 // AgentCreds is the key file of agent that Write put beside an admin's or
 // gateway's (…/gateway-<host>.nk → …/agents/agent-<agent>.nk), or "" when
@@ -408,33 +387,10 @@ func AgentCreds(creds, agent string) string {
 	return p
 }
 
-// ConnectOption returns the nats.Option for a credentials file: an nkey
-// seed file (from Write) or a JWT .creds file. For a gateway's or an
-// agent's key from Write it also sets the identity's inbox prefix, the
-// only inbox its permissions let it subscribe to.
-func ConnectOption(path string) (nats.Option, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("credentials: %w", err)
-	}
-	if !strings.HasPrefix(strings.TrimSpace(string(b)), "SU") {
-		return nats.UserCredentials(path), nil
-	}
-	seed, err := nats.NkeyOptionFromSeed(path)
-	if err != nil {
-		return nil, fmt.Errorf("credentials %s: %w", path, err)
-	}
-	prefix := InboxPrefix(IdentityName(path))
-	return func(o *nats.Options) error {
-		if err := seed(o); err != nil {
-			return err
-		}
-		if prefix == "" {
-			return nil
-		}
-		return nats.CustomInboxPrefix(prefix)(o)
-	}, nil
-}
+// ConnectOption returns the nats.Option for a credentials file
+// (natscreds.ConnectOption, which the hook binary links without the rest
+// of natsauth).
+func ConnectOption(path string) (nats.Option, error) { return natscreds.ConnectOption(path) }
 
 // ClientOptions is how a fleetd client authenticates to NATS: with
 // credentials (an nkey from fleetd auth, which also sets its inbox
