@@ -51,11 +51,18 @@ func (c *turnCache) get(id string) (lifecycle.Turn, bool) {
 	return e.Value.(lifecycle.Turn), true
 }
 
-// len is how many turns the cache holds.
-func (c *turnCache) len() int {
+// boxes is every cached turn as stored, most recently used first: each
+// boxed in an interface that is never written after (a change stores a
+// new box), so the turns can be unboxed later, outside any lock, and
+// only the ones wanted copied out.
+func (c *turnCache) boxes() []any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.order.Len()
+	out := make([]any, 0, c.order.Len())
+	for e := c.order.Front(); e != nil; e = e.Next() {
+		out = append(out, e.Value)
+	}
+	return out
 }
 
 // each calls fn for every cached turn, most recently used first, without
