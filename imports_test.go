@@ -59,6 +59,9 @@ var allowed = map[string][]string{
 		"claudehook", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "herdrbridge/herdrtest", "fakeapi", "worktree", "internal/restart", "internal/proc"},
 	"cmd/fleetd":   nil, // cmd wires everything
 	"cmd/dashshot": {},  // runs the fleetd binary; imports no fleetd package
+	// The hook binary: what claudehook imports and nothing else, since every
+	// agent execs it twice a turn (see its doc.go).
+	"cmd/fleetd-hook": {"claudehook", "events", "herdrbridge/herdrapi", "natsauth/natscreds", "worktree"},
 }
 
 func TestImportDirection(t *testing.T) {

@@ -3,17 +3,21 @@ package claudehook
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 )
 
 // DetachFinisher returns an Options.Detach that hands a Stop hook's payload
-// to a detached `<exe> hook <event> --finish FILE`: Claude Code may write
-// the reply's transcript line only after its hooks return, so the
-// finisher, not the hook, waits for it.
-func DetachFinisher(exe, event string) func([]byte) error {
+// to a detached `<exe> <args…> --finish FILE` (args: `hook stop` for
+// fleetd, `stop` for fleetd-hook): Claude Code may write the reply's
+// transcript line only after its hooks return, so the finisher, not the
+// hook, waits for it.
+func DetachFinisher(exe string, args ...string) func([]byte) error {
 	return func(payload []byte) error {
 		f, err := os.CreateTemp("", "fleetd-hook-*.json")
 		if err != nil {
@@ -25,7 +29,7 @@ func DetachFinisher(exe, event string) func([]byte) error {
 			return err
 		}
 		f.Close()
-		cmd := exec.Command(exe, "hook", event, "--finish", f.Name())
+		cmd := exec.Command(exe, append(slices.Clip(args), "--finish", f.Name())...)
 		// Its own session and no inherited pipes: Claude Code waits for the
 		// hook's output to close, and must not wait for the finisher.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -49,4 +53,41 @@ func Finish(ctx context.Context, event, file string, env func(string) string) {
 	_ = Run(ctx, event, bytes.NewReader(payload), env, Options{
 		Timeout: 10 * time.Second, TranscriptWait: 6 * time.Second, NoHerdr: true,
 	})
+}
+
+// Invocation is one exec of a hook command: `fleetd-hook <event>`, or
+// `fleetd hook <event>` in the settings an older fleetd wrote. Both run
+// it, so both keep the same guarantees.
+type Invocation struct {
+	// Event is the hook's name, either spelling.
+	Event string
+	// Finish is the payload file a Stop hook left for its detached
+	// finisher (--finish): the run is the finisher's.
+	Finish string
+	// Timeout bounds the run (Options.Timeout).
+	Timeout time.Duration
+	// NoHerdr skips the pane.report_agent request.
+	NoHerdr bool
+	// Self is the command line that runs this same hook again, finisher
+	// flag aside (`/path/fleetd-hook stop`): a Stop hook whose transcript
+	// lags detaches its finisher with it. Empty: it never detaches.
+	Self []string
+}
+
+// Exec runs the hook (or its finisher) with Claude Code's payload on
+// stdin. It returns nothing: a hook must never block or fail the agent,
+// so every problem is said on stderr and the command exits 0.
+func (in Invocation) Exec(ctx context.Context, stdin io.Reader, stderr io.Writer, env func(string) string) {
+	if in.Finish != "" {
+		Finish(ctx, in.Event, in.Finish, env)
+		return
+	}
+	var detach func([]byte) error
+	if len(in.Self) > 0 {
+		detach = DetachFinisher(in.Self[0], in.Self[1:]...)
+	}
+	err := Run(ctx, in.Event, stdin, env, Options{Timeout: in.Timeout, NoHerdr: in.NoHerdr, Stderr: stderr, Detach: detach})
+	if err != nil {
+		fmt.Fprintln(stderr, "fleetd hook:", err)
+	}
 }

@@ -20,11 +20,34 @@ func ThisFleetd() (string, error) {
 	return filepath.Abs(exe)
 }
 
+// HookName is the file name of the small hook binary, cmd/fleetd-hook.
+const HookName = "fleetd-hook"
+
+// HookBeside is the hook binary next to the fleetd executable fleetd
+// (where `go build -o bin/ ./cmd/...` or `go install ./cmd/...` put
+// both), or "" when there is no executable file of that name there.
+func HookBeside(fleetd string) string {
+	if fleetd == "" {
+		return ""
+	}
+	path := filepath.Join(filepath.Dir(fleetd), HookName)
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return ""
+	}
+	return path
+}
+
 // SettingsConfig describes the `claude --settings` file of a fleetd pane.
 type SettingsConfig struct {
 	// Fleetd is the fleetd executable the hooks run (an absolute path, so
 	// the hook does not depend on the pane's PATH). Required.
 	Fleetd string
+	// Hook is the small hook binary (cmd/fleetd-hook) the hooks run
+	// instead: it starts several times faster than the whole of fleetd,
+	// and Claude Code waits for two hooks a turn. Default HookBeside(Fleetd);
+	// "-" or none found: `fleetd hook`.
+	Hook string
 	// Timeout is Claude's own limit on each hook, in seconds. Default 10.
 	Timeout int
 	// DefaultMode is permissions.defaultMode. Default "default": with
@@ -37,6 +60,12 @@ type SettingsConfig struct {
 }
 
 func (c *SettingsConfig) setDefaults() {
+	switch c.Hook {
+	case "":
+		c.Hook = HookBeside(c.Fleetd)
+	case "-":
+		c.Hook = ""
+	}
 	if c.Timeout == 0 {
 		c.Timeout = 10
 	}
@@ -58,7 +87,10 @@ func (c SettingsConfig) Validate() error {
 }
 
 // JSON renders the settings file: one command hook per Hook running
-// "<fleetd> hook <event>", and the permissions block.
+// "<fleetd> hook <event>" — or, with a Hook binary, "<hook> <event>" when
+// that file is there when the hook runs and `fleetd hook` otherwise (a
+// sandbox that binds only fleetd, a hook binary removed since) — and the
+// permissions block.
 func (c SettingsConfig) JSON() ([]byte, error) {
 	c.setDefaults()
 	if err := c.Validate(); err != nil {
@@ -82,6 +114,11 @@ func (c SettingsConfig) JSON() ([]byte, error) {
 	}{Hooks: map[string][]matcher{}}
 	for _, h := range Hooks {
 		cmd := shellWord(c.Fleetd) + " hook " + h.Arg()
+		if c.Hook != "" {
+			// Claude runs the command with sh; test is a builtin, so the
+			// fallback costs no process.
+			cmd = "test -x " + shellWord(c.Hook) + " && exec " + shellWord(c.Hook) + " " + h.Arg() + " || exec " + cmd
+		}
 		out.Hooks[string(h)] = []matcher{{Hooks: []command{{Type: "command", Command: cmd, Timeout: c.Timeout}}}}
 	}
 	mode := c.DefaultMode

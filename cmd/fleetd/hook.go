@@ -27,20 +27,12 @@ func (c *HookCmd) Run(ctx context.Context, g *Globals) error {
 	if strings.EqualFold(c.Event, "replay") {
 		return c.replay(ctx, g)
 	}
-	if c.Finish != "" {
-		claudehook.Finish(ctx, c.Event, c.Finish, os.Getenv)
-		return nil
-	}
-	var detach func([]byte) error
+	var self []string
 	if exe, err := os.Executable(); err == nil {
-		detach = claudehook.DetachFinisher(exe, c.Event)
+		self = []string{exe, "hook", c.Event}
 	}
-	err := claudehook.Run(ctx, c.Event, os.Stdin, os.Getenv, claudehook.Options{
-		Timeout: c.Timeout, NoHerdr: c.NoHerdr, Stderr: os.Stderr, Detach: detach,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fleetd hook:", err)
-	}
+	claudehook.Invocation{Event: c.Event, Finish: c.Finish, Timeout: c.Timeout, NoHerdr: c.NoHerdr, Self: self}.
+		Exec(ctx, os.Stdin, os.Stderr, os.Getenv)
 	return nil
 }
 
@@ -69,6 +61,7 @@ type HooksCmd struct {
 type HooksSettingsCmd struct {
 	Write       string   `help:"Write the settings to FILE instead of stdout." type:"path" placeholder:"FILE"`
 	Fleetd      string   `help:"fleetd executable the hooks run (default: this binary's absolute path)." placeholder:"PATH"`
+	Hook        string   `help:"Hook binary the hooks run, falling back to 'fleetd hook' where it is missing (default: fleetd-hook beside the fleetd executable when it is there; '-': always 'fleetd hook')." placeholder:"PATH"`
 	DefaultMode string   `help:"permissions.defaultMode ('-' leaves it out)." default:"default"`
 	Allow       []string `help:"permissions.allow rules, e.g. 'Bash(go test:*)'." placeholder:"RULE"`
 }
@@ -82,7 +75,7 @@ func (c *HooksSettingsCmd) Run() error {
 			return err
 		}
 	}
-	cfg := claudehook.SettingsConfig{Fleetd: bin, DefaultMode: c.DefaultMode, Allow: c.Allow}
+	cfg := claudehook.SettingsConfig{Fleetd: bin, Hook: c.Hook, DefaultMode: c.DefaultMode, Allow: c.Allow}
 	if c.Write != "" {
 		return cfg.WriteFile(c.Write)
 	}
