@@ -9,11 +9,14 @@ import (
 // permission classifier, which must answer "<block>no</block>" to allow.
 const monitorSignature = "security monitor for autonomous AI coding agents"
 
-// IsAuxiliary tells whether a call is one of Claude Code's background calls
+// IsAuxiliary tells whether a call is one of an agent CLI's background calls
 // rather than a turn of the conversation: a quota or model probe (max_tokens
-// 1), a structured-output call (session title and the like), the auto-mode
-// permission classifier, or a tool-less call that quotes the session inside
-// <session> or <transcript> tags (and so carries the user's markers).
+// 1), a structured-output call (Claude Code's session title, Gemini CLI's
+// model router and next-speaker check), Claude Code's auto-mode permission
+// classifier, a title or summary call that quotes the user's prompt (Codex's
+// thread title, OpenCode's session title, Gemini CLI's session summary), or a
+// tool-less call that quotes the session inside <session> or <transcript>
+// tags (and so carries the user's markers).
 //
 // Calls Claude Code forks from the conversation (summaries, suggestions) end
 // with their own instruction as the prompt; the echo rule answers them
@@ -21,7 +24,8 @@ const monitorSignature = "security monitor for autonomous AI coding agents"
 // of them off.
 func IsAuxiliary(c Call) bool {
 	switch {
-	case c.MaxTokens == 1, c.Schema != nil, strings.Contains(c.System, monitorSignature):
+	case c.MaxTokens == 1, c.Schema != nil, strings.Contains(c.System, monitorSignature),
+		c.side, sideCall(c.Prompt):
 		return true
 	case len(c.Tools) == 0:
 		return strings.Contains(c.Prompt, "<session>") || strings.Contains(c.Prompt, "<transcript>")
@@ -43,7 +47,9 @@ func auxiliaryReply(c Call) Reply {
 // SchemaExample returns a small JSON value that satisfies a simple JSON
 // schema: objects with their required properties (all of them when none is
 // required), the first enum value, "fakeapi" for strings, 0, false, [] and
-// null. It is the answer to structured-output calls such as title generation.
+// null. Type names are matched in any case, since Gemini's schemas spell them
+// "OBJECT" and "STRING". It is the answer to structured-output calls such as
+// title generation.
 func SchemaExample(schema json.RawMessage) json.RawMessage {
 	var s jsonSchema
 	if err := json.Unmarshal(schema, &s); err != nil {
@@ -75,7 +81,7 @@ func (s jsonSchema) example() any {
 	if types, ok := s.Type.([]any); ok && len(types) > 0 {
 		typ, _ = types[0].(string)
 	}
-	switch typ {
+	switch strings.ToLower(typ) {
 	case "string":
 		return "fakeapi"
 	case "number", "integer":

@@ -5,8 +5,11 @@ import (
 	"strings"
 )
 
-// Call is what a rule sees of one /v1/messages request.
+// Call is what a rule sees of one model request, whatever its protocol: each
+// protocol's decoder fills the same fields, so rules are written once.
 type Call struct {
+	// Protocol is the wire format the request came in.
+	Protocol Protocol
 	// Prompt is the user's prompt: the last text block of a user message
 	// that does not start with <system-reminder>; empty when there is none.
 	Prompt string
@@ -35,6 +38,11 @@ type Call struct {
 	Schema json.RawMessage
 	// Body is the raw request body.
 	Body []byte
+
+	// side tells that the prompt's message opens with a CLI's side-call
+	// instruction (see sideCallPrefixes), so IsAuxiliary keeps it off the
+	// rules even when the prompt itself is the user's text.
+	side bool
 }
 
 // Attachment is one file attached to a prompt, as the model saw it.
@@ -112,7 +120,33 @@ func parseCall(body []byte) (Call, error) {
 	}
 	c.Prompt, c.ToolResults = extractPrompt(req.Messages)
 	c.Attached = extractAttached(req.Messages)
+	c.side = promptIsSideCall(req.Messages)
 	return c, nil
+}
+
+// promptIsSideCall tells whether the message holding the prompt opens with a
+// side-call instruction, as OpenCode's title call does: its last user message
+// is "Generate a title for this conversation:" and then the prompt, as two
+// text blocks.
+func promptIsSideCall(msgs []wireMessage) bool {
+	side := false
+	for _, m := range msgs {
+		if m.Role != "user" {
+			continue
+		}
+		var texts []string
+		prompt := false
+		for _, b := range blocksOf(m.Content) {
+			if b.Type == "text" {
+				texts = append(texts, b.Text)
+				prompt = prompt || !strings.HasPrefix(strings.TrimSpace(b.Text), systemReminder)
+			}
+		}
+		if prompt {
+			side = sideCall(texts...)
+		}
+	}
+	return side
 }
 
 const (

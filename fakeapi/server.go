@@ -7,11 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
 
-// Server is a fake Anthropic Messages API. Make one with New, then Start it
+// Server is a fake model API speaking the Anthropic, OpenAI Responses, OpenAI
+// Chat Completions and Gemini protocols. Make one with New, then Start it
 // (or Serve a listener); Close stops it. It is safe for concurrent use.
 type Server struct {
 	cfg    Config
@@ -37,8 +39,11 @@ type Request struct {
 	Method, Path, RawQuery string
 	// Header is a copy of the request headers.
 	Header http.Header
+	// Protocol is the wire format of a model call or token count; empty
+	// for model lists and unknown endpoints.
+	Protocol Protocol
 	// Model, Prompt, Stream, MaxTokens, System and ToolResults are parsed
-	// from a /v1/messages body (see Call).
+	// from a model call's body, in any protocol (see Call).
 	Model     string
 	Prompt    string
 	Stream    bool
@@ -217,14 +222,43 @@ func (s *Server) record(r Request) {
 
 // Handler returns the fake's HTTP handler, to mount it elsewhere (e.g. in
 // httptest.NewServer). Requests are recorded either way.
+//
+// OpenAI and Gemini paths are matched by their tail, so a client whose base
+// URL lacks or adds a version segment still reaches the fake.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method + " " + r.URL.Path {
-		case "POST /v1/messages":
-			s.handleMessages(w, r)
-		case "POST /v1/messages/count_tokens":
-			s.handleCountTokens(w, r)
-		case "GET /v1/models":
+		path := r.URL.Path
+		if r.Method == http.MethodPost {
+			switch {
+			case path == "/v1/messages":
+				s.serveTurn(w, r, anthropicWire{s})
+				return
+			case path == "/v1/messages/count_tokens":
+				s.serveCount(w, r, anthropicWire{s}, func(n int) any { return map[string]int{"input_tokens": n} })
+				return
+			case strings.HasSuffix(path, "/responses"):
+				s.serveTurn(w, r, responsesWire{s})
+				return
+			case strings.HasSuffix(path, "/chat/completions"):
+				s.serveTurn(w, r, chatWire{s})
+				return
+			}
+			if model, method, ok := geminiPath(path); ok {
+				g := geminiWire{s: s, model: model, stream: method == "streamGenerateContent", sse: r.URL.Query().Get("alt") == "sse"}
+				switch method {
+				case "generateContent", "streamGenerateContent":
+					s.serveTurn(w, r, g)
+					return
+				case "countTokens":
+					s.serveCount(w, r, g, func(n int) any { return map[string]int{"totalTokens": n} })
+					return
+				}
+			}
+		}
+		switch {
+		case r.Method == http.MethodGet && isGeminiModels(path):
+			s.handleGeminiModels(w, r)
+		case r.Method == http.MethodGet && (path == "/v1/models" || path == "/models"):
 			s.handleModels(w, r)
 		default:
 			s.handleNotFound(w, r)
@@ -240,46 +274,6 @@ func (s *Server) newRequest(r *http.Request, body []byte) Request {
 		RawQuery: r.URL.RawQuery,
 		Header:   r.Header.Clone(),
 		Body:     body,
-	}
-}
-
-func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	rec := s.newRequest(r, body)
-	if err != nil {
-		rec.Status = http.StatusBadRequest
-		s.record(rec)
-		s.writeError(w, rec.Status, "read body: "+err.Error())
-		return
-	}
-	call, err := parseCall(body)
-	if err != nil {
-		rec.Status = http.StatusBadRequest
-		s.record(rec)
-		s.writeError(w, rec.Status, "invalid JSON body: "+err.Error())
-		return
-	}
-	rec.Model, rec.Prompt, rec.Stream = call.Model, call.Prompt, call.Stream
-	rec.MaxTokens, rec.System, rec.ToolResults, rec.Attached = call.MaxTokens, call.System, call.ToolResults, call.Attached
-
-	rule, reply := s.answer(call)
-	rec.Rule = rule
-	rec.Status = http.StatusOK
-	if reply.Status != 0 {
-		rec.Status = reply.Status
-	}
-	s.record(rec)
-
-	if !s.sleep(r.Context(), reply.Delay) {
-		return
-	}
-	switch {
-	case rec.Status != http.StatusOK:
-		s.writeError(w, rec.Status, reply.Error)
-	case call.Stream:
-		s.writeStream(w, call, reply)
-	default:
-		writeJSON(w, http.StatusOK, s.message(call, reply))
 	}
 }
 
@@ -310,33 +304,29 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	rec := s.newRequest(r, body)
-	if call, err := parseCall(body); err == nil {
-		rec.Model, rec.Prompt = call.Model, call.Prompt
-	}
-	rec.Status = http.StatusOK
-	s.record(rec)
-	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": tokens(len(body))})
-}
-
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	rec := s.newRequest(r, nil)
 	rec.Status = http.StatusOK
 	s.record(rec)
+	// One list in both shapes: Anthropic's type/display_name/created_at
+	// and OpenAI's object/created/owned_by, since both ask GET /v1/models.
 	type model struct {
 		Type        string `json:"type"`
+		Object      string `json:"object"`
 		ID          string `json:"id"`
 		DisplayName string `json:"display_name"`
 		CreatedAt   string `json:"created_at"`
+		Created     int64  `json:"created"`
+		OwnedBy     string `json:"owned_by"`
 	}
 	models := s.cfg.Models
 	data := make([]model, 0, len(models))
 	for _, id := range models {
-		data = append(data, model{Type: "model", ID: id, DisplayName: id, CreatedAt: "2025-01-01T00:00:00Z"})
+		data = append(data, model{Type: "model", Object: "model", ID: id, DisplayName: id,
+			CreatedAt: "2025-01-01T00:00:00Z", Created: 1735689600, OwnedBy: "fakeapi"})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
+		"object":   "list",
 		"data":     data,
 		"has_more": false,
 		"first_id": models[0],
