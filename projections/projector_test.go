@@ -31,17 +31,20 @@ func queued(agent, turn, text string) events.Event {
 	return events.Event{ID: turn, Subject: agent, CorrelationID: turn, Time: at(2), Data: events.AgentQueued{From: "lead", Text: text}}
 }
 
+// cs1 is a Claude Code session id (a UUID: a named session resumes no other).
+const cs1 = "4f52c1d0-9a3b-4c7e-8d21-6b0e5f7a9c13"
+
 func TestTurnLifecycleUpdatesRosterSessionsAndTurns(t *testing.T) {
 	e := newEnv(t)
 	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow, FlushInterval: 10 * time.Millisecond}))
 	turn := events.NewULIDSource(time.Now)()
 
 	e.append(t, reg("w1", "h1", "build"))
-	e.append(t, events.Event{Subject: "w1", Time: at(1), Data: events.AgentSession{SessionID: "cs-1", State: "started", TranscriptPath: "/t/1.jsonl", Model: "m1"}})
+	e.append(t, events.Event{Subject: "w1", Time: at(1), Data: events.AgentSession{SessionID: cs1, State: "started", TranscriptPath: "/t/1.jsonl", Model: "m1"}})
 	ack := e.append(t, queued("w1", turn, "write the tests"))
 	waitSeq(t, p, ack.Seq)
 	a, ok := p.Agent("w1")
-	if !ok || a.QueueDepth != 1 || a.CurrentTurn != "" || a.Session != "build" || a.SessionID != "cs-1" {
+	if !ok || a.QueueDepth != 1 || a.CurrentTurn != "" || a.Session != "build" || a.SessionID != cs1 {
 		t.Fatalf("after queued: %+v %v", a, ok)
 	}
 
@@ -62,7 +65,7 @@ func TestTurnLifecycleUpdatesRosterSessionsAndTurns(t *testing.T) {
 		t.Fatalf("after typed: current %q depth %d", a.CurrentTurn, a.QueueDepth)
 	}
 	e.append(t, events.Event{Subject: "w1", Time: at(4), Data: events.AgentSubmitted{Via: "hook", PromptID: "p1"}})
-	reply := events.Event{Subject: "w1", Time: at(5), Data: events.AgentReplied{Reply: "done", PromptID: "p1", SessionID: "cs-1", Model: "m2",
+	reply := events.Event{Subject: "w1", Time: at(5), Data: events.AgentReplied{Reply: "done", PromptID: "p1", SessionID: cs1, Model: "m2",
 		Tokens: events.Tokens{In: 100, Out: 20}, CostUSD: 0.5}}
 	e.append(t, reply)
 
@@ -76,7 +79,7 @@ func TestTurnLifecycleUpdatesRosterSessionsAndTurns(t *testing.T) {
 			return fmt.Errorf("agent %+v", a)
 		}
 		s := p.Sessions()
-		if len(s) != 1 || s[0].Name != "build" || s[0].Turns != 1 || s[0].Tokens.In != 100 || s[0].Resume != "cs-1" ||
+		if len(s) != 1 || s[0].Name != "build" || s[0].Turns != 1 || s[0].Tokens.In != 100 || s[0].Resume != cs1 ||
 			s[0].Model != "m2" || s[0].Tier != 2 || s[0].State != projections.SessionActive ||
 			!s[0].IdleDeadline.Equal(at(5).Add(30*time.Minute)) {
 			return fmt.Errorf("sessions %+v", s)
@@ -440,6 +443,22 @@ func TestTheRosterCountsRestartsAndShowsARestartingAgentNotReady(t *testing.T) {
 	}
 }
 
+// The roster shows each agent's kind: its registration's, and Claude Code
+// for one registered before kinds existed.
+func TestTheRosterShowsEachAgentsKind(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow}))
+	e.append(t, reg("old", "h1", ""))
+	kinded := reg("new", "h1", "")
+	kinded.Data = func() events.AgentRegistered { d := kinded.Data.(events.AgentRegistered); d.Kind = "claude"; return d }()
+	waitSeq(t, p, e.append(t, kinded).Seq)
+	for _, name := range []string{"old", "new"} {
+		if a, _ := p.Agent(name); a.Kind != "claude" {
+			t.Errorf("%s: kind %q, want claude", name, a.Kind)
+		}
+	}
+}
+
 // Attention belongs to a pane and a session: the dead pane's shell no
 // longer holds back an agent restarted in a new pane, nor a reason seen
 // before its session started again; one recorded after stands.
@@ -466,6 +485,22 @@ func TestAttentionEndsWithItsPaneAndItsSession(t *testing.T) {
 	check("a draft in the new pane's box", "composer_not_empty", e.append(t, attention("composer_not_empty")))
 	check("its session started again", "", e.append(t, events.Event{Subject: "w1", Time: at(4), Data: events.AgentSession{SessionID: "s1", State: "started", Source: "resume"}}))
 	check("recorded after the session started", "no_prompt_box", e.append(t, attention("no_prompt_box")))
+}
+
+// A named session resumes only a Claude Code session id: one an agent
+// reported in another shape (a hostile one, past its hook) is not passed
+// to a launch.
+func TestANamedSessionResumesOnlyAUUID(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow}))
+	e.append(t, reg("w1", "h1", "build"))
+	ack := e.append(t, events.Event{Subject: "w1", Time: at(2), Data: events.AgentSession{SessionID: "x\x15touch /tmp/pwned #", State: "started"}})
+	waitSeq(t, p, ack.Seq)
+	for _, s := range p.Sessions() {
+		if s.Name == "build" && s.Resume != "" {
+			t.Errorf("session build resumes %q, want nothing", s.Resume)
+		}
+	}
 }
 
 // checkRequeueIgnored re-appends w1's queued event of turn, an ended
