@@ -17,17 +17,18 @@ const (
 	ByRole    = "role"
 	BySession = "session"
 	ByJob     = "job"
+	ByKind    = "kind" // the agents' CLI: claude, …
 )
 
 // CostBy lists the groupings a cost report takes.
-var CostBy = []string{ByAgent, ByRole, BySession, ByJob}
+var CostBy = []string{ByAgent, ByRole, BySession, ByJob, ByKind}
 
 // noKey is the group of usage nothing attributes (a turn with no job).
 const noKey = "(none)"
 
 // CostReport is what the hooks recorded (each replied event's tokens and
 // cost, read from the agents' transcripts) between From and To, summed by
-// agent, role, session or job: the dashboard's cost view and `fleetd
+// agent, role, session, job or kind: the dashboard's cost view and `fleetd
 // cost`.
 type CostReport struct {
 	By   string    `json:"by"`
@@ -130,6 +131,10 @@ func (c *costs) key(ctx context.Context, ev events.Event, d events.AgentReplied)
 	case ByJob:
 		if t, ok := turn(); ok && t.Job != "" {
 			return t.Job
+		}
+	case ByKind:
+		if a, ok := views.Agent(ev.Subject); ok && a.Kind != "" {
+			return a.Kind
 		}
 	default:
 		return ev.Subject

@@ -4,7 +4,7 @@
 //
 // It owns the views — Fleet (agents by host and role), Turns, one Turn's
 // timeline, Agent (its conversation), Jobs (orchestrator plans), Log (the
-// event stream) and Cost (tokens and USD by agent, role, session or job
+// event stream) and Cost (tokens and USD by agent, role, session, job or kind
 // over a window) — rendered on the server as HTML fragments with
 // html/template, and kept live over server-sent events: each stream
 // re-renders its view when the projection changes (Fleet.Subscribe) or

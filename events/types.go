@@ -132,6 +132,9 @@ type AgentRegistered struct {
 	Worktree Worktree `json:"worktree,omitzero"`
 	// Sandbox names the sandbox the agent was launched in.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Kind is the agent's CLI (a role's kind: "claude", …); empty is
+	// Claude Code, as for agents registered before kinds existed.
+	Kind string `json:"kind,omitempty"`
 }
 
 // Worktree is an agent's own git worktree. A registration says where it

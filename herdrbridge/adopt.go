@@ -41,7 +41,7 @@ func (b *Bridge) Adopt(ctx context.Context, pane, agent, role string) (events.Ag
 		return events.AgentRegistered{}, fmt.Errorf("adopt %s: %w: pane %s is %s's", agent, ErrPaneOwned, info.PaneID, owner)
 	}
 	reg := events.AgentRegistered{Agent: agent, Host: b.cfg.Host, Pane: info.PaneID, Role: r.Name, Tier: r.Tier,
-		Model: r.Model, Cwd: info.CWD, Origin: "adopted", EnvClass: r.EnvClass}
+		Model: r.Model, Cwd: info.CWD, Origin: "adopted", EnvClass: r.EnvClass, Kind: r.Kind}
 	if _, err := b.append(ctx, agent, "", reg, guard(agent, hist.lastSeq)); err != nil {
 		return events.AgentRegistered{}, fmt.Errorf("adopt %s: register: %w", agent, err)
 	}

@@ -335,6 +335,7 @@ type agentState struct {
 	// as one it does not recognise.
 	promptRefused bool
 	attention     string    // the attention reason the log holds
+	kindName      string    // the agent's kind as registered ("" is claude)
 	noBoxSince    time.Time // idle without a prompt box since
 	backoff       time.Duration
 	nextCheck     time.Time
@@ -353,6 +354,16 @@ type agentState struct {
 // is idle.
 func (a *agentState) recognised() bool {
 	return a.label != "" && (!a.promptRefused || !a.sessionSeen)
+}
+
+// kind is the agent's room; one this fleetd does not know (registered by
+// a newer one) reads as Claude Code here, and snapshot types nothing into
+// it.
+func (a *agentState) kind() Kind {
+	if k, err := KindOf(a.kindName); err == nil {
+		return k
+	}
+	return Claude{}
 }
 
 // sessionEnded reports whether the agent's hooks said its Claude Code
@@ -607,7 +618,7 @@ func (b *Bridge) apply(ev events.Event) {
 		}
 		a.registered, a.exited, a.exitSent = true, false, false
 		a.registration = ev
-		a.host, a.pane, a.role, a.cwd, a.worktree = d.Host, d.Pane, d.Role, d.Cwd, d.Worktree.Path
+		a.host, a.pane, a.role, a.cwd, a.worktree, a.kindName = d.Host, d.Pane, d.Role, d.Cwd, d.Worktree.Path, d.Kind
 		a.origin, a.registeredAt, a.sessionSeen, a.gaveUp = d.Origin, ev.Time, false, false
 		a.launch = launchWatch{began: ev.Time}
 		// herdr recognises an agent by its pane's foreground process,

@@ -244,6 +244,7 @@ type target struct {
 	clears          int
 	attention       string
 	hooked          bool
+	kind            Kind
 }
 
 // snapshot copies what a delivery decision needs, under the lock.
@@ -258,6 +259,9 @@ func (b *Bridge) snapshot(agent string) (target, bool) {
 	if starting || b.cfg.Now().Before(a.nextCheck) {
 		return target{}, false
 	}
+	if _, err := KindOf(a.kindName); err != nil {
+		return target{}, false // registered by a fleetd that knows a kind this one does not
+	}
 	cwd := a.cwd
 	if cwd == "" || within(a.sessionCwd, a.cwd) {
 		// The directory the agent's hooks report, where its @ mentions
@@ -269,7 +273,7 @@ func (b *Bridge) snapshot(agent string) (target, bool) {
 	return target{
 		pane: a.pane, role: a.role, cwd: cwd, lastSeq: a.lastSeq,
 		recognised: a.recognised(), freshView: a.fresh, status: a.status,
-		hook: a.hookStatus, clears: a.clears, attention: a.attention, hooked: a.sessionSeen,
+		hook: a.hookStatus, clears: a.clears, attention: a.attention, hooked: a.sessionSeen, kind: a.kind(),
 	}, true
 }
 
@@ -340,18 +344,19 @@ func (b *Bridge) plan(t lifecycle.Turn, tg target) (Plan, events.AgentTyped, err
 	typed := events.AgentTyped{Pane: tg.pane}
 	var plan Plan
 	if t.Kind() == lifecycle.KindCommand {
-		plan = PlanCommand(t.Command)
+		plan = tg.kind.PlanCommand(t.Command)
 	} else {
 		text := lifecycle.NormalizeText(t.Text)
 		if text == "" {
 			return Plan{}, typed, errors.New("nothing left to type once control sequences were removed")
 		}
-		plan = PlanText(text, b.cfg.Limits)
+		plan = tg.kind.PlanText(text, b.cfg.Limits)
 		if plan.Delivery == DeliveryFile {
-			file, prompt, err := writeInbox(tg.cwd, t.ID, text, plan.Why)
+			file, ref, err := writeInbox(tg.cwd, t.ID, text, plan.Why)
 			if err != nil {
 				return Plan{}, typed, fmt.Errorf("the text must go as a file (%s), and that failed: %w", plan.Why, err)
 			}
+			prompt := tg.kind.HandOver(ref, len(text), plan.Why)
 			plan.Pieces = []string{prompt}
 			typed.File, typed.Prompt = file, prompt
 		}
@@ -435,7 +440,7 @@ func (b *Bridge) awaitClear(ctx context.Context, agent string, tg target) error 
 			return nil
 		}
 		if !tg.hooked {
-			if r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: tg.pane, Source: herdrapi.SourceVisible}); err == nil && ParseComposer(r.Text).Empty() {
+			if r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: tg.pane, Source: herdrapi.SourceVisible}); err == nil && tg.kind.ParseComposer(r.Text).Empty() {
 				return nil
 			}
 		}

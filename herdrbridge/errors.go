@@ -36,3 +36,7 @@ var ErrNotStarted = errors.New("agent did not start")
 // ErrNoStateDir means a spawn needs fleetd's state directory (for a
 // worktree) and the bridge was not given one (Launch.StateDir).
 var ErrNoStateDir = errors.New("no state directory")
+
+// ErrUnknownKind means a role or a registration names an agent kind this
+// fleetd has no room for.
+var ErrUnknownKind = errors.New("unknown agent kind")

@@ -39,10 +39,10 @@ const (
 var ErrInboxUnsafe = errors.New("the agent's inbox directory is not safe to write")
 
 // writeInbox writes a turn's text to <cwd>/.fleet/inbox/<turn>.md and
-// returns the file and the short prompt that hands it over with an @
-// mention (which makes Claude Code attach the file's content to the
-// prompt, verbatim: measured with 2.1.328). The prompt is plain ASCII and
-// short, so it can itself be typed as one paste.
+// returns the file and how a prompt names it (ref: the absolute path, or
+// one relative to cwd when the absolute one holds white space, which
+// ends an @ mention); the agent's kind makes the short prompt that hands
+// it over (Kind.HandOver).
 //
 // The agent can write its working directory, fleetd's gateway may run
 // with more rights than the agent (outside its sandbox, even as root):
@@ -53,7 +53,7 @@ var ErrInboxUnsafe = errors.New("the agent's inbox directory is not safe to writ
 // dangling symlink, is left as it is), and the prune removes only
 // fleetd's own <ULID>.md files. A directory that fails is refused with
 // ErrInboxUnsafe, and nothing is written anywhere else.
-func writeInbox(cwd, turn, text, why string) (file, prompt string, err error) {
+func writeInbox(cwd, turn, text, why string) (file, ref string, err error) {
 	if cwd == "" {
 		return "", "", errors.New("the agent's working directory is not known")
 	}
@@ -79,15 +79,14 @@ func writeInbox(cwd, turn, text, why string) (file, prompt string, err error) {
 	// The absolute path names the file whatever Claude Code's own working
 	// directory is; an @ mention ends at whitespace, so a directory with a
 	// space in it is named relative to the agent's working directory.
-	ref := file
+	ref = file
 	if strings.ContainsAny(ref, " \t") {
 		ref = filepath.Join(InboxDir, name)
 	}
 	if strings.ContainsAny(ref, " \t") {
 		return "", "", fmt.Errorf("the inbox file %s has whitespace in its path, which an @ mention cannot name", file)
 	}
-	prompt = fmt.Sprintf("Your prompt for this turn is the whole content of @%s (%d bytes; it came as a file because %s). Read all of it and act on it as if it had been typed here.", ref, len(text), why)
-	return file, prompt, nil
+	return file, ref, nil
 }
 
 // openInbox opens <cwd>/.fleet/inbox, creating what is missing, one name

@@ -79,7 +79,7 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		b.backoff(agent)
 		return false
 	}
-	c := ParseComposer(r.Text)
+	c := tg.kind.ParseComposer(r.Text)
 	switch {
 	case c.Empty():
 	case c.Visible && c.Bash:

@@ -66,7 +66,7 @@ func times(n int) string {
 // agent works (herdr or the screen says so: Escape would interrupt it)
 // or shows a permission prompt (Escape would answer it), and it never
 // presses Escape on an empty box (twice there opens the rewind selector).
-func (b *Bridge) recoverComposer(ctx context.Context, agent, pane string) recovery {
+func (b *Bridge) recoverComposer(ctx context.Context, agent, pane string, k Kind) recovery {
 	var r recovery
 	for round := 0; ; round++ {
 		screen, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
@@ -74,7 +74,7 @@ func (b *Bridge) recoverComposer(ctx context.Context, agent, pane string) recove
 			r.why = "the screen could not be read: " + err.Error()
 			return r
 		}
-		c := ParseComposer(screen.Text)
+		c := k.ParseComposer(screen.Text)
 		if r.saw == "" {
 			r.saw = describeScreen(c, screen.Text)
 		}
@@ -82,27 +82,29 @@ func (b *Bridge) recoverComposer(ctx context.Context, agent, pane string) recove
 		case c.Empty():
 			r.ok = true
 			return r
-		case b.busy(agent) || screenWorking(screen.Text):
+		case b.busy(agent) || k.Working(screen.Text):
 			r.why = "the agent is working: nothing is pressed"
 			return r
 		case round == maxRecoverRounds:
 			r.why = "the screen still shows " + describeScreen(c, screen.Text)
 			return r
 		}
-		keys := 1
+		keys := k.CloseKeys()
 		if c.Visible && c.Text != "" {
-			keys = 2 // Esc Esc clears a draft, in either mode
+			keys = k.ClearKeys()
 		}
-		for i := range keys {
+		for i, key := range keys {
 			if i > 0 && !sleep(ctx, escPause) {
 				r.why = ctx.Err().Error()
 				return r
 			}
-			if err := b.client.SendKeys(ctx, pane, "escape"); err != nil {
-				r.why = "herdr refused Escape: " + err.Error()
+			if err := b.client.SendKeys(ctx, pane, key); err != nil {
+				r.why = "herdr refused " + key + ": " + err.Error()
 				return r
 			}
-			r.escapes++
+			if key == "escape" {
+				r.escapes++
+			}
 		}
 		if !sleep(ctx, recoverPause) {
 			r.why = ctx.Err().Error()

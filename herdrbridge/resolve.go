@@ -25,6 +25,7 @@ type inFlight struct {
 	strayAt             time.Time
 	sessions            []string // sources of sessions started since the typing
 	changed             <-chan struct{}
+	kind                Kind
 }
 
 func (b *Bridge) inFlight(agent, turn string) (inFlight, bool) {
@@ -38,7 +39,7 @@ func (b *Bridge) inFlight(agent, turn string) (inFlight, bool) {
 	return inFlight{
 		turn: t, pane: a.pane, lastSeq: a.lastSeq, up: b.herdr == linkUp, hooked: a.sessionSeen, ended: a.sessionEnded(),
 		recognised: a.recognised(), working: a.busySinceTyped,
-		readySince: a.readySince, strayAt: a.strayAt, sessions: a.sessionsSinceTyped, changed: a.changed,
+		readySince: a.readySince, strayAt: a.strayAt, sessions: a.sessionsSinceTyped, changed: a.changed, kind: a.kind(),
 	}, true
 }
 
@@ -124,7 +125,7 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 			ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate, Message: recovered}, guard(agent, f.lastSeq))
 		default:
 			box, rerr := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: f.pane, Source: herdrapi.SourceVisible})
-			c := ParseComposer(box.Text)
+			c := f.kind.ParseComposer(box.Text)
 			switch {
 			case rerr == nil && c.Empty():
 				// The box emptied: the agent took the prompt, and neither
@@ -150,7 +151,7 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 				if t.Enter > 0 {
 					why = "no proof of submission after typing and one more Enter"
 				}
-				rec := b.recoverComposer(ctx, agent, f.pane)
+				rec := b.recoverComposer(ctx, agent, f.pane, f.kind)
 				recovered = why + "; " + rec.String() + "; not retyped"
 				b.log.Warn("typed turn not taken", "agent", agent, "turn", turn, "screen", rec.String())
 				if !rec.ok {
@@ -198,7 +199,7 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 			continue
 		}
 		r, rerr := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: f.pane, Source: herdrapi.SourceVisible})
-		c := ParseComposer(r.Text)
+		c := f.kind.ParseComposer(r.Text)
 		idle := !f.recognised || b.herdrReady(agent)
 		var ack events.Ack
 		var err error
@@ -210,11 +211,11 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 		case now.Sub(start) > b.cfg.CommandTimeout:
 			ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate,
 				Message: fmt.Sprintf("the command did not complete within %s", b.cfg.CommandTimeout)}, guard(agent, f.lastSeq))
-		case now.After(deadline) && rerr == nil && !c.Visible && idle && !b.busy(agent) && !screenWorking(r.Text):
+		case now.After(deadline) && rerr == nil && !c.Visible && idle && !b.busy(agent) && !f.kind.Working(r.Text):
 			// A command that opened a dialog or menu (/help, a picker)
 			// waits for a person's key: fleetd cannot answer it, and it
 			// must not wedge the next turn. Close it, and say so.
-			rec := b.recoverComposer(ctx, agent, f.pane)
+			rec := b.recoverComposer(ctx, agent, f.pane, f.kind)
 			if !rec.ok {
 				b.attend(ctx, agent, AttentionScreen, rec.String())
 			}

@@ -206,7 +206,7 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	reg := events.AgentRegistered{
 		Agent: req.Name, Host: b.cfg.Host, Pane: pane.PaneID, Role: role.Name, Tier: tier, Parent: req.Parent,
 		Model: role.Model, Cwd: cwd, Session: req.Session, Origin: "spawned", EnvClass: role.EnvClass,
-		Worktree: b.worktreeAtSpawn(ctx, wt), Sandbox: role.Sandbox,
+		Worktree: b.worktreeAtSpawn(ctx, wt), Sandbox: role.Sandbox, Kind: role.Kind,
 	}
 	// Register while the pane holds only its shell: the agent's hooks
 	// cannot have written anything yet, so only another registration can

@@ -77,6 +77,7 @@ type Envelope struct {
 	ID          string     `json:"id"`
 	Agent       string     `json:"agent"`
 	Role        string     `json:"role"`
+	Kind        string     `json:"kind,omitempty"` // the agent's CLI ("claude", …)
 	Model       string     `json:"model"`
 	SessionID   string     `json:"session_id"`
 	Status      string     `json:"status"`
@@ -159,6 +160,7 @@ func (s *Server) envelope(t lifecycle.Turn) Envelope {
 		if e.Model == "" {
 			e.Model = a.Model
 		}
+		e.Kind = a.Kind
 	}
 	return e
 }

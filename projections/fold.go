@@ -491,6 +491,10 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 	if d.Model != "" {
 		a.Model = d.Model
 	}
+	a.Kind = d.Kind
+	if a.Kind == "" {
+		a.Kind = "claude" // registered before kinds existed: Claude Code was all there was
+	}
 	// A new pane runs a new process: whatever ended the last one's
 	// session is over, and what needed attention was the old pane's (a
 	// restart in a new pane must not stay refused for its dead shell).

@@ -20,6 +20,8 @@ type Agent struct {
 	Tier   int    `json:"tier"`
 	Parent string `json:"parent,omitempty"`
 	Model  string `json:"model,omitempty"`
+	// Kind is the agent's CLI ("claude", …: its role's kind).
+	Kind   string `json:"kind,omitempty"`
 	Cwd    string `json:"cwd,omitempty"`
 	Origin string `json:"origin,omitempty"`
 

@@ -63,6 +63,10 @@ type Role struct {
 	Name string `json:"-"`
 	// Description tells a lead when to route here.
 	Description string `json:"description,omitempty"`
+	// Kind is the agent CLI the role's agents run (Kinds): it picks the
+	// default command, how fleetd reads the CLI's screen and types into
+	// it. Default "claude".
+	Kind string `json:"kind,omitempty"`
 	// Command launches the agent in its pane; "{settings}" is replaced by
 	// the path of fleetd's hooks settings file and "{model}" by the model.
 	// A word that is exactly "{resume}" stands for "--resume <id>" when a
@@ -253,6 +257,13 @@ func (c Config) Worktrees(only string) ([]RoleWorktree, error) {
 	return out, nil
 }
 
+// The agent kinds: the CLI a role's agents run. Each is a room of the
+// delivery engine (herdrbridge.Kind), measured against its real CLI.
+const KindClaude = "claude"
+
+// Kinds are the kinds a role may name.
+var Kinds = []string{KindClaude}
+
 // DefaultCommands are the commands a role allows when it names none: the
 // two that manage the agent's context.
 var DefaultCommands = []string{"/clear", "/compact"}
@@ -352,6 +363,9 @@ func (c *Config) setDefaults() {
 	}
 	for name, r := range c.Roles {
 		r.Name = name
+		if r.Kind == "" {
+			r.Kind = KindClaude
+		}
 		if r.EnvClass == "" {
 			r.EnvClass = EnvClean
 		}
@@ -384,6 +398,9 @@ func (c Config) Validate() error {
 		r := c.Roles[name]
 		if !nameRE().MatchString(name) {
 			errs = append(errs, fmt.Errorf("role %q: name must match %s", name, nameRE()))
+		}
+		if !slices.Contains(Kinds, r.Kind) {
+			errs = append(errs, fmt.Errorf("role %q: kind %q: this fleetd drives %s (more kinds come as each is verified with its real CLI)", name, r.Kind, strings.Join(Kinds, ", ")))
 		}
 		switch r.EnvClass {
 		case EnvClean:

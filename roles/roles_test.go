@@ -24,7 +24,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Name != "w-claude" || r.EnvClass != roles.EnvClean {
+	if r.Name != "w-claude" || r.EnvClass != roles.EnvClean || r.Kind != roles.KindClaude {
 		t.Errorf("role = %+v", r)
 	}
 	if got, want := strings.Join(r.Argv("/s.json"), " "), "claude --settings /s.json --model sonnet"; got != want {
@@ -44,12 +44,13 @@ func TestInvalidFilesReportEveryProblem(t *testing.T) {
 	  "k": {"env":{"ANTHROPIC_API_KEY":"sk"}},
 	  "v": {"env":{"CLAUDE_CODE_USE_VERTEX":"1"}},
 	  "z": {"env_class":"weird","cap":-1},
-	  "s": {"may_spawn":["ghost"]}
+	  "s": {"may_spawn":["ghost"]},
+	  "n": {"kind":"nano"}
 	}}`))
 	if err == nil {
 		t.Fatal("invalid file accepted")
 	}
-	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, `"v"`, "weird", "negative", `may_spawn names "ghost"`} {
+	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, `"v"`, "weird", "negative", `may_spawn names "ghost"`, `kind "nano": this fleetd drives claude`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}

@@ -12,9 +12,9 @@ import (
 )
 
 // CostCmd prints what the agents' hooks recorded — each reply's tokens
-// and cost — summed by agent, role, session or job over a window.
+// and cost — summed by agent, role, session, job or kind over a window.
 type CostCmd struct {
-	By    string `help:"Group by: agent, role, session or job." default:"agent" enum:"agent,role,session,job"`
+	By    string `help:"Group by: agent, role, session, job or kind (the agents' CLI)." default:"agent" enum:"agent,role,session,job,kind"`
 	Since string `help:"The window: a duration before its end (24h, 7d), a time (RFC 3339) or all." default:"24h" placeholder:"WHEN"`
 	At    string `help:"End the window here instead of now: a time (14:02, RFC 3339), a duration ago (10m) or a log position (#1234)." placeholder:"WHEN"`
 	JSON  bool   `name:"json" help:"Print the report as JSON."`

@@ -13,10 +13,10 @@ import (
 
 // Roster is the table of 'fleetd roster': one agent a line.
 var Roster = Table[projections.Agent]{
-	Header: "AGENT\tHOST\tROLE\tSTATUS\tTURN\tQUEUE\tMODEL\tTOKENS\tBRANCH\tLAST SEEN",
+	Header: "AGENT\tHOST\tROLE\tKIND\tSTATUS\tTURN\tQUEUE\tMODEL\tTOKENS\tBRANCH\tLAST SEEN",
 	Empty:  "(no agents: spawn one with 'fleetd spawn' or adopt a pane with 'fleetd adopt')",
 	Line: func(a projections.Agent, now time.Time) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s\t%s", a.Agent, Dash(a.Host), Dash(a.Role), agentStatus(a),
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d/%d\t%s\t%s", a.Agent, Dash(a.Host), Dash(a.Role), Dash(a.Kind), agentStatus(a),
 			Dash(a.CurrentTurn), a.QueueDepth, Dash(a.Model), a.Tokens.In, a.Tokens.Out, branch(a.Worktree), ago(now, a.LastSeen))
 	},
 }

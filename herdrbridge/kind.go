@@ -1,0 +1,91 @@
+package herdrbridge
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fleetd/fleetd/roles"
+)
+
+// Kind is what the delivery engine asks of one agent CLI — a role's
+// "kind": how its screen shows a composer ready for a paste and a turn
+// at work, how a text is typed into that composer so the model gets
+// exactly the text, how a text no typing can keep is handed over as a
+// file, and which keys bring the composer back when a turn left it dirty.
+// The engine (queue, write-ahead typing, readiness, settling, deferral,
+// attention, recovery, restart) is one piece of code that never names a
+// CLI; each kind is a small room behind this interface (Claude is the
+// first), measured against the real CLI (docs/<kind>-composer.md).
+type Kind interface {
+	// Name is the kind's word in a role ("claude").
+	Name() string
+	// ParseComposer finds the CLI's composer in a pane's visible text.
+	ParseComposer(screen string) Composer
+	// Working reports whether the screen shows a turn at work, when no
+	// key may be pressed (Escape would interrupt it).
+	Working(screen string) bool
+	// PlanText decides how a normalised text is typed, or that it goes
+	// as a file; PlanCommand how an explicit command is.
+	PlanText(text string, l Limits) Plan
+	PlanCommand(command string) Plan
+	// HandOver is the short prompt that hands the file at path (size
+	// bytes, sent as a file because why) to the agent.
+	HandOver(path string, size int, why string) string
+	// ClearKeys clear a draft from the composer (pressed escPause
+	// apart); CloseKeys close a menu, dialog or overlay, or leave a
+	// mode. Neither is ever pressed on an empty composer.
+	ClearKeys() []string
+	CloseKeys() []string
+}
+
+// kinds are the rooms the engine knows, by name: each one a role may name
+// (roles.Kinds).
+var kinds = map[string]Kind{roles.KindClaude: Claude{}}
+
+// KindOf returns the room of a kind by name ("" is Claude Code, as for an
+// agent registered before kinds existed), or an error naming the kinds
+// there are.
+func KindOf(name string) (Kind, error) {
+	if name == "" {
+		name = roles.KindClaude
+	}
+	k, ok := kinds[name]
+	if !ok {
+		var names []string
+		for n := range kinds {
+			names = append(names, n)
+		}
+		return nil, fmt.Errorf("%w: %q (this fleetd drives %s)", ErrUnknownKind, name, strings.Join(names, ", "))
+	}
+	return k, nil
+}
+
+// Claude is the room of Claude Code (2.1.328, docs/claude-composer.md).
+type Claude struct{}
+
+// Name is "claude".
+func (Claude) Name() string { return roles.KindClaude }
+
+// ParseComposer finds Claude Code's prompt box (ParseComposer).
+func (Claude) ParseComposer(screen string) Composer { return ParseComposer(screen) }
+
+// Working reports "esc to interrupt" at the bottom of the screen.
+func (Claude) Working(screen string) bool { return screenWorking(screen) }
+
+// PlanText is PlanText.
+func (Claude) PlanText(text string, l Limits) Plan { return PlanText(text, l) }
+
+// PlanCommand is PlanCommand.
+func (Claude) PlanCommand(command string) Plan { return PlanCommand(command) }
+
+// HandOver names the file with an @ mention: Claude Code reads it and
+// attaches its content to the prompt, byte for byte.
+func (Claude) HandOver(path string, size int, why string) string {
+	return fmt.Sprintf("Your prompt for this turn is the whole content of @%s (%d bytes; it came as a file because %s). Read all of it and act on it as if it had been typed here.", path, size, why)
+}
+
+// ClearKeys: Esc twice clears a draft (in bash mode too).
+func (Claude) ClearKeys() []string { return []string{"escape", "escape"} }
+
+// CloseKeys: Esc closes a menu, dialog or overlay, and leaves bash mode.
+func (Claude) CloseKeys() []string { return []string{"escape"} }
