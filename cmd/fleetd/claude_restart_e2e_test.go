@@ -83,11 +83,25 @@ func TestRealClaudeWorkerKilledIsRestartedAndResumesItsSession(t *testing.T) {
 	// Killed while idle.
 	fleet.killClaude(t, before.Pane)
 	phase("killed w-1's claude while idle")
+	// A turn by name comes at once, before the death is noticed: it waits
+	// through the restart (queue), and the shell the dead pane showed is
+	// no attention of the new session's.
+	yes := true
+	queuedDone := make(chan sendResult, 1)
+	go func() {
+		queuedDone <- fleet.send(ctx, leadshim.Message{To: "w-1", Text: "bravo-2: for w-1 once it is back", Timeout: "2m", Queue: &yes})
+	}()
 	role := fleet.send(ctx, leadshim.Message{To: "role:w-local", Text: "bravo: any worker", Timeout: "2m"})
 	if role.status != http.StatusOK || role.env.Status != "replied" || role.env.Agent != "w-2" {
 		t.Errorf("role turn sent while w-1 was dead: HTTP %d %s, want replied by w-2", role.status, role.body)
 	}
 	after := ready("w-1", 1)
+	if after.NeedsAttention != "" {
+		t.Errorf("w-1 after its restart needs attention: %s (%s)", after.NeedsAttention, after.AttentionDetail)
+	}
+	if r := <-queuedDone; r.status != http.StatusOK || r.env.Status != "replied" || r.env.Agent != "w-1" {
+		t.Errorf("the turn queued for w-1 at its death: HTTP %d %s, want replied by w-1", r.status, r.body)
+	}
 	if after.Pane == before.Pane || after.SessionID != before.SessionID {
 		t.Errorf("w-1 restarted in pane %s with session %s, want a new pane resuming session %s (was pane %s)", after.Pane, after.SessionID, before.SessionID, before.Pane)
 	}
