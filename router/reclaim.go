@@ -51,7 +51,7 @@ func lost(a projections.Agent, known bool) (reason, msg string) {
 
 // reclaimOnce takes one look at the open role turns.
 func (r *Router) reclaimOnce(ctx context.Context) error {
-	// The match runs under the views' lock: it must not call them.
+	// The match runs after the views' lock is let go (projections.Views.Turns): it may read them.
 	candidates := r.cfg.Views.Turns(func(t lifecycle.Turn) bool {
 		return t.Releasable() || t.State == lifecycle.StateQueued && t.Role != "" && t.Agent == "" && t.Releases > t.Requeued
 	})
