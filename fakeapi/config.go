@@ -12,18 +12,20 @@ import (
 type Config struct {
 	// Addr is the listen address used by Start; default "127.0.0.1:0".
 	Addr string
-	// Rules answer /v1/messages calls, first match wins; nil means
+	// Rules answer model calls of every protocol, first match wins; nil means
 	// DefaultRules(). A call no rule matches gets an echo.
 	Rules []Rule
-	// Chunks is how many text_delta events a streamed text block is split
-	// into; default 3.
+	// Chunks is how many deltas (text_delta events, output_text.delta
+	// events, chat chunks, Gemini frames) a streamed text is split into;
+	// default 3.
 	Chunks int
 	// NewID returns a fresh id with the given prefix ("msg_", "toolu_",
-	// "req_"); default random.
+	// "req_", "resp_", "call_", "chatcmpl-", …); default random.
 	NewID func(prefix string) string
 	// Now is the clock stamped on recorded requests; default time.Now.
 	Now func() time.Time
-	// Models are the model ids GET /v1/models lists; default the ones
+	// Models are the model ids GET /v1/models and GET /v1beta/models
+	// list; default the ones
 	// Claude Code 2.1.328 asks for (claude-opus-5-5, claude-sonnet-5, …).
 	Models []string
 }

@@ -23,14 +23,18 @@ type Rule struct {
 type Reply struct {
 	// Text is the assistant's text block; may be empty when ToolUse is set.
 	Text string
-	// ToolUse, when set, adds a tool_use block after the text.
+	// ToolUse, when set, adds a tool call after the text: a tool_use block,
+	// a Responses function_call item, a Chat tool_calls entry or a Gemini
+	// functionCall part.
 	ToolUse *ToolUse
-	// StopReason defaults to "tool_use" with a ToolUse and "end_turn" without.
+	// StopReason defaults to "tool_use" with a ToolUse and "end_turn"
+	// without; only the Messages API carries it.
 	StopReason string
 	// Delay holds the answer back this long.
 	Delay time.Duration
-	// Status, when not 0 or 200, answers this HTTP status with an Anthropic
-	// error JSON instead of a message.
+	// Status, when not 0 or 200, answers this HTTP status with the
+	// protocol's error JSON (Anthropic, OpenAI or Google) instead of a
+	// message.
 	Status int
 	// Error is the error message for Status; a default one is used if empty.
 	Error string

@@ -25,7 +25,7 @@ func Start(tb TB, opts ...Option) *Server {
 	}
 	s := New(cfg)
 	if err := s.Start(context.Background()); err != nil {
-		tb.Fatalf("start fake Anthropic API: %v", err)
+		tb.Fatalf("start fake model API: %v", err)
 	}
 	tb.Cleanup(func() { _ = s.Close() })
 	return s
