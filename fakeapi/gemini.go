@@ -59,18 +59,21 @@ type geminiContent struct {
 }
 
 type geminiPart struct {
-	Text         *string `json:"text,omitempty"`
-	Thought      bool    `json:"thought,omitempty"`
-	FunctionCall *struct {
-		ID   string          `json:"id,omitempty"`
-		Name string          `json:"name"`
-		Args json.RawMessage `json:"args"`
-	} `json:"functionCall,omitempty"`
+	Text             *string     `json:"text,omitempty"`
+	Thought          bool        `json:"thought,omitempty"`
+	FunctionCall     *geminiCall `json:"functionCall,omitempty"`
 	FunctionResponse *struct {
 		ID       string          `json:"id"`
 		Name     string          `json:"name"`
 		Response json.RawMessage `json:"response"`
 	} `json:"functionResponse,omitempty"`
+}
+
+// geminiCall is a functionCall part: the model asks for a tool by name.
+type geminiCall struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
 }
 
 // Gemini CLI expands an @-mentioned file into text parts after the prompt:
@@ -215,13 +218,7 @@ func (g geminiWire) frames(c Call, r Reply, chunks int) []geminiResponse {
 	}
 	if r.ToolUse != nil {
 		_, name, input := g.s.toolCall(r, "call_")
-		fc := geminiPart{}
-		fc.FunctionCall = &struct {
-			ID   string          `json:"id,omitempty"`
-			Name string          `json:"name"`
-			Args json.RawMessage `json:"args"`
-		}{Name: name, Args: input}
-		parts = append(parts, fc)
+		parts = append(parts, geminiPart{FunctionCall: &geminiCall{Name: name, Args: input}})
 	}
 	id := g.s.cfg.NewID("gresp_")
 	out := make([]geminiResponse, len(parts))
