@@ -86,8 +86,8 @@ type composer struct {
 	// one clears the text, or on an empty prompt opens the rewind
 	// selector (Claude Code's "esc esc to clear input").
 	escArmed bool
-	pastes  []pasted
-	nPastes int // placeholders made this session, for their numbers
+	pastes   []pasted
+	nPastes  int // placeholders made this session, for their numbers
 	// newID makes a <pasted_content> id; default 4 random hex digits.
 	newID func() string
 }

@@ -37,7 +37,9 @@ func TestAKilledSimAgentIsReadyAtOnceAfterItsRestart(t *testing.T) {
 	fleet.killClaude(t, before.Pane)
 	var wg sync.WaitGroup
 	var role, queued sendResult
-	wg.Go(func() { role = fleet.send(ctx, leadshim.Message{To: "role:w-sim", Text: "any worker, right after the kill", Timeout: "90s"}) })
+	wg.Go(func() {
+		role = fleet.send(ctx, leadshim.Message{To: "role:w-sim", Text: "any worker, right after the kill", Timeout: "90s"})
+	})
 	yes := true
 	wg.Go(func() {
 		queued = fleet.send(ctx, leadshim.Message{To: "w-1", Text: "w-1, once it is back", Timeout: "90s", Queue: &yes})
