@@ -256,20 +256,38 @@ func (s *Server) liveLog(ctx context.Context, sp spec, out *sse) error {
 	})
 }
 
-// liveJobs folds every job, then each job event as it comes, and shows
-// the jobs view again when one changed.
+// liveJobs shows the jobs view from the Server's one live job board
+// (jobHub), and again whenever a job event changed what it shows. An
+// idle stream waits on its subscription alone, and a ping.
 func (s *Server) liveJobs(ctx context.Context, sp spec, out *sse) error {
-	end, err := s.cfg.Log.LastSeq(ctx, "fleet.job.>")
+	h := s.jobHub()
+	defer h.release()
+	sub, err := h.subscribe(ctx, sp)
 	if err != nil {
 		return err
 	}
-	b := newBoard()
-	if end > 0 {
-		if b, err = s.loadBoardTo(ctx, end); err != nil {
-			return err
+	defer h.leave(sub)
+	ping := time.NewTicker(pingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case f := <-sub.frames:
+			if f.err != nil {
+				return f.err
+			}
+			if !out.view(f.b) {
+				return errGone
+			}
+		case <-h.done:
+			return h.err
+		case <-ping.C:
+			if !out.ping() {
+				return nil
+			}
 		}
 	}
-	return s.liveLogView(ctx, sp, out, "fleet.job.>", end, b.apply, func() any { return s.jobsModel(b, sp.ID) })
 }
 
 // liveCost sums the window's replies, then each new one, and shows the
