@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -116,10 +114,11 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	var rows []Row
-	hook, err := r.hookRuns(ctx, exe)
+	execs, err := r.hookExecs(ctx, exe)
 	if err != nil {
 		return nil, err
 	}
+	hook := execs.fleetd.wall
 	sim, err := r.turns(ctx, "w-sim-1", s.Size.Turns)
 	if err != nil {
 		return nil, err
@@ -149,10 +148,7 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	rows = append(rows, fan...)
-	hookRow := Row{Name: "hook: fleetd hook stop, exec'd", N: len(hook), Unit: UnitMs, P50: Ms(hook.P50()),
-		P99: Ms(hook.P99()), Status: StatusNone,
-		Note: "process start to exit against the gateway's NATS; every turn runs two (UserPromptSubmit, Stop), inside the agent floor"}
-	return append(rows, hookRow), nil
+	return append(rows, execs.rows()...), nil
 }
 
 // start spawns the agents and waits until they are ready.
@@ -621,42 +617,4 @@ func cpuRows(k int, wall time.Duration, before, after cpuSample, idle time.Durat
 		{Name: "fan-out: CPU per turn, not fleetd (agents, herdr, lead)", N: k, Unit: UnitMs, P50: Ms(agents + herdr + lead), Status: StatusNone,
 			Note: "the simulated agents' own processes, herdr and the lead process"},
 	}
-}
-
-// hookRuns execs `fleetd hook stop` as Claude Code runs it, with a
-// finished transcript, against the gateway's NATS.
-func (r *fabricRun) hookRuns(ctx context.Context, exe string) (Sample, error) {
-	dir := filepath.Join(r.dir, "hookbench")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	tp := filepath.Join(dir, "session.jsonl")
-	lines := []map[string]any{
-		{"type": "user", "promptId": "p1", "sessionId": "s1", "message": map[string]any{"role": "user", "content": "hello"}},
-		{"type": "assistant", "sessionId": "s1", "message": map[string]any{"id": "msg_1", "model": "claude-sim", "role": "assistant",
-			"content": []any{map[string]any{"type": "text", "text": "SIM: hello"}}, "stop_reason": "end_turn",
-			"usage": map[string]any{"input_tokens": 15, "output_tokens": 10}}},
-	}
-	var buf bytes.Buffer
-	for _, l := range lines {
-		b, _ := json.Marshal(l)
-		buf.Write(append(b, '\n'))
-	}
-	if err := os.WriteFile(tp, buf.Bytes(), 0o644); err != nil {
-		return nil, err
-	}
-	env := append(os.Environ(), "FLEET_AGENT_ID=w-hookbench", "FLEET_ROLE=w-sim", "FLEET_HOST=bench",
-		"FLEET_NATS_URL="+r.fab.Gateway.NATSURL(), "FLEET_SPOOL_DIR="+filepath.Join(dir, "spool"))
-	return Time(r.Size.HookRuns, func() error {
-		payload, _ := json.Marshal(map[string]any{"session_id": "5a1c0e2f-3b4d-4c6e-8f90-a1b2c3d4e5f6", "transcript_path": tp, "cwd": dir, "hook_event_name": "Stop",
-			"prompt_id": "p1", "stop_hook_active": false, "last_assistant_message": "SIM: hello"})
-		cmd := exec.CommandContext(ctx, exe, "hook", "stop")
-		cmd.Env = env
-		cmd.Stdin = bytes.NewReader(payload)
-		out, err := cmd.CombinedOutput()
-		if err != nil || len(out) > 0 {
-			return fmt.Errorf("fleetd hook stop: %v %s", err, out)
-		}
-		return nil
-	})
 }
