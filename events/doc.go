@@ -14,5 +14,8 @@
 // 1 MiB + 64 KiB by default), which Append refuses to write too. A skipped
 // message is counted and reported once, however many readers meet it.
 //
-// events imports no other fleetd package.
+// The pure half of all this — the types, the envelope, the registry,
+// subjects and ids — lives in events/eventcore, which imports no NATS
+// client (the hook binary links it alone); events re-exports every name
+// of it. events imports no other fleetd package than that.
 package events

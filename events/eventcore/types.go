@@ -1,4 +1,4 @@
-package events
+package eventcore
 
 import (
 	"strings"
@@ -162,7 +162,8 @@ type Worktree struct {
 // AgentStatusChanged: the agent's status as herdr or a hook saw it.
 type AgentStatusChanged struct {
 	Status Status `json:"status"`
-	// Source is who observed it: "herdr" or "hook".
+	// Source is who observed it: "herdr", "hook", or "screen" (the gateway
+	// read the agent ready off its screen before its hooks could tell).
 	Source         string `json:"source"`
 	Pane           string `json:"pane,omitempty"`
 	StateChangeSeq uint64 `json:"state_change_seq,omitempty"`
