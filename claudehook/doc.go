@@ -24,18 +24,30 @@
 // The hook connects to FLEET_NATS_URL as the pane's identity: the agent's
 // own key from 'fleetd auth' (FLEET_NATS_CREDS, which also sets its inbox
 // prefix, _INBOX_agent-<id>, the only one its key may subscribe to), else
-// the NATS token (FLEET_NATS_TOKEN). Its key lets it append only the kinds
-// a hook writes and read only its own roster row (CurrentTurn), which it
-// reads by projections.RosterGetSubject's name and projections.Agent's
+// the NATS token (FLEET_NATS_TOKEN), else what the URL carries. Its key
+// lets it append only the kinds a hook writes and read only its own
+// roster row (CurrentTurn), which it reads by
+// projections.RosterGetSubject's name and projections.Agent's
 // current_turn field, pinned to projections' by a test rather than
 // imported.
 //
 // Every agent execs a hook twice a turn, and Claude Code waits for each,
 // so what this package links is what each exec pays to start: it runs as
 // its own small binary, cmd/fleetd-hook (and as `fleetd hook`, for agents
-// whose settings an older fleetd wrote). claudehook imports events,
-// natsauth/natscreds, worktree and herdrbridge/herdrapi among fleetd
-// packages, plus nats.go and fsnotify. It must not import projections,
-// natsauth, inbox, herdrbridge, leadshim, router, orchestrator or cmd:
-// each would be linked into, and initialised by, every hook exec.
+// whose settings an older fleetd wrote). So the hook speaks to NATS with
+// internal/natslite, not nats.go (whose package initialisation — gob,
+// net/http, crypto/tls, x509 — was most of an exec), and appends as
+// events.Log does: the same checks and envelope (events/eventcore), the
+// id as Nats-Msg-Id, the stream as the expected one, the acknowledgement
+// awaited (a test compares what both store). natslite speaks no TLS: a
+// server that wants it is out of reach, and the hook spools. ReplaySpool
+// and the Replayer take any events.Log (Log, Appender).
+//
+// claudehook imports events/eventcore (not events: nats.go),
+// internal/natslite, natsauth/natscreds, worktree and
+// herdrbridge/herdrapi among fleetd packages, plus nkeys and fsnotify. It
+// must not import events, projections, natsauth, inbox, herdrbridge,
+// leadshim, router, orchestrator or cmd: each would be linked into, and
+// initialised by, every hook exec (imports_test.go checks it, and that
+// the hook binary links no nats.go, net/http or crypto/tls).
 package claudehook

@@ -2,22 +2,17 @@ package claudehook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/fleetd/fleetd/events"
-	"github.com/fleetd/fleetd/natsauth/natscreds"
+	// events' pure half (see append.go), under its usual name.
+	events "github.com/fleetd/fleetd/events/eventcore"
 	"github.com/fleetd/fleetd/worktree"
 )
 
@@ -229,103 +224,6 @@ func deliver(ctx context.Context, evs []events.Event, env func(string) string, o
 	}
 	fmt.Fprintf(o.Stderr, "fleetd hook: NATS unavailable (%v); spooled %d event(s) to %s\n", err, len(evs)-done, spool)
 	return nil
-}
-
-// appendAll returns how many of evs were acknowledged, and why it stopped.
-func appendAll(ctx context.Context, evs []events.Event, env func(string) string, spool string, o Options) (int, error) {
-	url := env("FLEET_NATS_URL")
-	if url == "" {
-		return 0, errors.New("FLEET_NATS_URL is not set")
-	}
-	opts := []nats.Option{
-		nats.Name("fleetd hook " + evs[0].Subject), nats.Timeout(o.ConnectTimeout),
-		nats.NoReconnect(), nats.NoCallbacksAfterClientClose(),
-	}
-	switch creds, token := env("FLEET_NATS_CREDS"), env("FLEET_NATS_TOKEN"); {
-	case creds != "":
-		// An agent's key from `fleetd auth` also sets its inbox prefix,
-		// the only inbox it may subscribe to.
-		o, err := natscreds.ConnectOption(creds)
-		if err != nil {
-			return 0, err
-		}
-		opts = append(opts, o)
-	case token != "":
-		opts = append(opts, nats.Token(token))
-	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return 0, fmt.Errorf("connect %s: %w", url, err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return 0, err
-	}
-	log := events.New(js, events.Options{Source: evs[0].Source, Now: o.Now, NewID: o.NewID, Timeout: o.Timeout})
-	if !o.NoReplay {
-		// Only this agent's spool, and only what the dedupe window still
-		// guards: an agent's NATS user may append only its own events
-		// and read nothing of the log (natsauth), so the gateway replays
-		// the rest, looking in the log first.
-		n, err := ReplayFresh(ctx, log, filepath.Join(spool, evs[0].Subject), o.Now)
-		if n > 0 {
-			fmt.Fprintf(o.Stderr, "fleetd hook: replayed %d spooled event(s)\n", n)
-		}
-		if err != nil {
-			fmt.Fprintf(o.Stderr, "fleetd hook: spool replay: %v\n", err)
-			if ctx.Err() != nil {
-				return 0, err // keep order: ours go after the spooled ones
-			}
-		}
-	}
-	if turn := CurrentTurn(ctx, nc, evs[0].Subject); turn != "" {
-		for i := range evs {
-			evs[i].CorrelationID = turn
-		}
-	}
-	for i, ev := range evs {
-		if _, err := log.Append(ctx, ev); err != nil {
-			return i, err
-		}
-	}
-	return len(evs), nil
-}
-
-// CurrentTurn reads agent's current turn from its roster row
-// (projections.Agent), best effort (lifecycle joins hook events to the
-// turn in flight without it): one direct get of the agent's own row
-// (projections.RosterGetSubject), the only read of the bucket an agent's
-// credentials allow (natsauth), and one round trip fewer than opening the
-// bucket first. agent must be a valid agent id (Run checks it first).
-func CurrentTurn(ctx context.Context, nc *nats.Conn, agent string) string {
-	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer cancel()
-	msg, err := nc.RequestWithContext(ctx, rosterGetSubject(agent), nil)
-	if err != nil || msg.Header.Get("Status") != "" || msg.Header.Get("KV-Operation") != "" {
-		return "" // no row, a deleted row, or no answer
-	}
-	var row rosterRow
-	if json.Unmarshal(msg.Data, &row) != nil {
-		return ""
-	}
-	return row.CurrentTurn
-}
-
-// rosterGetSubject is projections.RosterGetSubject(agent) for a valid
-// agent id (which is its own key: projections.Key encodes only names
-// outside the key alphabet). It is spelled here, pinned to projections'
-// by a test, because importing projections — its folds, samber/lo,
-// x/text — is a third of what the hook binary would otherwise link and
-// initialise on every exec.
-func rosterGetSubject(agent string) string {
-	return "$JS.API.DIRECT.GET.KV_fleet_roster.$KV.fleet_roster." + agent
-}
-
-// rosterRow is the one field of a projections.Agent row the hook reads
-// (pinned to projections.Agent's JSON by the same test).
-type rosterRow struct {
-	CurrentTurn string `json:"current_turn"`
 }
 
 // hostToken is FLEET_HOST, else the machine's name, as a subject token.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/fleetd/fleetd/events"
+	events "github.com/fleetd/fleetd/events/eventcore"
 )
 
 // Hook is a Claude Code hook event name, as Claude spells it in settings

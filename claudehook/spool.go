@@ -15,7 +15,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/fleetd/fleetd/events"
+	events "github.com/fleetd/fleetd/events/eventcore"
 )
 
 // SpoolDir is where hooks keep events NATS did not take: FLEET_SPOOL_DIR,
@@ -114,8 +114,8 @@ func pending(dir string) ([]spooled, error) {
 // renamed to *.bad and reported, never retried. n counts the events
 // replayed, those found already stored included. A missing dir is an
 // empty spool.
-func ReplaySpool(ctx context.Context, log events.Log, dir string) (n int, err error) {
-	return replay(ctx, log, dir, 0, nil)
+func ReplaySpool(ctx context.Context, log Log, dir string) (n int, err error) {
+	return replay(ctx, log, dir, 0, nil, func(ctx context.Context, ev events.Event) (bool, error) { return stored(ctx, log, ev) })
 }
 
 // FreshWindow is how young a spooled event must be for ReplayFresh: well
@@ -128,14 +128,18 @@ const FreshWindow = 90 * time.Second
 // replays the spooled events younger than FreshWindow by now, which the
 // dedupe window guards, and stops at the first older one, leaving it and
 // what follows for the gateway's Replayer, which looks in the log first.
-func ReplayFresh(ctx context.Context, log events.Log, dir string, now func() time.Time) (n int, err error) {
+func ReplayFresh(ctx context.Context, log Appender, dir string, now func() time.Time) (n int, err error) {
 	if now == nil {
 		now = time.Now
 	}
-	return replay(ctx, log, dir, FreshWindow, now)
+	return replay(ctx, log, dir, FreshWindow, now, nil)
 }
 
-func replay(ctx context.Context, log events.Log, dir string, fresh time.Duration, now func() time.Time) (n int, err error) {
+// replay appends the spooled events of dir to log: those younger than
+// fresh (by now) when fresh is set, else each that isStored says is not in
+// the log yet.
+func replay(ctx context.Context, log Appender, dir string, fresh time.Duration, now func() time.Time,
+	isStored func(context.Context, events.Event) (bool, error)) (n int, err error) {
 	files, err := pending(dir)
 	if err != nil {
 		return 0, fmt.Errorf("replay spool %s: %w", dir, err)
@@ -162,7 +166,7 @@ func replay(ctx context.Context, log events.Log, dir string, fresh time.Duration
 		var found bool
 		switch {
 		case fresh == 0:
-			found, err = stored(ctx, log, ev)
+			found, err = isStored(ctx, ev)
 		case ev.Time.IsZero() || now().Sub(ev.Time) > fresh:
 			// Keep order: this one and what follows wait together.
 			return n, errors.Join(bad...)
@@ -193,7 +197,7 @@ const storedSkew = 10 * time.Minute
 // the dedupe window, which stores one. Readers need not deduplicate: the
 // projections' per-agent memory of recent ids stays as a second line, but
 // the herdr bridge, a plan's views and `nats` all see each event once.
-func stored(ctx context.Context, log events.Log, ev events.Event) (bool, error) {
+func stored(ctx context.Context, log Log, ev events.Event) (bool, error) {
 	subject, err := ev.StreamSubject()
 	if err != nil {
 		return false, err
@@ -225,8 +229,8 @@ func stored(ctx context.Context, log events.Log, ev events.Event) (bool, error) 
 type Replayer struct {
 	// Dir is the spool root (SpoolDir).
 	Dir string
-	// Log receives the events.
-	Log events.Log
+	// Log receives the events (an events.Log).
+	Log Log
 	// Interval between replays; default 10 s. The first runs at once.
 	Interval time.Duration
 	// OnReplay hears each pass that appended events or failed (may be nil).

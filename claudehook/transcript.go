@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/fleetd/fleetd/events"
+	events "github.com/fleetd/fleetd/events/eventcore"
 )
 
 // DefaultMaxTranscript caps how much of a transcript's tail a hook reads.

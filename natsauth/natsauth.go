@@ -387,10 +387,34 @@ func AgentCreds(creds, agent string) string {
 	return p
 }
 
-// ConnectOption returns the nats.Option for a credentials file
-// (natscreds.ConnectOption, which the hook binary links without the rest
-// of natsauth).
-func ConnectOption(path string) (nats.Option, error) { return natscreds.ConnectOption(path) }
+// ConnectOption returns the nats.Option for a credentials file: an nkey
+// seed file (from Write) or a JWT .creds file. For a gateway's or an
+// agent's key from Write it also sets the identity's inbox prefix, the
+// only inbox its permissions let it subscribe to. (The hook, which links
+// no nats.go, reads the same files with natscreds.Load.)
+func ConnectOption(path string) (nats.Option, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("credentials: %w", err)
+	}
+	if !natscreds.IsSeedFile(b) {
+		return nats.UserCredentials(path), nil
+	}
+	seed, err := nats.NkeyOptionFromSeed(path)
+	if err != nil {
+		return nil, fmt.Errorf("credentials %s: %w", path, err)
+	}
+	prefix := InboxPrefix(IdentityName(path))
+	return func(o *nats.Options) error {
+		if err := seed(o); err != nil {
+			return err
+		}
+		if prefix == "" {
+			return nil
+		}
+		return nats.CustomInboxPrefix(prefix)(o)
+	}, nil
+}
 
 // ClientOptions is how a fleetd client authenticates to NATS: with
 // credentials (an nkey from fleetd auth, which also sets its inbox

@@ -20,7 +20,9 @@ import (
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/inbox"
 	"github.com/fleetd/fleetd/internal/fleettest"
+	"github.com/fleetd/fleetd/internal/natslite"
 	"github.com/fleetd/fleetd/natsauth"
+	"github.com/fleetd/fleetd/natsauth/natscreds"
 	"github.com/fleetd/fleetd/projections"
 )
 
@@ -316,9 +318,22 @@ func TestAnAgentReadsOnlyItsOwnRepliesAndRosterRow(t *testing.T) {
 		_, err := a1.nc.RequestWithContext(ctx, "$JS.API.CONSUMER.CREATE.FLEET.spy.fleet.>", []byte(`{"stream_name":"FLEET","config":{"name":"spy","filter_subject":"fleet.>"}}`))
 		return err
 	})
-	// The hook reads its row with exactly this request.
-	if got := claudehook.CurrentTurn(ctx, a1.nc, "a1"); got != "turn-of-a1" {
+	// The hook reads its row with exactly this request, over its own
+	// client (natslite) signed in with a1's key.
+	key, err := natscreds.Load(natsauth.KeyPath(f.dir, "agent-a1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook, err := natslite.Connect(ctx, f.srv.ClientURL(), natslite.Options{NKey: key.PublicKey, Sign: key.Sign, InboxPrefix: key.InboxPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hook.Close()
+	if got := claudehook.CurrentTurn(ctx, hook, "a1"); got != "turn-of-a1" {
 		t.Errorf("the hook's current turn for a1 = %q", got)
+	}
+	if got := claudehook.CurrentTurn(ctx, hook, "a2"); got != "" {
+		t.Errorf("the hook's current turn for a2, read with a1's key = %q, want none", got)
 	}
 }
 

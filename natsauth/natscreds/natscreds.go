@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
-	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/events/eventcore"
 )
 
 // Names of the identities natsauth mints, read back off a key file's name.
@@ -43,38 +43,59 @@ func IdentityName(path string) string {
 	switch {
 	case name == AdminName:
 		return name
-	case strings.HasPrefix(name, GatewayPrefix) && events.ValidToken(strings.TrimPrefix(name, GatewayPrefix)) == nil:
+	case strings.HasPrefix(name, GatewayPrefix) && eventcore.ValidToken(strings.TrimPrefix(name, GatewayPrefix)) == nil:
 		return name
-	case strings.HasPrefix(name, AgentPrefix) && events.ValidAgentID(strings.TrimPrefix(name, AgentPrefix)) == nil:
+	case strings.HasPrefix(name, AgentPrefix) && eventcore.ValidAgentID(strings.TrimPrefix(name, AgentPrefix)) == nil:
 		return name
 	}
 	return ""
 }
 
-// ConnectOption returns the nats.Option for a credentials file: an nkey
-// seed file (from natsauth.Write) or a JWT .creds file. For a gateway's
-// or an agent's key from Write it also sets the identity's inbox prefix,
-// the only inbox its permissions let it subscribe to.
-func ConnectOption(path string) (nats.Option, error) {
+// Key is a credentials file read for a client that answers the server's
+// nonce itself (internal/natslite): an nkey seed file (from
+// natsauth.Write) or a JWT .creds file.
+type Key struct {
+	// JWT is a .creds file's user JWT; "" for an nkey seed file.
+	JWT string
+	// PublicKey is the seed's public key (a U… nkey).
+	PublicKey string
+	// InboxPrefix is the identity's inbox prefix for a gateway's or an
+	// agent's key from Write, else "" (the default inbox).
+	InboxPrefix string
+	// Sign signs the server's nonce with the seed.
+	Sign func(nonce []byte) ([]byte, error)
+}
+
+// Load reads the credentials file at path as nats.go's
+// NkeyOptionFromSeed or UserCredentials would (natsauth.ConnectOption):
+// a file whose content starts with SU is a seed file, anything else a
+// .creds file with a JWT and a seed.
+func Load(path string) (Key, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("credentials: %w", err)
+		return Key{}, fmt.Errorf("credentials: %w", err)
 	}
-	if !strings.HasPrefix(strings.TrimSpace(string(b)), "SU") {
-		return nats.UserCredentials(path), nil
+	var k Key
+	if !IsSeedFile(b) {
+		if k.JWT, err = nkeys.ParseDecoratedJWT(b); err != nil {
+			return Key{}, fmt.Errorf("credentials %s: %w", path, err)
+		}
+	} else {
+		k.InboxPrefix = InboxPrefix(IdentityName(path))
 	}
-	seed, err := nats.NkeyOptionFromSeed(path)
+	kp, err := nkeys.ParseDecoratedNKey(b)
 	if err != nil {
-		return nil, fmt.Errorf("credentials %s: %w", path, err)
+		return Key{}, fmt.Errorf("credentials %s: %w", path, err)
 	}
-	prefix := InboxPrefix(IdentityName(path))
-	return func(o *nats.Options) error {
-		if err := seed(o); err != nil {
-			return err
-		}
-		if prefix == "" {
-			return nil
-		}
-		return nats.CustomInboxPrefix(prefix)(o)
-	}, nil
+	if k.PublicKey, err = kp.PublicKey(); err != nil {
+		return Key{}, fmt.Errorf("credentials %s: %w", path, err)
+	}
+	k.Sign = kp.Sign
+	return k, nil
+}
+
+// IsSeedFile reports whether a credentials file's content is an nkey seed
+// (natsauth.Write's key files), not a JWT .creds file.
+func IsSeedFile(content []byte) bool {
+	return strings.HasPrefix(strings.TrimSpace(string(content)), "SU")
 }

@@ -1,0 +1,196 @@
+package claudehook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	// events' pure half, under its usual name: the types are events'
+	// own (events aliases them), without nats.go.
+	events "github.com/fleetd/fleetd/events/eventcore"
+	"github.com/fleetd/fleetd/internal/natslite"
+	"github.com/fleetd/fleetd/natsauth/natscreds"
+)
+
+// Appender is the half of events.Log a hook's replay needs (ReplayFresh):
+// an events.Log is one, and so is the hook's own connection.
+type Appender interface {
+	Append(ctx context.Context, ev events.Event, opts ...events.AppendOption) (events.Ack, error)
+}
+
+// Log is what ReplaySpool needs of events.Log, which satisfies it:
+// appends, and a read to see whether an event is stored already. It is
+// declared here so that claudehook need not import events, and with it
+// nats.go, which every hook exec would link and initialise.
+type Log interface {
+	Appender
+	Read(ctx context.Context, q events.Query) iter.Seq2[events.Event, error]
+}
+
+// appendAll returns how many of evs were acknowledged, and why it stopped.
+func appendAll(ctx context.Context, evs []events.Event, env func(string) string, spool string, o Options) (int, error) {
+	nc, err := dial(ctx, env, "fleetd hook "+evs[0].Subject, o.ConnectTimeout)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	log := &natsLog{nc: nc, registry: events.NewRegistry(), source: evs[0].Source, now: o.Now, newID: o.NewID}
+	if !o.NoReplay {
+		// Only this agent's spool, and only what the dedupe window still
+		// guards: an agent's NATS user may append only its own events
+		// and read nothing of the log (natsauth), so the gateway replays
+		// the rest, looking in the log first.
+		n, err := ReplayFresh(ctx, log, filepath.Join(spool, evs[0].Subject), o.Now)
+		if n > 0 {
+			fmt.Fprintf(o.Stderr, "fleetd hook: replayed %d spooled event(s)\n", n)
+		}
+		if err != nil {
+			fmt.Fprintf(o.Stderr, "fleetd hook: spool replay: %v\n", err)
+			if ctx.Err() != nil {
+				return 0, err // keep order: ours go after the spooled ones
+			}
+		}
+	}
+	if turn := CurrentTurn(ctx, nc, evs[0].Subject); turn != "" {
+		for i := range evs {
+			evs[i].CorrelationID = turn
+		}
+	}
+	for i, ev := range evs {
+		if _, err := log.Append(ctx, ev); err != nil {
+			return i, err
+		}
+	}
+	return len(evs), nil
+}
+
+// dial connects to FLEET_NATS_URL as the pane's identity: the agent's key
+// from `fleetd auth` (FLEET_NATS_CREDS, which also sets its inbox prefix,
+// the only inbox it may subscribe to), else the NATS token
+// (FLEET_NATS_TOKEN), else what the URL carries (a user and password, or
+// a token). It is the natslite client, not nats.go: see natslite's doc.
+func dial(ctx context.Context, env func(string) string, name string, timeout time.Duration) (*natslite.Conn, error) {
+	url := env("FLEET_NATS_URL")
+	if url == "" {
+		return nil, errors.New("FLEET_NATS_URL is not set")
+	}
+	o := natslite.Options{Name: name, Timeout: timeout}
+	switch creds, token := env("FLEET_NATS_CREDS"), env("FLEET_NATS_TOKEN"); {
+	case creds != "":
+		k, err := natscreds.Load(creds)
+		if err != nil {
+			return nil, err
+		}
+		o.NKey, o.JWT, o.Sign, o.InboxPrefix = k.PublicKey, k.JWT, k.Sign, k.InboxPrefix
+	case token != "":
+		o.Token = token
+	}
+	nc, err := natslite.Connect(ctx, url, o)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// natsLog appends as events.Log does — the same checks, the same
+// envelope, the event id as Nats-Msg-Id, the stream (and any expected
+// sequence) as JetStream's expected headers, the publish acknowledgement
+// awaited and tried again while no stream answers — over the hook's
+// natslite connection.
+type natsLog struct {
+	nc       *natslite.Conn
+	registry *events.Registry
+	source   string
+	now      func() time.Time
+	newID    func() string
+}
+
+// publishRetryWait is events.Log's wait between tries of a publish no
+// stream answered.
+const publishRetryWait = 100 * time.Millisecond
+
+// JetStream's headers, as nats.go's jetstream package spells them.
+const (
+	msgIDHeader                   = "Nats-Msg-Id"
+	expectedStreamHeader          = "Nats-Expected-Stream"
+	expectedLastSubjSeqHeader     = "Nats-Expected-Last-Subject-Sequence"
+	expectedLastSubjSeqSubjHeader = "Nats-Expected-Last-Subject-Sequence-Subject"
+)
+
+func (l *natsLog) Append(ctx context.Context, ev events.Event, opts ...events.AppendOption) (events.Ack, error) {
+	if ev.ID == "" {
+		ev.ID = l.newID()
+	}
+	if ev.Time.IsZero() {
+		ev.Time = l.now()
+	}
+	if ev.Source == "" {
+		ev.Source = l.source
+	}
+	subject, err := ev.StreamSubject()
+	if err == nil {
+		err = l.registry.Check(ev) // what no reader would take is not written
+	}
+	if err != nil {
+		return events.Ack{}, fmt.Errorf("append: %w", err)
+	}
+	body, err := ev.MarshalJSON()
+	if err != nil {
+		return events.Ack{}, fmt.Errorf("append: %w", err)
+	}
+	h := natslite.Header{}
+	h.Set(msgIDHeader, ev.ID)
+	h.Set(expectedStreamHeader, events.Stream)
+	if seq, filter, ok := events.Expected(opts...); ok {
+		h.Set(expectedLastSubjSeqHeader, strconv.FormatUint(seq, 10))
+		if filter != "" {
+			h.Set(expectedLastSubjSeqSubjHeader, filter)
+		}
+	}
+	ack, err := l.nc.Publish(ctx, subject, h, body, publishRetryWait)
+	if err != nil {
+		return events.Ack{}, fmt.Errorf("append %s: %w", subject, err)
+	}
+	return events.Ack{ID: ev.ID, Subject: subject, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// CurrentTurn reads agent's current turn from its roster row
+// (projections.Agent), best effort (lifecycle joins hook events to the
+// turn in flight without it): one direct get of the agent's own row
+// (projections.RosterGetSubject), the only read of the bucket an agent's
+// credentials allow (natsauth), and one round trip fewer than opening the
+// bucket first. agent must be a valid agent id (Run checks it first).
+func CurrentTurn(ctx context.Context, nc *natslite.Conn, agent string) string {
+	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	msg, err := nc.Request(ctx, rosterGetSubject(agent), nil, nil)
+	if err != nil || msg.Status != 0 || msg.Header.Get("KV-Operation") != "" {
+		return "" // no row, a deleted row, or no answer
+	}
+	var row rosterRow
+	if json.Unmarshal(msg.Data, &row) != nil {
+		return ""
+	}
+	return row.CurrentTurn
+}
+
+// rosterGetSubject is projections.RosterGetSubject(agent) for a valid
+// agent id (which is its own key: projections.Key encodes only names
+// outside the key alphabet). It is spelled here, pinned to projections'
+// by a test, because importing projections — its folds, samber/lo,
+// x/text — is a third of what the hook binary would otherwise link and
+// initialise on every exec.
+func rosterGetSubject(agent string) string {
+	return "$JS.API.DIRECT.GET.KV_fleet_roster.$KV.fleet_roster." + agent
+}
+
+// rosterRow is the one field of a projections.Agent row the hook reads
+// (pinned to projections.Agent's JSON by the same test).
+type rosterRow struct {
+	CurrentTurn string `json:"current_turn"`
+}

@@ -1,0 +1,18 @@
+// Package natslite is the smallest NATS client the hook needs: one plain
+// TCP connection, the INFO/CONNECT handshake with a token, a user and
+// password, or an nkey (a signed nonce, with a JWT for a .creds file),
+// request and reply over one inbox subscription, JetStream's publish
+// acknowledgement, and a direct get.
+//
+// It exists because nats.go's package initialisation (gob, net/http,
+// crypto/tls, x509) costs a process more than everything a hook does, and
+// the hook binary (cmd/fleetd-hook) is exec'd twice a turn by every
+// agent. It is synchronous — a call writes its request and reads the
+// connection until its reply comes — so it starts no goroutine; one Conn
+// serves one caller at a time. It speaks no TLS (ErrTLS): a caller whose
+// server wants TLS uses nats.go or falls back.
+//
+// Only the hook's path uses it (package claudehook); the gateway and
+// every other fleetd client keep nats.go. It imports no fleetd package
+// and must import neither nats.go nor crypto/tls.
+package natslite
