@@ -259,12 +259,69 @@ func (c Config) Worktrees(only string) ([]RoleWorktree, error) {
 
 // The agent kinds: the CLI a role's agents run. Each is a room of the
 // delivery engine (herdrbridge.Kind), measured against its real CLI.
-const KindClaude = "claude"
+const (
+	KindClaude = "claude"
+	KindCodex  = "codex"
+)
 
 // Kinds are the kinds a role may name.
-var Kinds = []string{KindClaude}
+var Kinds = []string{KindClaude, KindCodex}
 
-// DefaultCommands are the commands a role allows when it names none: the
+// CodexBoundaryVars are the variables that take Codex off a ChatGPT
+// login: an API key or another endpoint. A gateway role's endpoint goes
+// in the config.toml fleetd writes for the agent (a model provider whose
+// key is the role's OPENAI_API_KEY), not in these.
+var CodexBoundaryVars = []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"}
+
+// kindSpec is what a role's launch needs to know of its kind.
+type kindSpec struct {
+	// command is the default command; model adds the model flag.
+	command func(model bool) []string
+	// resume are the words before a session id in place of {resume}
+	// (Claude: --resume <id>; Codex: the resume subcommand, resume <id>).
+	resume string
+	// boundary are the variables a clean role's pane may not carry.
+	boundary []string
+	// baseURLVar is the variable a gateway role launches with, set to
+	// its base_url; "" when fleetd writes the endpoint into the CLI's
+	// own config instead.
+	baseURLVar string
+	// commands is the default allow-list of explicit commands.
+	commands []string
+}
+
+var kindSpecs = map[string]kindSpec{
+	KindClaude: {
+		command: func(model bool) []string {
+			if model {
+				return []string{"claude", "--settings", "{settings}", "--model", "{model}"}
+			}
+			return []string{"claude", "--settings", "{settings}"}
+		},
+		resume: "--resume", boundary: BoundaryVars, baseURLVar: "ANTHROPIC_BASE_URL", commands: []string{"/clear", "/compact"},
+	},
+	KindCodex: {
+		command: func(model bool) []string {
+			if model {
+				return []string{"codex", "{resume}", "--model", "{model}"}
+			}
+			return []string{"codex", "{resume}"}
+		},
+		resume: "resume", boundary: CodexBoundaryVars, commands: []string{"/new", "/compact"},
+	},
+}
+
+// spec is the role's kind's launch facts (Claude Code's for a kind not
+// known, which Validate refuses).
+func (r Role) spec() kindSpec {
+	if k, ok := kindSpecs[r.Kind]; ok {
+		return k
+	}
+	return kindSpecs[KindClaude]
+}
+
+// DefaultCommands are the commands a Claude Code role allows when it
+// names none (each kind has its own default list): the
 // two that manage the agent's context.
 var DefaultCommands = []string{"/clear", "/compact"}
 
@@ -297,7 +354,7 @@ func (r Role) AllowsCommand(command string) error {
 	}
 	allowed := r.Commands
 	if len(allowed) == 0 {
-		allowed = DefaultCommands
+		allowed = r.spec().commands
 	}
 	if !slices.Contains(allowed, name) {
 		return fmt.Errorf("role %q does not allow %s (allowed: %s; set \"commands\" in the roles file)", r.Name, name, strings.Join(allowed, ", "))
@@ -382,10 +439,7 @@ func (c *Config) setDefaults() {
 			r.RestartBackoff = Duration(DefaultRestartBackoff)
 		}
 		if len(r.Command) == 0 {
-			r.Command = []string{"claude", "--settings", "{settings}"}
-			if r.Model != "" {
-				r.Command = append(r.Command, "--model", "{model}")
-			}
+			r.Command = r.spec().command(r.Model != "")
 		}
 		c.Roles[name] = r
 	}
@@ -414,11 +468,13 @@ func (c Config) Validate() error {
 		default:
 			errs = append(errs, fmt.Errorf("role %q: env_class %q, want clean or gateway", name, r.EnvClass))
 		}
-		if _, ok := r.Env["ANTHROPIC_BASE_URL"]; ok {
-			errs = append(errs, fmt.Errorf("role %q: set ANTHROPIC_BASE_URL through env_class and base_url, not env", name))
+		if v := r.spec().baseURLVar; v != "" {
+			if _, ok := r.Env[v]; ok {
+				errs = append(errs, fmt.Errorf("role %q: set %s through env_class and base_url, not env", name, v))
+			}
 		}
 		if r.EnvClass == EnvClean {
-			for _, k := range BoundaryVars {
+			for _, k := range r.spec().boundary {
 				if _, ok := r.Env[k]; ok {
 					errs = append(errs, fmt.Errorf("role %q: a clean role runs on the subscription and must not set %s", name, k))
 				}
@@ -530,8 +586,8 @@ func (r Role) LaunchEnv() map[string]string {
 	for k, v := range r.Env {
 		env[k] = v
 	}
-	if r.EnvClass == EnvGateway {
-		env["ANTHROPIC_BASE_URL"] = r.BaseURL
+	if v := r.spec().baseURLVar; r.EnvClass == EnvGateway && v != "" {
+		env[v] = r.BaseURL
 	}
 	return env
 }
@@ -559,7 +615,7 @@ func (r Role) ResumeArgv(settingsPath, sessionID string) (argv []string, ok bool
 		if a == ResumePlaceholder {
 			placed = true
 			if sessionID != "" {
-				argv = append(argv, "--resume", sessionID)
+				argv = append(argv, r.spec().resume, sessionID)
 			}
 			continue
 		}
@@ -569,7 +625,7 @@ func (r Role) ResumeArgv(settingsPath, sessionID string) (argv []string, ok bool
 	if sessionID == "" || placed {
 		return argv, true
 	}
-	if len(argv) > 0 && filepath.Base(argv[0]) == "claude" {
+	if len(argv) > 0 && filepath.Base(argv[0]) == KindClaude && (r.Kind == "" || r.Kind == KindClaude) {
 		return append(argv, "--resume", sessionID), true
 	}
 	return argv, false
@@ -578,17 +634,28 @@ func (r Role) ResumeArgv(settingsPath, sessionID string) (argv []string, ok bool
 // CheckEnv reports whether env (the complete environment a pane would run
 // with, or was found with) stays on the role's side of the boundary.
 func (r Role) CheckEnv(env map[string]string) error {
-	base, hasBase := env["ANTHROPIC_BASE_URL"]
+	v := r.spec().baseURLVar
+	base, hasBase := env[v]
 	switch r.EnvClass {
 	case EnvGateway:
+		if v == "" {
+			// The endpoint is in the CLI's config fleetd writes; no
+			// variable of the pane's may point elsewhere.
+			for _, k := range []string{"OPENAI_BASE_URL"} {
+				if got, ok := env[k]; ok && got != r.BaseURL {
+					return fmt.Errorf("%w: role %q may only use %s, not %s=%s", ErrBoundary, r.Name, r.BaseURL, k, got)
+				}
+			}
+			return nil
+		}
 		if !hasBase {
-			return fmt.Errorf("%w: role %q is a gateway role and must launch with ANTHROPIC_BASE_URL=%s", ErrBoundary, r.Name, r.BaseURL)
+			return fmt.Errorf("%w: role %q is a gateway role and must launch with %s=%s", ErrBoundary, r.Name, v, r.BaseURL)
 		}
 		if base != r.BaseURL {
-			return fmt.Errorf("%w: role %q may only use ANTHROPIC_BASE_URL=%s, not %s", ErrBoundary, r.Name, r.BaseURL, base)
+			return fmt.Errorf("%w: role %q may only use %s=%s, not %s", ErrBoundary, r.Name, v, r.BaseURL, base)
 		}
 	default:
-		for _, k := range BoundaryVars {
+		for _, k := range r.spec().boundary {
 			if _, ok := env[k]; ok {
 				return fmt.Errorf("%w: role %q is clean (on the subscription) and must not carry %s", ErrBoundary, r.Name, k)
 			}

@@ -50,7 +50,7 @@ func TestInvalidFilesReportEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("invalid file accepted")
 	}
-	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, `"v"`, "weird", "negative", `may_spawn names "ghost"`, `kind "nano": this fleetd drives claude`} {
+	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, `"v"`, "weird", "negative", `may_spawn names "ghost"`, `kind "nano": this fleetd drives claude, codex`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
@@ -210,5 +210,49 @@ func TestWorktreesListsEachRepositoryOnce(t *testing.T) {
 	}
 	if _, err := roles.Default().Worktrees(""); err == nil {
 		t.Error("Worktrees of roles without worktrees: no error")
+	}
+}
+
+// A codex role launches Codex, resumes with its resume subcommand, and
+// has Codex's boundary: an OpenAI key or endpoint takes it off a ChatGPT
+// login, so a clean role may carry neither, while a gateway role's
+// endpoint goes in the config fleetd writes (no base-URL variable).
+func TestACodexRoleHasCodexsLaunchAndBoundary(t *testing.T) {
+	c, err := roles.Parse([]byte(`{"roles":{
+	  "cx":  {"kind":"codex","model":"gpt-x"},
+	  "cxg": {"kind":"codex","env_class":"gateway","base_url":"http://127.0.0.1:9/v1","env":{"OPENAI_API_KEY":"k"}}
+	}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cx, _ := c.Get("cx")
+	if got, want := strings.Join(cx.Argv(""), " "), "codex --model gpt-x"; got != want {
+		t.Errorf("argv %q, want %q", got, want)
+	}
+	if argv, ok := cx.ResumeArgv("", "01a23cfa-1fb2-7553-816a-610acbe3c4e2"); !ok || strings.Join(argv, " ") != "codex resume 01a23cfa-1fb2-7553-816a-610acbe3c4e2 --model gpt-x" {
+		t.Errorf("resume argv %q, %v", argv, ok)
+	}
+	if err := cx.CheckEnv(map[string]string{"OPENAI_API_KEY": "sk"}); !errors.Is(err, roles.ErrBoundary) {
+		t.Errorf("a clean codex pane with OPENAI_API_KEY: %v, want a boundary error", err)
+	}
+	if err := cx.CheckEnv(map[string]string{"ANTHROPIC_API_KEY": "sk"}); err != nil {
+		t.Errorf("Anthropic's variables do not move Codex: %v", err)
+	}
+	if err := cx.AllowsCommand("/new"); err != nil {
+		t.Errorf("codex's default commands: %v", err)
+	}
+	cxg, _ := c.Get("cxg")
+	env := cxg.LaunchEnv()
+	if _, ok := env["ANTHROPIC_BASE_URL"]; ok || env["OPENAI_API_KEY"] != "k" {
+		t.Errorf("gateway codex launch env %v", env)
+	}
+	if err := cxg.CheckEnv(env); err != nil {
+		t.Errorf("gateway codex: %v", err)
+	}
+	if err := cxg.CheckEnv(map[string]string{"OPENAI_BASE_URL": "http://elsewhere"}); !errors.Is(err, roles.ErrBoundary) {
+		t.Errorf("gateway codex pointed elsewhere: %v", err)
+	}
+	if _, err := roles.Parse([]byte(`{"roles":{"x":{"kind":"codex","env":{"OPENAI_API_KEY":"k"}}}}`)); err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+		t.Errorf("a clean codex role with OPENAI_API_KEY: %v", err)
 	}
 }
