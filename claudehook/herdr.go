@@ -8,8 +8,9 @@ import (
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 )
 
-// HerdrSource is the pane.report_agent source of fleetd's hooks; herdr
-// treats a source outside herdr: as the hook authority for the pane.
+// HerdrSource is the pane.report_agent source of fleetd's hooks in a
+// Claude Code pane ("fleetd:<kind>" in another kind's); herdr treats a
+// source outside herdr: as the hook authority for the pane.
 const HerdrSource = "fleetd:claude"
 
 // herdrState is the pane state a hook reports to herdr, or "" for none.
@@ -34,9 +35,9 @@ func herdrState(h Hook, p Payload) string {
 // nothing is typed into it again. On a loaded host herdr can take longer
 // than one short timeout to answer; a herdr that is not there at all
 // fails at once and is not retried.
-func reportHerdrRetry(ctx context.Context, socket, pane, state string, timeout time.Duration, now func() time.Time) error {
+func reportHerdrRetry(ctx context.Context, socket, pane, kind, state string, timeout time.Duration, now func() time.Time) error {
 	for {
-		err := reportHerdr(ctx, socket, pane, state, timeout, now)
+		err := reportHerdr(ctx, socket, pane, kind, state, timeout, now)
 		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return err // done, or herdr is not there at all
 		}
@@ -47,10 +48,14 @@ func reportHerdrRetry(ctx context.Context, socket, pane, state string, timeout t
 // reportHerdr sends one pane.report_agent request. seq is the wall clock
 // in nanoseconds: monotonic across hook processes, which is what herdr's
 // per-source seq check needs.
-func reportHerdr(ctx context.Context, socket, pane, state string, timeout time.Duration, now func() time.Time) error {
+func reportHerdr(ctx context.Context, socket, pane, kind, state string, timeout time.Duration, now func() time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	source := HerdrSource
+	if kind != "claude" {
+		source = "fleetd:" + kind
+	}
 	return herdrapi.New(socket).ReportAgent(ctx, herdrapi.ReportAgentRequest{
-		PaneID: pane, Source: HerdrSource, Agent: "claude", State: herdrapi.AgentStatus(state), Seq: uint64(now().UnixNano()),
+		PaneID: pane, Source: source, Agent: kind, State: herdrapi.AgentStatus(state), Seq: uint64(now().UnixNano()),
 	})
 }

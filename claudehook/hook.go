@@ -121,11 +121,18 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 		return err
 	}
 
+	// The agent's CLI (the pane's FLEET_KIND, set at spawn): the hooks of
+	// Codex carry Claude Code's names and fields, but its transcript is
+	// its own.
+	kind := env("FLEET_KIND")
+	if kind == "" {
+		kind = "claude"
+	}
 	var wg sync.WaitGroup
 	if state := herdrState(hook, p); state != "" && !o.NoHerdr {
 		if sock, pane := env("HERDR_SOCKET_PATH"), env("HERDR_PANE_ID"); sock != "" && pane != "" {
 			wg.Go(func() {
-				if err := reportHerdrRetry(ctx, sock, pane, state, o.HerdrTimeout, o.Now); err != nil {
+				if err := reportHerdrRetry(ctx, sock, pane, kind, state, o.HerdrTimeout, o.Now); err != nil {
 					fmt.Fprintf(o.Stderr, "fleetd hook: herdr report (ignored): %v\n", err)
 				}
 			})
@@ -134,10 +141,16 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	defer wg.Wait()
 
 	var usage Usage
-	if hook == Stop && p.TranscriptPath != "" && o.Detach != nil {
+	// Usage is read from Claude Code's transcript; another kind's has
+	// another format.
+	transcript := p.TranscriptPath
+	if kind != "claude" {
+		transcript = ""
+	}
+	if hook == Stop && transcript != "" && o.Detach != nil {
 		quick := o
 		quick.TranscriptWait, quick.Stderr = o.QuickWait, io.Discard
-		if u, err := waitUsage(ctx, p.TranscriptPath, p.PromptID, quick); (err == nil && !u.Ended) || errors.Is(err, fs.ErrNotExist) {
+		if u, err := waitUsage(ctx, transcript, p.PromptID, quick); (err == nil && !u.Ended) || errors.Is(err, fs.ErrNotExist) {
 			derr := o.Detach(raw)
 			if derr == nil {
 				fmt.Fprintf(o.Stderr, "fleetd hook: the transcript has not shown the reply yet; a detached finisher will append it with its usage\n")
@@ -157,8 +170,8 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 			h.worktree = inspectWorktree(ctx, path, env("FLEET_WORKTREE_BASE"), o.Stderr)
 		}()
 	}
-	if hook == Stop && p.TranscriptPath != "" {
-		if usage, err = waitUsage(ctx, p.TranscriptPath, p.PromptID, o); err != nil {
+	if hook == Stop && transcript != "" {
+		if usage, err = waitUsage(ctx, transcript, p.PromptID, o); err != nil {
 			fmt.Fprintf(o.Stderr, "fleetd hook: no usage for the reply: %v\n", err)
 		}
 	}

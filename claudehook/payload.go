@@ -70,6 +70,9 @@ type Payload struct {
 	Cwd            string `json:"cwd"`
 	HookEventName  string `json:"hook_event_name"`
 	PromptID       string `json:"prompt_id"`
+	// TurnID is Codex's join key of a turn's UserPromptSubmit and Stop,
+	// where Claude Code has prompt_id; ParsePayload fills PromptID with it.
+	TurnID         string `json:"turn_id"`
 	PermissionMode string `json:"permission_mode"`
 	// SessionStart: source ("startup", "resume", …) and model.
 	Source string `json:"source"`
@@ -130,6 +133,9 @@ func ParsePayload(b []byte) (Payload, error) {
 		if err := events.ValidSessionID(p.SessionID); err != nil {
 			return Payload{}, fmt.Errorf("%w: session_id: %w", ErrPayload, err)
 		}
+	}
+	if p.PromptID == "" {
+		p.PromptID = p.TurnID
 	}
 	return p, nil
 }

@@ -113,13 +113,7 @@ func (c SettingsConfig) JSON() ([]byte, error) {
 		Permissions *permissions         `json:"permissions,omitempty"`
 	}{Hooks: map[string][]matcher{}}
 	for _, h := range Hooks {
-		cmd := shellWord(c.Fleetd) + " hook " + h.Arg()
-		if c.Hook != "" {
-			// Claude runs the command with sh; test is a builtin, so the
-			// fallback costs no process.
-			cmd = "test -x " + shellWord(c.Hook) + " && exec " + shellWord(c.Hook) + " " + h.Arg() + " || exec " + cmd
-		}
-		out.Hooks[string(h)] = []matcher{{Hooks: []command{{Type: "command", Command: cmd, Timeout: c.Timeout}}}}
+		out.Hooks[string(h)] = []matcher{{Hooks: []command{{Type: "command", Command: c.command(h.Arg()), Timeout: c.Timeout}}}}
 	}
 	mode := c.DefaultMode
 	if mode == "-" {
@@ -133,6 +127,24 @@ func (c SettingsConfig) JSON() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// Command is the shell command that runs fleetd's hook arg ("stop",
+// "user-prompt-submit"), as the settings file runs it: for another kind
+// whose hooks fleetd writes per agent (Codex's hooks.json).
+func (c SettingsConfig) Command(arg string) string {
+	c.setDefaults()
+	return c.command(arg)
+}
+
+func (c SettingsConfig) command(arg string) string {
+	cmd := shellWord(c.Fleetd) + " hook " + arg
+	if c.Hook != "" {
+		// Claude runs the command with sh; test is a builtin, so the
+		// fallback costs no process.
+		cmd = "test -x " + shellWord(c.Hook) + " && exec " + shellWord(c.Hook) + " " + arg + " || exec " + cmd
+	}
+	return cmd
 }
 
 // shellWord quotes s for sh when it holds anything but safe characters
