@@ -226,3 +226,23 @@ func RequireClaude(tb TB) string {
 	tb.Skip(msg)
 	return ""
 }
+
+// CodexVersion is the Codex CLI release fleetd's codex kind was measured
+// against and that .ci/install-codex.sh installs.
+const CodexVersion = "0.169.0"
+
+// RequireCodex returns the path of the codex executable on PATH, as
+// RequireClaude does for claude.
+func RequireCodex(tb TB) string {
+	tb.Helper()
+	bin, err := exec.LookPath("codex")
+	if err == nil {
+		return bin
+	}
+	msg := "codex not on PATH: run `export PATH=\"$(.ci/install-codex.sh):$PATH\"` to install Codex " + CodexVersion
+	if os.Getenv("CI") == "true" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+	return ""
+}

@@ -133,6 +133,17 @@ func (c *ClientBridge) open(ctx context.Context, js jetstream.JetStream, rc role
 		Log: events.New(js, events.Options{Source: "fleetd/" + host + "/cli"}),
 		Launch: herdrbridge.Launch{NATSURL: natsURL, NATSCreds: c.Creds, AgentCreds: PaneCreds(c.Creds),
 			NATSToken: PaneToken(c.Creds, c.NATSToken), FleetURL: c.FleetURL,
-			SpoolDir: filepath.Join(c.DataDir, "spool"), Settings: c.Settings, StateDir: c.DataDir},
+			SpoolDir: filepath.Join(c.DataDir, "spool"), Settings: c.Settings, StateDir: c.DataDir,
+			HookCommand: hookCommand},
 	})
+}
+
+// hookCommand runs this fleetd's hook of a name, as its hooks settings do
+// (Codex's hooks.json is written per agent from it).
+func hookCommand(arg string) string {
+	exe, err := claudehook.ThisFleetd()
+	if err != nil {
+		exe = "fleetd"
+	}
+	return claudehook.SettingsConfig{Fleetd: exe}.Command(arg)
 }

@@ -407,6 +407,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, AgentCreds: PaneCreds(g.cfg.Creds), NATSToken: g.PaneToken(),
 			FleetURL: g.ShimURL(),
 			SpoolDir: spool, Settings: settings, StateDir: g.DataDir(), Fleetd: exe,
+			HookCommand: claudehook.SettingsConfig{Fleetd: exe}.Command,
 		},
 	})
 	if err != nil {

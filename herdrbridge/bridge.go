@@ -128,6 +128,10 @@ type Launch struct {
 	// Fleetd is the fleetd executable the hooks settings run, which a
 	// sandbox must let the agent run ({fleetd}); default this process's.
 	Fleetd string
+	// HookCommand is the shell command that runs fleetd's hook of a name
+	// ("stop"), for kinds whose hooks fleetd writes per agent (Codex);
+	// the gateway sets it from the same settings as Settings.
+	HookCommand func(arg string) string
 }
 
 func (c *BridgeConfig) setDefaults() {

@@ -255,7 +255,9 @@ func (b *Bridge) snapshot(agent string) (target, bool) {
 	if !b.ownedLocked(a) || b.herdr != linkUp {
 		return target{}, false
 	}
-	starting := a.origin == "spawned" && !a.sessionSeen && b.cfg.Now().Sub(a.registeredAt) < b.cfg.StartupGrace
+	// A spawned agent is given StartupGrace for its session to start,
+	// unless its kind starts one only with the first prompt.
+	starting := a.origin == "spawned" && !a.sessionSeen && !a.kind().LazySession() && b.cfg.Now().Sub(a.registeredAt) < b.cfg.StartupGrace
 	if starting || b.cfg.Now().Before(a.nextCheck) {
 		return target{}, false
 	}

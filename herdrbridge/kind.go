@@ -2,6 +2,8 @@ package herdrbridge
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/fleetd/fleetd/roles"
@@ -36,11 +38,35 @@ type Kind interface {
 	// mode. Neither is ever pressed on an empty composer.
 	ClearKeys() []string
 	CloseKeys() []string
+	// LazySession: the CLI starts its session (and its SessionStart
+	// hook) only at the first prompt, so a spawned agent is ready once
+	// its empty composer is on screen, not once its hooks report in.
+	LazySession() bool
+	// LaunchEnv is what the kind adds to an agent's pane environment
+	// (nil for none); Install writes the kind's integration for that
+	// one agent — its hooks, their trust, its endpoint — before its
+	// launch, never into the user's own configuration.
+	LaunchEnv(stateDir, agent string) map[string]string
+	Install(in Install) error
+}
+
+// StatusSourceScreen is the source of a status the bridge read off an
+// agent's screen: the empty composer of a kind whose session starts only
+// with its first prompt (Kind.LazySession), before its hooks can tell.
+const StatusSourceScreen = "screen"
+
+// Install is what a kind's integration is written from.
+type Install struct {
+	StateDir, Agent, Cwd string
+	Role                 roles.Role
+	// HookCommand is the shell command that runs fleetd's hook of that
+	// name (its command-line spelling: "stop", "user-prompt-submit").
+	HookCommand func(arg string) string
 }
 
 // kinds are the rooms the engine knows, by name: each one a role may name
 // (roles.Kinds).
-var kinds = map[string]Kind{roles.KindClaude: Claude{}}
+var kinds = map[string]Kind{roles.KindClaude: Claude{}, roles.KindCodex: Codex{}}
 
 // KindOf returns the room of a kind by name ("" is Claude Code, as for an
 // agent registered before kinds existed), or an error naming the kinds
@@ -51,11 +77,7 @@ func KindOf(name string) (Kind, error) {
 	}
 	k, ok := kinds[name]
 	if !ok {
-		var names []string
-		for n := range kinds {
-			names = append(names, n)
-		}
-		return nil, fmt.Errorf("%w: %q (this fleetd drives %s)", ErrUnknownKind, name, strings.Join(names, ", "))
+		return nil, fmt.Errorf("%w: %q (this fleetd drives %s)", ErrUnknownKind, name, strings.Join(slices.Sorted(maps.Keys(kinds)), ", "))
 	}
 	return k, nil
 }
@@ -89,3 +111,13 @@ func (Claude) ClearKeys() []string { return []string{"escape", "escape"} }
 
 // CloseKeys: Esc closes a menu, dialog or overlay, and leaves bash mode.
 func (Claude) CloseKeys() []string { return []string{"escape"} }
+
+// LazySession: Claude Code reports its session as it starts.
+func (Claude) LazySession() bool { return false }
+
+// LaunchEnv: none; the role's command names the shared settings file.
+func (Claude) LaunchEnv(string, string) map[string]string { return nil }
+
+// Install: nothing per agent (the hooks are in the settings file that
+// `claude --settings` reads, written by the gateway).
+func (Claude) Install(Install) error { return nil }

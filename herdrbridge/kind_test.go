@@ -16,9 +16,12 @@ func TestKindOfNamesTheRoomOrRefuses(t *testing.T) {
 			t.Errorf("KindOf(%q) = %v, %v; want claude", name, k, err)
 		}
 	}
-	_, err := herdrbridge.KindOf("codex")
-	if !errors.Is(err, herdrbridge.ErrUnknownKind) || !contains(err.Error(), "claude") {
-		t.Errorf("KindOf(codex): %v, want ErrUnknownKind naming claude", err)
+	if k, err := herdrbridge.KindOf("codex"); err != nil || k.Name() != "codex" {
+		t.Errorf("KindOf(codex) = %v, %v", k, err)
+	}
+	_, err := herdrbridge.KindOf("nano")
+	if !errors.Is(err, herdrbridge.ErrUnknownKind) || !contains(err.Error(), "claude") || !contains(err.Error(), "codex") {
+		t.Errorf("KindOf(nano): %v, want ErrUnknownKind naming claude and codex", err)
 	}
 	// Claude's room is what the engine used before kinds: its composer,
 	// plan and hand-over.

@@ -55,9 +55,13 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 	switch {
 	case tg.recognised && !tg.status.Ready():
 		return false // working, blocked or unknown: herdr's next event wakes us
-	case !tg.recognised && (!tg.hooked || !tg.hook.Ready()):
+	case !tg.recognised && tg.hooked && !tg.hook.Ready():
+		return false // herdr does not see the agent, and its hooks say it works
+	case !tg.recognised && !tg.hooked && !tg.kind.LazySession():
 		// herdr does not see the agent: only its own hooks can say it
-		// is idle, and an agent without hooks cannot.
+		// is idle, and an agent without hooks cannot. (A kind whose
+		// session starts with the first prompt has no hooks before it:
+		// its empty composer on screen, read below, is the sign.)
 		return false
 	}
 	if shell, known := b.roots.showsShell(b.cfg.ProcRoot, b.client.Path(), tg.pane); known && shell {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -111,6 +112,10 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if req.Model != "" {
 		role = withModel(role, req.Model)
 	}
+	kind, err := KindOf(role.Kind)
+	if err != nil {
+		return events.AgentRegistered{}, fmt.Errorf("spawn %s: role %q: %w", req.Name, role.Name, err)
+	}
 	if l := b.cfg.Launch; l.AgentCreds != nil && l.AgentCreds(req.Name) == "" {
 		return events.AgentRegistered{}, fmt.Errorf("spawn %s refused: %w (list it for host %s in 'fleetd auth' and reload the servers)", req.Name, ErrNoCredentials, b.cfg.Host)
 	}
@@ -197,6 +202,10 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if mcpFile != "" {
 		argv = append(argv, "--mcp-config", mcpFile)
 	}
+	if err := kind.Install(Install{StateDir: b.cfg.Launch.StateDir, Agent: req.Name, Cwd: cwd, Role: role, HookCommand: b.cfg.Launch.HookCommand}); err != nil {
+		b.undoWorktree(ctx, wt)
+		return events.AgentRegistered{}, closePane(fmt.Errorf("install %s's integration: %w", role.Kind, err))
+	}
 	if role.Sandbox != "" {
 		if argv, err = b.sandboxArgv(sandbox, role, req.Name, argv, env, wt, cwd, mcpFile); err != nil {
 			b.undoWorktree(ctx, wt)
@@ -234,8 +243,14 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 			return events.AgentRegistered{}, exited(fmt.Errorf("sandbox %s: %w", role.Sandbox, err))
 		}
 	}
-	if req.Wait > 0 {
-		if err := b.awaitStart(ctx, req.Name, pane.PaneID, ack.Seq, req.Wait); err != nil {
+	wait := req.Wait
+	if wait == 0 && kind.LazySession() {
+		// Nothing but its screen will say such an agent is ready before
+		// its first prompt: see it, and say so (awaitStart).
+		wait = b.cfg.StartupGrace
+	}
+	if wait > 0 {
+		if err := b.awaitStart(ctx, req.Name, pane.PaneID, ack.Seq, wait, kind); err != nil {
 			return events.AgentRegistered{}, exited(err)
 		}
 	}
@@ -250,7 +265,7 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 // after it was typed (the command exited: not found, a crash on start), when a gateway
 // recorded the process dead, or when wait passes — each time with the
 // last lines the pane shows.
-func (b *Bridge) awaitStart(ctx context.Context, agent, pane string, after uint64, wait time.Duration) error {
+func (b *Bridge) awaitStart(ctx context.Context, agent, pane string, after uint64, wait time.Duration, kind Kind) error {
 	subject, err := events.AgentSubject(agent, "session")
 	if err != nil {
 		return err
@@ -286,6 +301,16 @@ func (b *Bridge) awaitStart(ctx context.Context, agent, pane string, after uint6
 				}
 			}
 		}
+		if kind.LazySession() {
+			// No session before the first prompt: its composer on
+			// screen is the sign that it started.
+			if r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible}); err == nil && kind.ParseComposer(r.Text).Empty() {
+				// Its status, until its hooks or herdr tell one: the
+				// router gives role turns only to an agent known idle.
+				_, err := b.append(ctx, agent, "", events.AgentStatusChanged{Status: events.StatusIdle, Source: StatusSourceScreen})
+				return err
+			}
+		}
 		if _, err := b.client.Pane(ctx, pane); errors.Is(err, herdrapi.ErrPaneNotFound) {
 			return fmt.Errorf("%w: its pane %s closed", ErrNotStarted, pane)
 		}
@@ -296,7 +321,7 @@ func (b *Bridge) awaitStart(ctx context.Context, agent, pane string, after uint6
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			return fmt.Errorf("%w: no Claude Code session started within %s (are fleetd's hooks in its settings?); the pane shows: %s", ErrNotStarted, wait, shows())
+			return fmt.Errorf("%w: no %s session started within %s (are fleetd's hooks in its settings?); the pane shows: %s", ErrNotStarted, kind.Name(), wait, shows())
 		case <-tick.C:
 		}
 	}
@@ -337,6 +362,10 @@ func (b *Bridge) launchEnv(agent string, role roles.Role, extra map[string]strin
 		"FLEET_AGENT_ID": agent,
 		"FLEET_ROLE":     role.Name,
 		"FLEET_HOST":     b.cfg.Host,
+		"FLEET_KIND":     role.Kind,
+	}
+	if k, err := KindOf(role.Kind); err == nil {
+		maps.Copy(env, k.LaunchEnv(b.cfg.Launch.StateDir, agent))
 	}
 	l := b.cfg.Launch
 	creds := l.NATSCreds
@@ -362,12 +391,13 @@ func (b *Bridge) launchEnv(agent string, role roles.Role, extra map[string]strin
 	return env
 }
 
-// withModel makes the role launch model instead of its own. A Claude
-// command without a {model} placeholder gets --model appended.
+// withModel makes the role launch model instead of its own. A command
+// of the role's kind's own CLI (claude, codex) without a {model}
+// placeholder gets --model appended.
 func withModel(r roles.Role, model string) roles.Role {
 	r.Model = model
 	if !strings.Contains(strings.Join(r.Command, "\x00"), "{model}") &&
-		len(r.Command) > 0 && filepath.Base(r.Command[0]) == "claude" {
+		len(r.Command) > 0 && filepath.Base(r.Command[0]) == r.Kind { // claude and codex both take --model
 		r.Command = append(append([]string(nil), r.Command...), "--model", "{model}")
 	}
 	return r

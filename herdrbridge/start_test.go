@@ -47,7 +47,7 @@ func TestASpawnThatWaitsForASessionThatNeverStartsFailsAfterTheWait(t *testing.T
 	f := newFleet(t)
 	b := f.newBridge(func(c *herdrbridge.BridgeConfig) { c.Roles = startRoles(t) })
 	_, err := b.Spawn(context.Background(), herdrbridge.SpawnRequest{Role: "w-silent", Name: "w-1", Wait: 1500 * time.Millisecond})
-	if !errors.Is(err, herdrbridge.ErrNotStarted) || !contains(err.Error(), "no Claude Code session started") || !contains(err.Error(), "UP") {
+	if !errors.Is(err, herdrbridge.ErrNotStarted) || !contains(err.Error(), "no claude session started") || !contains(err.Error(), "UP") {
 		t.Fatalf("spawn of a command without hooks: %v, want ErrNotStarted after the wait, with the pane's UP", err)
 	}
 }

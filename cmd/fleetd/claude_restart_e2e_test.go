@@ -158,8 +158,8 @@ func TestRealClaudeWorkerKilledIsRestartedAndResumesItsSession(t *testing.T) {
 	phase("done")
 }
 
-// killClaude kills (-9) the agent process of pane — the child of the
-// pane's shell — and waits until its shell has reaped it.
+// killClaude kills (-9) the agent of pane — every process of the pane
+// but its shell — and waits until they are gone.
 func (f *claudeFleet) killClaude(t *testing.T, pane string) {
 	t.Helper()
 	type pidParent struct{ pid, ppid int }
@@ -186,21 +186,28 @@ func (f *claudeFleet) killClaude(t *testing.T, pane string) {
 			shell = p.pid
 		}
 	}
-	victim := 0
+	// The agent is every process of the pane but its shell: a CLI that
+	// runs behind a launcher (codex's node script and its native binary)
+	// dies whole, as it does when it crashes.
+	var victims []int
 	for _, p := range procs {
-		if p.ppid == shell && shell != 0 {
-			victim = p.pid
+		if p.pid != shell && shell != 0 {
+			victims = append(victims, p.pid)
 		}
 	}
-	if victim == 0 {
+	if len(victims) == 0 {
 		t.Fatalf("no agent process in pane %s (its processes: %v)", pane, procs)
 	}
-	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	for _, victim := range victims {
+		if err := syscall.Kill(victim, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+			t.Fatal(err)
+		}
 	}
 	checkfor.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", victim)); err == nil {
-			return fmt.Errorf("process %d still there", victim)
+		for _, victim := range victims {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", victim)); err == nil {
+				return fmt.Errorf("process %d still there", victim)
+			}
 		}
 		return nil
 	})
