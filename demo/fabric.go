@@ -88,9 +88,12 @@ func StartFabric(ctx context.Context, cfg FabricConfig) (f *Fabric, err error) {
 		return nil, err
 	}
 	f = &Fabric{}
+	// The fabric so far is closed on a failure; a "return nil, err" has
+	// set the result to nil by then, so the defer holds its own pointer.
+	started := f
 	defer func() {
 		if err != nil {
-			f.Close()
+			started.Close()
 			f = nil
 		}
 	}()
