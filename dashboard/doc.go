@@ -10,7 +10,11 @@
 // re-renders its view when the projection changes (Fleet.Subscribe) or
 // the log moves, at most once per Config.Batch, and sends it only when it
 // changed; the log view sends new rows only, and the page keeps at most
-// Config.LogRows of them. The page's assets (static/) and templates are
+// Config.LogRows of them. Live Jobs streams share one job board (jobHub):
+// one fold and one follower of fleet.job.> for all of them, each change
+// rendered once per distinct view and handed only to the streams whose
+// fragment it changed, nothing woken while nothing changes; the last
+// stream to leave stops it. The page's assets (static/) and templates are
 // embedded; its script is plain JavaScript with no build step.
 //
 // Time travel: every view takes a point (?at=14:02:10, a duration ago, an
