@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -55,7 +56,10 @@ const maxAgo = 100 * 365 * 24 * time.Hour
 
 // durationRE is what a duration ago looks like ("10m", "1h30m", "2d"),
 // so one too large to read is told as such.
-var durationRE = regexp.MustCompile(`^-?[0-9][0-9.]*(ns|us|µs|ms|s|m|h|d)([0-9.]+(ns|us|µs|ms|s|m|h))*$`)
+// Compiled on first use, not as every fleetd process (each hook run) starts.
+var durationRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^-?[0-9][0-9.]*(ns|us|µs|ms|s|m|h|d)([0-9.]+(ns|us|µs|ms|s|m|h))*$`)
+})
 
 // ParseAt reads a point in the log as people write one: "" or "live" (the
 // present), "#42" (a stream sequence), a duration ago ("10m", "36h",
@@ -76,7 +80,7 @@ func ParseAt(s string, now time.Time) (Point, error) {
 		}
 		return Point{Seq: seq}, nil
 	}
-	if d, err := parseAgo(s); err == nil || durationRE.MatchString(s) {
+	if d, err := parseAgo(s); err == nil || durationRE().MatchString(s) {
 		switch {
 		case err != nil || d > maxAgo:
 			return Point{}, fmt.Errorf("%w: %q: a duration ago is at most 100 years (36500d, 876000h)", ErrBadPoint, s)

@@ -114,7 +114,8 @@ func (s *fakeSpawner) Spawn(ctx context.Context, spec orchestrator.SpawnSpec) er
 	s.n++
 	sid := spec.Resume
 	if sid == "" {
-		sid = fmt.Sprintf("claude-%s-%d", spec.Agent, s.n)
+		// Claude Code's shape (a UUID): a named session resumes no other.
+		sid = fmt.Sprintf("00000000-0000-4000-8000-%012d", s.n)
 	}
 	s.mu.Unlock()
 	for _, d := range []events.Data{

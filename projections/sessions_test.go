@@ -16,12 +16,12 @@ func TestSessionsFollowNamesStatesAndActivity(t *testing.T) {
 	e := newEnv(t)
 	p := start(t, projections.New(e.log, e.js, projections.Options{IdleTTL: time.Hour}))
 	e.append(t, reg("m1", "h1", "")) // no name: the session is named after the agent
-	e.append(t, events.Event{Subject: "m1", Time: at(2), Data: events.AgentSession{SessionID: "cs-a", State: "started", TranscriptPath: "/t/a.jsonl", Model: "opus"}})
+	e.append(t, events.Event{Subject: "m1", Time: at(2), Data: events.AgentSession{SessionID: "0c5a0000-0000-4000-8000-00000000000a", State: "started", TranscriptPath: "/t/a.jsonl", Model: "opus"}})
 	// A session event that names the session moves the agent to it.
-	e.append(t, events.Event{Subject: "m1", Time: at(3), Data: events.AgentSession{SessionID: "cs-b", State: "started", Name: "plan job"}})
-	e.append(t, events.Event{Subject: "m1", Time: at(9), Data: events.AgentSession{SessionID: "cs-b", State: "ended"}})
+	e.append(t, events.Event{Subject: "m1", Time: at(3), Data: events.AgentSession{SessionID: "0c5b0000-0000-4000-8000-00000000000b", State: "started", Name: "plan job"}})
+	e.append(t, events.Event{Subject: "m1", Time: at(9), Data: events.AgentSession{SessionID: "0c5b0000-0000-4000-8000-00000000000b", State: "ended"}})
 	// A started event replayed late (older time) does not reopen it.
-	ack := e.append(t, events.Event{Subject: "m1", Time: at(4), Data: events.AgentSession{SessionID: "cs-b", State: "started", Name: "plan job"}})
+	ack := e.append(t, events.Event{Subject: "m1", Time: at(4), Data: events.AgentSession{SessionID: "0c5b0000-0000-4000-8000-00000000000b", State: "started", Name: "plan job"}})
 	waitSeq(t, p, ack.Seq)
 
 	got := map[string]projections.Session{}
@@ -29,14 +29,14 @@ func TestSessionsFollowNamesStatesAndActivity(t *testing.T) {
 		got[s.Name] = s
 	}
 	m1, plan := got["m1"], got["plan job"]
-	if m1.SessionID != "cs-a" || m1.State != projections.SessionClosed || m1.Resume != "cs-a" || m1.TranscriptPath != "/t/a.jsonl" || m1.Model != "opus" || m1.Tier != 2 {
+	if m1.SessionID != "0c5a0000-0000-4000-8000-00000000000a" || m1.State != projections.SessionClosed || m1.Resume != "0c5a0000-0000-4000-8000-00000000000a" || m1.TranscriptPath != "/t/a.jsonl" || m1.Model != "opus" || m1.Tier != 2 {
 		t.Errorf("m1 session %+v", m1)
 	}
-	if plan.SessionID != "cs-b" || plan.State != projections.SessionEnded || plan.Agent != "m1" ||
+	if plan.SessionID != "0c5b0000-0000-4000-8000-00000000000b" || plan.State != projections.SessionEnded || plan.Agent != "m1" ||
 		!plan.LastActive.Equal(at(9)) || !plan.IdleDeadline.Equal(at(9).Add(time.Hour)) || !plan.StartedAt.Equal(at(3)) {
 		t.Errorf("plan session %+v", plan)
 	}
-	if a, _ := p.Agent("m1"); a.Session != "plan job" || a.SessionID != "cs-b" {
+	if a, _ := p.Agent("m1"); a.Session != "plan job" || a.SessionID != "0c5b0000-0000-4000-8000-00000000000b" {
 		t.Errorf("agent session %q %q", a.Session, a.SessionID)
 	}
 	// A name that cannot be a KV key is stored under its encoded key.

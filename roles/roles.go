@@ -453,7 +453,7 @@ func (c Config) Validate() error {
 		if !nameRE().MatchString(name) {
 			errs = append(errs, fmt.Errorf("role %q: name must match %s", name, nameRE()))
 		}
-		if !slices.Contains(Kinds, r.Kind) {
+		if r.Kind != "" && !slices.Contains(Kinds, r.Kind) { // "" is claude (a Config built in Go, not parsed)
 			errs = append(errs, fmt.Errorf("role %q: kind %q: this fleetd drives %s (more kinds come as each is verified with its real CLI)", name, r.Kind, strings.Join(Kinds, ", ")))
 		}
 		switch r.EnvClass {
