@@ -45,12 +45,13 @@ func TestInvalidFilesReportEveryProblem(t *testing.T) {
 	  "v": {"env":{"CLAUDE_CODE_USE_VERTEX":"1"}},
 	  "z": {"env_class":"weird","cap":-1},
 	  "s": {"may_spawn":["ghost"]},
-	  "n": {"kind":"nano"}
+	  "n": {"kind":"nano"},
+	  "cs": {"kind":"codex","sandbox":"bwrap"}
 	}}`))
 	if err == nil {
 		t.Fatal("invalid file accepted")
 	}
-	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, `"v"`, "weird", "negative", `may_spawn names "ghost"`, `kind "nano": this fleetd drives claude, codex`} {
+	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, `"v"`, "weird", "negative", `may_spawn names "ghost"`, `kind "nano": this fleetd drives claude, codex`, "a codex role cannot run in a sandbox yet"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
