@@ -127,17 +127,7 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 		{name: "text and command", text: "hello", command: "/clear", status: http.StatusBadRequest},
 		{name: "neither text nor command", status: http.StatusBadRequest},
 	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			fleet.t = t
-			fleet.checkText(ctx, log, "t-1", tc, fleet.work("work"))
-			canary := fmt.Sprintf("canary %d after %s", i, tc.name)
-			if r := fleet.send(ctx, leadshim.Message{To: "t-1", Text: canary, Timeout: "90s"}); r.status != 200 || r.env.Reply != "ECHO: "+canary {
-				t.Fatalf("canary after %q: HTTP %d reply %q %s", tc.name, r.status, r.env.Reply, r.body)
-			}
-		})
-	}
-	fleet.t = t
+	fleet.textTable(ctx, log, "t-1", fleet.work("work"), cases)
 	t.Logf("%d cases after %v", len(cases), time.Since(started).Round(time.Millisecond))
 
 	// A multi-line text sent the moment a new agent is registered: it is
@@ -302,6 +292,24 @@ func (f *claudeFleet) checkText(ctx context.Context, log events.Log, agent strin
 		}
 	}
 	return turn
+}
+
+// textTable runs each case against agent as a subtest, each followed by a
+// canary turn to the same agent, which must be answered: no case may
+// leave the agent wedged.
+func (f *claudeFleet) textTable(ctx context.Context, log events.Log, agent, cwd string, cases []textCase) {
+	t := f.t
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f.t = t
+			f.checkText(ctx, log, agent, tc, cwd)
+			canary := fmt.Sprintf("canary %d after %s", i, tc.name)
+			if r := f.send(ctx, leadshim.Message{To: agent, Text: canary, Timeout: "90s"}); r.status != 200 || r.env.Reply != "ECHO: "+canary {
+				t.Fatalf("canary after %q: HTTP %d reply %q %s", tc.name, r.status, r.env.Reply, r.body)
+			}
+		})
+	}
+	f.t = t
 }
 
 // turnFromLog folds the log into a Book and returns one turn.

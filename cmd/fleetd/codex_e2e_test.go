@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -28,9 +29,7 @@ func codexRole(codexBin, baseURL string, env map[string]string, more map[string]
 		"base_url":  baseURL + "/v1",
 		"env":       map[string]string{"OPENAI_API_KEY": "sk-fake", "HOME": env["HOME"]},
 	}
-	for k, v := range more {
-		role[k] = v
-	}
+	maps.Copy(role, more)
 	return role
 }
 
@@ -73,17 +72,7 @@ func TestRealCodexReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 		{name: "a 100 KB text", text: strings.Repeat("the quick brown fox jumps over the lazy dog\n", 100<<10/44) + "end.", status: 200, delivery: "file"},
 		{name: "over 1 MiB", text: strings.Repeat("x", 1<<20+1), status: http.StatusRequestEntityTooLarge},
 	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			fleet.t = t
-			fleet.checkText(ctx, log, "cx-1", tc, fleet.work("work-cx"))
-			canary := fmt.Sprintf("canary %d after %s", i, tc.name)
-			if r := fleet.send(ctx, leadshim.Message{To: "cx-1", Text: canary, Timeout: "90s"}); r.status != 200 || r.env.Reply != "ECHO: "+canary {
-				t.Fatalf("canary after %q: HTTP %d reply %q %s", tc.name, r.status, r.env.Reply, r.body)
-			}
-		})
-	}
-	fleet.t = t
+	fleet.textTable(ctx, log, "cx-1", fleet.work("work-cx"), cases)
 	marks, _ := filepath.Glob(filepath.Join(fleet.dir, "*", "PWNED*"))
 	if len(marks) > 0 {
 		t.Errorf("a shell command ran: %v", marks)
