@@ -29,6 +29,11 @@ const (
 	KindClaude = "claude"
 	// KindAuto is KindClaude when claude is on PATH, else KindSim.
 	KindAuto = "auto"
+	// KindCodex runs the real Codex CLI against the fake API (its OpenAI
+	// Responses protocol); KindMixed real Claude Code (w-claude) beside
+	// real Codex (w-local).
+	KindCodex = "codex"
+	KindMixed = "mixed"
 )
 
 // Options are one demo run's settings: `fleetd demo`'s flags, and what
@@ -41,7 +46,7 @@ type Options struct {
 	Tasks int
 	// Think is how long a simulated agent works on a task.
 	Think time.Duration
-	// Kind is KindSim (default), KindClaude or KindAuto.
+	// Kind is KindSim (default), KindClaude, KindCodex, KindMixed or KindAuto.
 	Kind string
 	// Keep stays up after the run until ctx ends, for exploring.
 	Keep bool
@@ -82,8 +87,8 @@ func (o Options) Validate() error {
 	if o.Agents < 2 || o.Tasks < 1 {
 		errs = append(errs, errors.New("demo: need at least 2 agents and 1 task"))
 	}
-	if !slices.Contains([]string{KindSim, KindClaude, KindAuto}, o.Kind) {
-		errs = append(errs, fmt.Errorf("demo: unknown kind %q (want %s, %s or %s)", o.Kind, KindSim, KindClaude, KindAuto))
+	if !slices.Contains([]string{KindSim, KindClaude, KindAuto, KindCodex, KindMixed}, o.Kind) {
+		errs = append(errs, fmt.Errorf("demo: unknown kind %q (want %s, %s, %s, %s or %s)", o.Kind, KindSim, KindClaude, KindCodex, KindMixed, KindAuto))
 	}
 	if o.Timeout <= 0 {
 		errs = append(errs, errors.New("demo: the timeout must be positive"))
@@ -100,11 +105,17 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	d := &run{opts: opts, out: opts.Out}
-	switch opts.Kind {
-	case KindClaude:
-		if _, err := exec.LookPath("claude"); err != nil {
-			return errors.New("demo: --kind claude needs the claude CLI on PATH (npm install @anthropic-ai/claude-code)")
+	need := map[string][]string{KindClaude: {"claude"}, KindCodex: {"codex"}, KindMixed: {"claude", "codex"}}[opts.Kind]
+	for _, cli := range need {
+		if _, err := exec.LookPath(cli); err != nil {
+			return fmt.Errorf("demo: --kind %s needs the %s CLI on PATH (%s)", opts.Kind, cli, map[string]string{
+				"claude": "npm install @anthropic-ai/claude-code@" + fakeapi.ClaudeVersion + ", or export PATH=\"$(.ci/install-claude.sh):$PATH\"",
+				"codex":  "npm install @openai/codex@" + fakeapi.CodexVersion + ", or export PATH=\"$(.ci/install-codex.sh):$PATH\"",
+			}[cli])
 		}
+	}
+	switch opts.Kind {
+	case KindClaude, KindCodex, KindMixed:
 		d.real = true
 	case KindAuto:
 		_, err := exec.LookPath("claude")
@@ -178,7 +189,12 @@ func (d *run) setup(ctx context.Context) error {
 	}
 	d.fab = fab
 	kind := "simulated Claude Code agents (fleetd sim-agent, firing the real hooks)"
-	if d.real {
+	switch {
+	case d.opts.Kind == KindCodex:
+		kind = "real Codex agents against a built-in fake model API"
+	case d.opts.Kind == KindMixed:
+		kind = "real Claude Code (w-claude) and real Codex (w-local) agents against a built-in fake model API"
+	case d.real:
 		kind = "real Claude Code agents against a built-in fake Anthropic API"
 	}
 	d.step("fleetd demo: %d %s, %d tasks", d.opts.Agents, kind, d.opts.Tasks)
@@ -204,9 +220,20 @@ func (d *run) roles(api *fakeapi.Server) (roles.Config, error) {
 		}
 		env := map[string]string{"HOME": home, "ANTHROPIC_AUTH_TOKEN": "test", "DISABLE_TELEMETRY": "1",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
-		for _, name := range []string{"w-claude", "w-local"} {
-			cfg.Roles[name] = roles.Role{EnvClass: roles.EnvGateway, BaseURL: api.URL(), Env: env, Tier: 2,
+		// Each role's CLI: Claude Code, or Codex (its own CODEX_HOME,
+		// which fleetd writes, pointed at the fake's Responses API).
+		clis := map[string][2]string{KindCodex: {roles.KindCodex, roles.KindCodex}, KindMixed: {roles.KindClaude, roles.KindCodex}}[d.opts.Kind]
+		if clis[0] == "" {
+			clis = [2]string{roles.KindClaude, roles.KindClaude}
+		}
+		for i, name := range []string{"w-claude", "w-local"} {
+			r := roles.Role{Kind: clis[i], EnvClass: roles.EnvGateway, BaseURL: api.URL(), Env: env, Tier: 2,
 				Command: []string{"claude", "--settings", "{settings}"}}
+			if clis[i] == roles.KindCodex {
+				r.BaseURL, r.Model, r.Command = api.URL()+"/v1", "fake-model", []string{"codex", "{resume}"}
+				r.Env = map[string]string{"HOME": home, "OPENAI_API_KEY": "sk-fake"}
+			}
+			cfg.Roles[name] = r
 		}
 	} else {
 		think := d.opts.Think.String()

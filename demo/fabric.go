@@ -171,7 +171,10 @@ func (f *Fabric) WaitReady(ctx context.Context, agents []string) error {
 	for {
 		ready := 0
 		for _, a := range agents {
-			if r, ok := f.Gateway.Views.Agent(a); ok && r.SessionID != "" && r.Status.Ready() {
+			// Claude Code's hooks report its session as it starts; Codex
+			// starts one only with its first prompt, and is ready once
+			// its gateway saw its empty composer (an idle status).
+			if r, ok := f.Gateway.Views.Agent(a); ok && (r.SessionID != "" || r.Kind != roles.KindClaude) && r.Status.Ready() {
 				ready++
 			}
 		}

@@ -14,7 +14,7 @@ type DemoCmd struct {
 	Agents  int           `help:"How many agents, split over two roles (w-claude, w-local)." default:"4"`
 	Tasks   int           `help:"How many tasks the lead fans out." default:"12"`
 	Think   time.Duration `help:"How long a simulated agent works on a task." default:"1s"`
-	Kind    string        `help:"Agents: sim (simulated Claude Code), claude (the real one, against a built-in fake API), auto (claude when it is on PATH)." default:"sim" enum:"auto,sim,claude"`
+	Kind    string        `help:"Agents: sim (simulated Claude Code), claude (the real one, against a built-in fake API), codex (the real Codex CLI, against the same fake's OpenAI Responses API), mixed (real Claude Code and real Codex side by side), auto (claude when it is on PATH)." default:"sim" enum:"auto,sim,claude,codex,mixed"`
 	Keep    bool          `help:"Stay up after the run, for exploring with nats and fleetd commands (Ctrl-C to stop)."`
 	Dir     string        `help:"Where to keep the demo's data (default: a temp dir, removed at the end unless --keep)." type:"path"`
 	Timeout time.Duration `help:"Give up on the run after this long." default:"3m"`
