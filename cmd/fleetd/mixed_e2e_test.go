@@ -2,21 +2,25 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/leadshim"
 )
 
 // A mixed fleet: real Claude Code and real Codex agents in one fleet, one
 // engine. A fan-out of role turns to both roles and turns by name, all at
 // once, is answered by agents of the right kind, each turn typed once,
-// and the roster and the envelopes name each agent's kind.
+// and the roster and the envelopes name each agent's kind; an
+// orchestrator plan hands a Codex task's rollup to a Claude Code task.
 func TestRealMixedFleetFanOut(t *testing.T) {
 	claudeBin := fakeapi.RequireClaude(t)
 	codexBin := fakeapi.RequireCodex(t)
@@ -101,5 +105,49 @@ func TestRealMixedFleetFanOut(t *testing.T) {
 		if prompts[s.text] != 1 {
 			t.Errorf("the model got %q %d times, want once", s.text, prompts[s.text])
 		}
+	}
+
+	// An orchestrator plan whose tasks go to both kinds: Codex drafts,
+	// Claude Code reviews with the draft's rollup in its slice.
+	plan := `{"plan":{"goal":"mixed","tasks":[{"id":"draft","to":"role:w-codex","instructions":"draft it"},` +
+		`{"id":"review","to":"role:w-claude","instructions":"review it","needs":["draft"]}]},"from":"lead"}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fleet.up.http+"/jobs", strings.NewReader(plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job leadshim.JobAccepted
+	err = json.NewDecoder(res.Body).Decode(&job)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /jobs: %d %v", res.StatusCode, err)
+	}
+	var state leadshim.JobState
+	checkfor.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		res, err := http.Get(fleet.up.http + "/jobs/" + job.Job + "?wait=5s")
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		if err := json.NewDecoder(res.Body).Decode(&state); err != nil {
+			return err
+		}
+		if state.Status != "ok" {
+			return fmt.Errorf("job %s is %s: %+v", job.Job, state.Status, state)
+		}
+		return nil
+	})
+	for _, task := range state.Tasks {
+		kind := agentNamed(t, fleet, ctx, task.Agent).Kind
+		if want := map[string]string{"draft": "codex", "review": "claude"}[task.ID]; kind != want {
+			t.Errorf("task %s ran on %s, a %s agent; want %s", task.ID, task.Agent, kind, want)
+		}
+	}
+	if !strings.Contains(state.Rollup, "review it") || !strings.Contains(state.Rollup, "ECHO: draft it") {
+		t.Errorf("the review's rollup %q does not carry the draft's", state.Rollup)
 	}
 }
