@@ -141,16 +141,17 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	defer wg.Wait()
 
 	var usage Usage
-	// Usage is read from Claude Code's transcript; another kind's has
-	// another format.
+	// Usage is read from the agent's transcript: Claude Code's, or
+	// Codex's rollout file; another kind's is not read.
 	transcript := p.TranscriptPath
-	if kind != "claude" {
+	read := map[string]usageReader{"claude": ReadUsage, "codex": ReadCodexUsage}[kind]
+	if read == nil {
 		transcript = ""
 	}
 	if hook == Stop && transcript != "" && o.Detach != nil {
 		quick := o
 		quick.TranscriptWait, quick.Stderr = o.QuickWait, io.Discard
-		if u, err := waitUsage(ctx, transcript, p.PromptID, quick); (err == nil && !u.Ended) || errors.Is(err, fs.ErrNotExist) {
+		if u, err := waitUsage(ctx, read, transcript, p.PromptID, quick); (err == nil && !u.Ended) || errors.Is(err, fs.ErrNotExist) {
 			derr := o.Detach(raw)
 			if derr == nil {
 				fmt.Fprintf(o.Stderr, "fleetd hook: the transcript has not shown the reply yet; a detached finisher will append it with its usage\n")
@@ -171,7 +172,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 		}()
 	}
 	if hook == Stop && transcript != "" {
-		if usage, err = waitUsage(ctx, transcript, p.PromptID, o); err != nil {
+		if usage, err = waitUsage(ctx, read, transcript, p.PromptID, o); err != nil {
 			fmt.Fprintf(o.Stderr, "fleetd hook: no usage for the reply: %v\n", err)
 		}
 	}
@@ -193,12 +194,16 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 // missingTranscriptWait: Claude Code makes the file with a session's first
 // write, which on a loaded machine came after the first turn's Stop hook
 // ran (that turn then had no usage).
-func waitUsage(ctx context.Context, path, promptID string, o Options) (Usage, error) {
+// usageReader reads a turn's usage from a transcript's tail (ReadUsage,
+// ReadCodexUsage).
+type usageReader func(path, promptID string, maxBytes int64) (Usage, error)
+
+func waitUsage(ctx context.Context, read usageReader, path, promptID string, o Options) (Usage, error) {
 	timeout := time.NewTimer(o.TranscriptWait)
 	defer timeout.Stop()
 	start := time.Now()
 	for {
-		u, err := ReadUsage(path, promptID, o.MaxTranscript)
+		u, err := read(path, promptID, o.MaxTranscript)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && time.Since(start) < missingTranscriptWait:
 			// Not written yet: wait for it as for a late line.
