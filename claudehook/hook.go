@@ -144,7 +144,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	// Usage is read from the agent's transcript: Claude Code's, or
 	// Codex's rollout file; another kind's is not read.
 	transcript := p.TranscriptPath
-	read := map[string]usageReader{"claude": ReadUsage, "codex": ReadCodexUsage}[kind]
+	read := usageReaders[kind]
 	if read == nil {
 		transcript = ""
 	}
@@ -197,6 +197,11 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 // usageReader reads a turn's usage from a transcript's tail (ReadUsage,
 // ReadCodexUsage).
 type usageReader func(path, promptID string, maxBytes int64) (Usage, error)
+
+// usageReaders are the transcript readers by kind (the pane's
+// FLEET_KIND); a kind without one records no usage from a transcript.
+// A further kind adds its own from its file's init func.
+var usageReaders = map[string]usageReader{"claude": ReadUsage, "codex": ReadCodexUsage}
 
 func waitUsage(ctx context.Context, read usageReader, path, promptID string, o Options) (Usage, error) {
 	timeout := time.NewTimer(o.TranscriptWait)

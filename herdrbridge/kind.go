@@ -65,7 +65,8 @@ type Install struct {
 }
 
 // kinds are the rooms the engine knows, by name: each one a role may name
-// (roles.Kinds).
+// (roles.Kinds). A further kind adds its room from its own file's init
+// func.
 var kinds = map[string]Kind{roles.KindClaude: Claude{}, roles.KindCodex: Codex{}}
 
 // KindOf returns the room of a kind by name ("" is Claude Code, as for an

@@ -264,8 +264,19 @@ const (
 	KindCodex  = "codex"
 )
 
-// Kinds are the kinds a role may name.
+// Kinds are the kinds a role may name: Claude Code's and Codex's here,
+// and each further kind's from its own file (registerKind).
 var Kinds = []string{KindClaude, KindCodex}
+
+// registerKind adds a kind a role may name, from the kind's own file (an
+// init func), so that adding a kind edits no other kind's lines.
+func registerKind(name string, s kindSpec) {
+	if _, dup := kindSpecs[name]; dup {
+		panic("roles: kind registered twice: " + name)
+	}
+	Kinds = append(Kinds, name)
+	kindSpecs[name] = s
+}
 
 // CodexBoundaryVars are the variables that take Codex off a ChatGPT
 // login: an API key or another endpoint. A gateway role's endpoint goes
