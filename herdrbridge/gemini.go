@@ -1,0 +1,211 @@
+package herdrbridge
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/fleetd/fleetd/roles"
+)
+
+func init() { kinds[roles.KindGemini] = Gemini{} }
+
+// Gemini is the room of Google's Gemini CLI (0.61.0,
+// docs/gemini-composer.md). Its composer is a " > " row (continuation
+// rows indented three spaces; " ! " in shell mode) below a rule of "─"
+// (or, in a true-colour terminal, a frame of "▄" and "▀" rows) and the
+// approval-mode hint, with the workspace footer below; the empty
+// composer shows a greyed placeholder. A turn at work shows "(esc to
+// cancel, Ns)" in the status row above the rule. Its session (and its
+// SessionStart hook) starts with the CLI, so readiness comes from the
+// hooks, as Claude Code's does.
+type Gemini struct{}
+
+// Name is "gemini".
+func (Gemini) Name() string { return roles.KindGemini }
+
+// geminiPlaceholders are what Gemini's empty composer shows in its row:
+// in prompt mode and in shell mode.
+var geminiPlaceholders = []string{"Type your message or @path/to/file", "Type your shell command"}
+
+// geminiRuleAbove is how many rows above the prompt row the composer's
+// rule may be: the rule, the approval-mode (or shell-mode) hint, a blank
+// row and the true-colour frame's top.
+const geminiRuleAbove = 5
+
+// ParseComposer finds Gemini's composer: the last " > " (or " ! ") row
+// with a rule of "─" or a frame of "▄" at most geminiRuleAbove rows above
+// it, so that a past prompt in the conversation (" > hello", the reply
+// below it) never reads as the composer, nor one a dialog covers (its
+// "│" rows below). The text is the row's and its continuation rows'; the
+// placeholder is no text. A command or file popup below the composer
+// leaves it visible, with the text that opened it.
+func (Gemini) ParseComposer(screen string) Composer {
+	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	for i := range rows {
+		rows[i] = strings.TrimRightFunc(rows[i], unicode.IsSpace)
+	}
+	start := -1
+	for i := len(rows) - 1; i >= 0 && i >= len(rows)-60; i-- {
+		if geminiPromptRow(rows[i]) {
+			start = i
+			break
+		}
+	}
+	if start < 0 || !geminiRuleNear(rows, start) {
+		return Composer{}
+	}
+	text := []string{strings.TrimLeft(rows[start][2:], " ")}
+	end := start + 1
+	for ; end < len(rows) && (rows[end] == "" || strings.HasPrefix(rows[end], "   ")); end++ {
+		text = append(text, strings.TrimPrefix(rows[end], "   "))
+	}
+	for _, r := range rows[end:] {
+		if strings.HasPrefix(strings.TrimSpace(r), "│") || strings.HasPrefix(strings.TrimSpace(r), "╭") {
+			return Composer{} // a dialog's box below: it has the keys
+		}
+	}
+	c := Composer{Visible: true, Bash: rows[start][1] == '!'}
+	c.Text = strings.TrimSpace(strings.Join(text, "\n"))
+	for _, p := range geminiPlaceholders {
+		if c.Text == p {
+			c.Text = ""
+		}
+	}
+	return c
+}
+
+// geminiPromptRow reports whether a row starts the composer (or a past
+// prompt): one space, ">" or "!", then a space or nothing.
+func geminiPromptRow(r string) bool {
+	return len(r) >= 2 && r[0] == ' ' && (r[1] == '>' || r[1] == '!') && (len(r) == 2 || r[2] == ' ')
+}
+
+// geminiRuleNear reports whether the composer's rule (or frame) is just
+// above row i.
+func geminiRuleNear(rows []string, i int) bool {
+	for j := i - 1; j >= 0 && j >= i-geminiRuleAbove; j-- {
+		r := strings.TrimSpace(rows[j])
+		if r != "" && (strings.Trim(r, "─") == "" || strings.Trim(r, "▄") == "") {
+			return true
+		}
+	}
+	return false
+}
+
+// Working reports "esc to cancel" in the status row above the composer:
+// a turn (or its hooks) at work.
+func (Gemini) Working(screen string) bool {
+	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	seen := 0
+	for i := len(rows) - 1; i >= 0 && seen < 14; i-- {
+		if strings.TrimSpace(rows[i]) == "" {
+			continue
+		}
+		seen++
+		if strings.Contains(strings.ToLower(rows[i]), "(esc to cancel") {
+			return true
+		}
+	}
+	return false
+}
+
+// GeminiLimits bound a typed text for Gemini: one paste of at most 16 KiB.
+// Gemini shows a paste of more than 500 characters or 5 lines as a
+// "[Pasted Text: N chars]" placeholder and sends the whole text on
+// submit (measured up to 6,000 characters and 40 lines); longer goes as a
+// file, which a paste cannot make slower to draw.
+var GeminiLimits = Limits{PieceUnits: 16 << 10, PieceNewlines: 1 << 20, MaxPieces: 1, MaxPasteBytes: 16 << 10}
+
+// PlanText types a text as one paste when Gemini keeps it as it is, else
+// it goes as a file. Measured with 0.61.0 (docs/gemini-composer.md): a
+// pasted "!", "?" or "!cmd" is text (only a typed "!" switches to shell
+// mode); a leading "/" is a command (a bare "/" and Enter ran /clear, the
+// first entry of its popup); any "@" is a file mention that attaches the
+// file and rewrites its path ("a@README.md" reached the model as
+// "a @README.md"), or opens a completion popup that takes the Enter;
+// leading and trailing white space is trimmed; Enter after a trailing
+// "\" is a newline. fleetd types none of these, nor line separators or
+// invisible characters it has not measured.
+func (Gemini) PlanText(text string, l Limits) Plan {
+	if why := geminiMustGoAsFile(text); why != "" {
+		return Plan{Delivery: DeliveryFile, Why: why}
+	}
+	if len(text) > GeminiLimits.MaxPasteBytes {
+		return Plan{Delivery: DeliveryFile, Why: fmt.Sprintf("it is longer than %d bytes", GeminiLimits.MaxPasteBytes)}
+	}
+	return Plan{Delivery: DeliveryPaste, Pieces: []string{text}}
+}
+
+func geminiMustGoAsFile(text string) string {
+	if strings.HasPrefix(strings.TrimLeftFunc(text, isJSSpace), "/") {
+		return `it starts with "/", which Gemini runs as a command`
+	}
+	if strings.Contains(text, "@") {
+		return `it contains "@", which Gemini reads as a file to attach (rewriting its path) or completes on Enter`
+	}
+	first, _ := utf8.DecodeRuneInString(text)
+	last, _ := utf8.DecodeLastRuneInString(text)
+	switch {
+	case isJSSpace(first) || isJSSpace(last):
+		return "it starts or ends in white space, which Gemini trims"
+	case last == '\\':
+		return `it ends in "\", after which Enter makes a newline`
+	}
+	for _, r := range text {
+		switch {
+		case r == '\u2028' || r == '\u2029':
+			return "it contains Unicode line separators"
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Sprintf("it contains the invisible character %U", r)
+		}
+	}
+	return ""
+}
+
+// PlanCommand is the command, pasted, then Enter.
+func (Gemini) PlanCommand(command string) Plan { return PlanCommand(command) }
+
+// HandOver names the file by its path, without an "@": Gemini would
+// rewrite an "@" mention's path in the prompt, and attaches nothing that
+// git ignores (the inbox is), so the model reads it with its read_file
+// tool (fleetd's settings let its tools read git-ignored files).
+func (Gemini) HandOver(path string, size int, why string) string {
+	return fmt.Sprintf("Your prompt for this turn is the whole content of the file %s (%d bytes; it came as a file because %s). Read all of it and act on it as if it had been typed here.", path, size, why)
+}
+
+// ClearKeys: Esc twice clears a draft. Not Ctrl-C: Gemini counts every
+// Ctrl-C, and a second one within 3 s quits it, even when the first only
+// cleared the composer.
+func (Gemini) ClearKeys() []string { return []string{"escape", "escape"} }
+
+// CloseKeys: Esc closes a popup and leaves shell mode.
+func (Gemini) CloseKeys() []string { return []string{"escape"} }
+
+// LazySession: Gemini fires SessionStart as it starts, about a second
+// after its composer is drawn.
+func (Gemini) LazySession() bool { return false }
+
+// LaunchEnv gives the agent its own GEMINI_CLI_HOME in fleetd's state dir
+// (Gemini reads ~/.gemini there instead of the user's) and trusts its
+// working directory: in an untrusted folder Gemini asks first, and runs
+// no hooks at all once told not to trust it.
+func (Gemini) LaunchEnv(stateDir, agent string) map[string]string {
+	if stateDir == "" {
+		return nil
+	}
+	return map[string]string{"GEMINI_CLI_HOME": geminiHome(stateDir, agent), "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+}
+
+// Install writes the agent's settings under its GEMINI_CLI_HOME
+// (writeGeminiHome).
+func (Gemini) Install(in Install) error {
+	if in.StateDir == "" {
+		return fmt.Errorf("gemini: %w for the agent's GEMINI_CLI_HOME", ErrNoStateDir)
+	}
+	return writeGeminiHome(geminiHome(in.StateDir, in.Agent), in.Role, in.HookCommand)
+}
+
+func geminiHome(stateDir, agent string) string { return filepath.Join(stateDir, "gemini", agent) }
