@@ -28,8 +28,9 @@ func init() { kinds[roles.KindPi] = Pi{} }
 func (Pi) Name() string { return roles.KindPi }
 
 // piFooter is Pi's footer row: its context use ("1.1%/128k"), always
-// there, also before the first turn ("0.0%/128k (auto)").
-var piFooter = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+(\.\d+)?%/\d`) })
+// there, also before the first turn ("0.0%/128k (auto)"); "?/128k" right
+// after a compaction.
+var piFooter = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+(\.\d+)?%|\?)/\d`) })
 
 // piMaxBelow bounds the rows between the editor's bottom rule and the
 // footer: the cwd row and an autocomplete list (at most five entries and

@@ -23,6 +23,7 @@ func TestPiComposerOnItsRealScreens(t *testing.T) {
 		{"empty-start", Composer{Visible: true}, false},
 		{"cleared", Composer{Visible: true}, false},
 		{"replied", Composer{Visible: true}, false},
+		{"compacted", Composer{Visible: true}, false},
 		{"after-bash", Composer{Visible: true}, false},
 		{"working", Composer{Visible: true}, true},
 		{"draft-one", Composer{Visible: true, Text: "a draft"}, false},
