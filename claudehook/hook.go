@@ -175,6 +175,9 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 		if usage, err = waitUsage(ctx, read, transcript, p.PromptID, o); err != nil {
 			fmt.Fprintf(o.Stderr, "fleetd hook: no usage for the reply: %v\n", err)
 		}
+		if usage.Reply != "" {
+			p.LastAssistantMessage = usage.Reply
+		}
 	}
 	if inspected != nil {
 		<-inspected

@@ -50,6 +50,9 @@ func ParseHook(s string) (Hook, error) {
 			return h, nil
 		}
 	}
+	if h, ok := geminiHooks[norm]; ok {
+		return h, nil
+	}
 	return "", fmt.Errorf("%w %q (want one of %s)", ErrUnknownHook, s, hookArgs())
 }
 
@@ -137,5 +140,6 @@ func ParsePayload(b []byte) (Payload, error) {
 	if p.PromptID == "" {
 		p.PromptID = p.TurnID
 	}
+	fillGemini(b, &p)
 	return p, nil
 }

@@ -29,6 +29,10 @@ type Usage struct {
 	// transcript asynchronously: a Stop hook can start before that line is
 	// on disk.
 	Ended bool
+	// Reply is the turn's reply as the transcript has it, for a kind
+	// whose Stop payload may not have it whole (Gemini's); "" keeps the
+	// payload's.
+	Reply string
 }
 
 // transcriptLine is the part of a transcript JSONL line the hook needs.
