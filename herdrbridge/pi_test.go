@@ -117,7 +117,7 @@ func TestPiInstallWritesTheAgentsOwnDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"UserPromptSubmit":"exec /x/fleetd-hook user-prompt-submit"`, `"Stop":"exec /x/fleetd-hook stop"`, `pi.on("agent_end"`} {
+	for _, want := range []string{`"UserPromptSubmit":"exec /x/fleetd-hook user-prompt-submit"`, `"Stop":"exec /x/fleetd-hook stop"`, `pi.on("agent_end"`, `pi.registerCommand("clear"`} {
 		if !strings.Contains(string(ext), want) {
 			t.Errorf("the extension lacks %s", want)
 		}

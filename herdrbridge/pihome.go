@@ -132,7 +132,7 @@ func piExtension(hookCommand func(arg string) string) (string, error) {
 // opened with --session that holds messages a "resume", a compaction
 // starts a "compact"); agent_end's reply is its last assistant message's
 // text blocks, and a turn that ended in an error or was interrupted is a
-// StopFailure.
+// StopFailure. It adds /clear, which starts a new session as /new does.
 const piExtensionSource = `// Written by fleetd for one agent; rewritten at each (re)start.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -194,6 +194,12 @@ export default function (pi: any) {
 			return;
 		}
 		await run("Stop", { ...base(ctx), prompt_id: id, last_assistant_message: text, stop_hook_active: false });
+	});
+	// fleetd types /clear before each prompt of a fresh_context role, as
+	// for Claude Code: Pi's own is /new.
+	pi.registerCommand("clear", {
+		description: "Start a new session (fleetd: as /new)",
+		handler: async (_args: string, ctx: any) => { await ctx.newSession(); },
 	});
 	pi.on("session_shutdown", async (event: any, ctx: any) => {
 		const reasons: Record<string, string> = { quit: "prompt_input_exit", new: "clear", resume: "other", fork: "other" };

@@ -38,7 +38,9 @@ func init() {
 		// "--session <id>": Pi finds the session by its id in the
 		// session directory fleetd gives all its Pi agents.
 		resume: "--session", boundary: PiBoundaryVars,
-		// Pi starts a new session with /new (it has no /clear).
-		commands: []string{"/new", "/compact"},
+		// Pi starts a new session with /new; fleetd's extension adds
+		// /clear, which does the same, for leads (and fresh_context
+		// roles) that speak Claude Code's.
+		commands: []string{"/clear", "/new", "/compact"},
 	})
 }

@@ -11,7 +11,7 @@ import (
 // A pi role launches Pi, resumes with --session <id>, and has Pi's
 // boundary: a provider's API key takes it off its logins, so a clean role
 // may carry none, while a gateway role's endpoint goes in the models.json
-// fleetd writes (no base-URL variable).
+// fleetd writes (no base-URL variable). /clear is fleetd's extension's.
 func TestAPiRoleHasPisLaunchAndBoundary(t *testing.T) {
 	c, err := roles.Parse([]byte(`{"roles":{
 	  "pi":  {"kind":"pi","model":"claude-x"},
@@ -38,11 +38,13 @@ func TestAPiRoleHasPisLaunchAndBoundary(t *testing.T) {
 	if err := pi.CheckEnv(map[string]string{"GITHUB_TOKEN": "t", "AWS_PROFILE": "p", "ANTHROPIC_BASE_URL": "http://x"}); err != nil {
 		t.Errorf("variables Pi does not leave its logins for: %v", err)
 	}
-	if err := pi.AllowsCommand("/new"); err != nil {
-		t.Errorf("pi's default commands: %v", err)
+	for _, cmd := range []string{"/new", "/clear", "/compact"} {
+		if err := pi.AllowsCommand(cmd); err != nil {
+			t.Errorf("pi's default commands: %v", err)
+		}
 	}
-	if err := pi.AllowsCommand("/clear"); err == nil {
-		t.Errorf("pi has no /clear, yet a pi role allows it")
+	if err := pi.AllowsCommand("/quit"); err == nil {
+		t.Errorf("a pi role allows /quit by default")
 	}
 	pig, _ := c.Get("pig")
 	env := pig.LaunchEnv()

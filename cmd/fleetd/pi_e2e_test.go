@@ -37,8 +37,9 @@ func piRole(piBin, baseURL string, env map[string]string, more map[string]any) m
 // rule makes it, typed or by a file hand-over, or is refused up front;
 // none wedges the agent (a canary after each case is answered) and none
 // runs a shell command (no marker file appears). A multi-line text sent
-// the moment a new agent is registered arrives whole; an explicit command
-// runs as a command. A Pi agent killed while idle comes back resuming its
+// the moment a new agent is registered arrives whole; explicit commands
+// run as commands, and a fresh-context role's turns start from a new
+// session. A Pi agent killed while idle comes back resuming its
 // session (--session <id>): the next request carries the earlier
 // conversation.
 func TestRealPiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
@@ -46,9 +47,13 @@ func TestRealPiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	started := time.Now()
-	fleet := startClaudeFleet(t, []string{"work-pi", "work-pi-new"}, func(baseURL string, env map[string]string) map[string]any {
-		return map[string]any{"w-pi": piRole(piBin, baseURL, env, map[string]any{
-			"restart": "on-failure", "restart_backoff": "200ms"})}
+	fleet := startClaudeFleet(t, []string{"work-pi", "work-pi-new", "work-pi-fresh"}, func(baseURL string, env map[string]string) map[string]any {
+		return map[string]any{
+			"w-pi": piRole(piBin, baseURL, env, map[string]any{"restart": "on-failure", "restart_backoff": "200ms"}),
+			// Every prompt turn starts from a clean context: fleetd types
+			// /clear first, which its extension gives Pi.
+			"w-pi-fresh": piRole(piBin, baseURL, env, map[string]any{"fresh_context": true}),
+		}
 	}, "--submit-timeout", "30s")
 	log, _ := connectLog(t, fleet.up.url)
 	fleet.spawn(ctx, "pi-1", "w-pi", "work-pi")
@@ -121,6 +126,22 @@ func TestRealPiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 		}
 		return nil
 	})
+
+	// A fresh-context role: /clear is typed before each prompt, so the
+	// model sees no earlier turn.
+	fleet.spawn(ctx, "pi-fresh", "w-pi-fresh", "work-pi-fresh")
+	fleet.waitReady(ctx, 90*time.Second, "pi-fresh")
+	for _, text := range []string{"fresh one: remember the word KUMQUAT", "fresh two: which word?"} {
+		turn := fleet.checkText(ctx, log, "pi-fresh", textCase{text: text, status: 200, delivery: "paste"}, fleet.work("work-pi-fresh"))
+		if !turn.Clear {
+			t.Errorf("%q: typed without /clear first", text)
+		}
+	}
+	for _, req := range fleet.api.Requests() {
+		if req.Prompt == "fresh two: which word?" && bytes.Contains(req.Body, []byte("KUMQUAT")) {
+			t.Errorf("the second fresh turn's request still holds the first turn")
+		}
+	}
 
 	// No case ran a shell command.
 	marks, _ := filepath.Glob(filepath.Join(fleet.dir, "*", "PWNED*"))
