@@ -299,7 +299,10 @@ func noRepeats(t *testing.T, sts []events.Status) {
 // claude (HERDR_AGENT=claude), a Braille spinner in the title is working,
 // a ❯ line is idle. Each draws Claude Code's prompt box (a ❯ row between
 // two rules, a footer below): the bridge types only into an empty box.
-const box = `box() { printf '────────────────────\n❯ \n────────────────────\n  ? for shortcuts\n'; }
+// The cursor goes back into the box, after "❯ ", so the terminal's echo
+// of a typed line shows in the box as Claude Code's composer shows a
+// paste: the sign the bridge presses Enter on (Lander).
+const box = `box() { printf '────────────────────\n❯ \n────────────────────\n  ? for shortcuts\n\033[3A\033[3G'; }
 `
 
 // busyAgent works for a while first, then answers each line it reads.

@@ -30,8 +30,8 @@ func TestQueuedTurnTypedOnceAfterPaneIsIdle(t *testing.T) {
 
 	f.waitOutput(p.ID, "ANSWER: hello from the lead")
 	got := f.waitTurn(turn, lifecycle.StateSubmitted)
-	if got.SubmittedVia != "herdr" || got.Method != herdrbridge.MethodPrompt || got.Pane != p.ID {
-		t.Errorf("turn = via %q method %q pane %q; want herdr, agent.prompt, %s", got.SubmittedVia, got.Method, got.Pane, p.ID)
+	if got.SubmittedVia != "herdr" || got.Method != herdrbridge.MethodLanded || got.Pane != p.ID {
+		t.Errorf("turn = via %q method %q pane %q; want herdr, %s, %s", got.SubmittedVia, got.Method, got.Pane, herdrbridge.MethodLanded, p.ID)
 	}
 	out := f.herdr.Output(p.ID)
 	ready, echo := bytes.Index(out, []byte("READY")), bytes.Index(out, []byte("hello from the lead"))

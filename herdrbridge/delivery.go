@@ -20,6 +20,11 @@ const (
 	MethodPrompt    = "agent.prompt"
 	MethodSendInput = "pane.send_input"
 	MethodEnter     = "pane.send_keys"
+	// MethodLanded: pane.send_input, then Enter as soon as the kind's
+	// screen shows the text landed in its composer (Lander), instead of
+	// after a fixed pause; used for every agent of a Lander kind, herdr
+	// recognising it or not.
+	MethodLanded = "pane.send_input+landed"
 )
 
 // deliverLoop is one owned agent's delivery worker: it re-decides whenever
@@ -310,7 +315,9 @@ func (b *Bridge) typeTurn(ctx context.Context, agent string, t lifecycle.Turn) {
 	role, _ := b.cfg.Roles.Get(tg.role)
 	typed.Clear = role.FreshContext && t.Kind() == lifecycle.KindPrompt
 	typed.Method = MethodSendInput
-	if tg.recognised && len(plan.Pieces) == 1 && !plan.BangFirst && !plan.LeftBeforeEnter {
+	if _, ok := tg.kind.(Lander); ok {
+		typed.Method = MethodLanded
+	} else if tg.recognised && len(plan.Pieces) == 1 && !plan.BangFirst && !plan.LeftBeforeEnter {
 		typed.Method = MethodPrompt
 	}
 	ack, err := b.append(ctx, agent, t.ID, typed, guard(agent, tg.lastSeq))
@@ -376,7 +383,7 @@ func (b *Bridge) plan(t lifecycle.Turn, tg target) (Plan, events.AgentTyped, err
 // before an error.
 func (b *Bridge) execute(ctx context.Context, agent string, tg target, typed events.AgentTyped, plan Plan) (wrote bool, err error) {
 	if typed.Clear {
-		if err := b.submit(ctx, tg.pane, typed.Method == MethodPrompt, "/clear"); err != nil {
+		if err := b.submit(ctx, tg, typed.Method, "/clear"); err != nil {
 			return false, err
 		}
 		if err := b.awaitClear(ctx, agent, tg); err != nil {
@@ -405,26 +412,35 @@ func (b *Bridge) execute(ctx context.Context, agent string, tg target, typed eve
 			return true, err
 		}
 	}
-	if !sleep(ctx, b.cfg.EnterDelay) {
-		return true, ctx.Err()
-	}
-	return true, b.client.SendKeys(ctx, tg.pane, "enter")
+	return true, b.enter(ctx, tg, typed.Method, plan.Shows())
 }
 
-// submit types one short line and Enter: agent.prompt for a recognised
-// agent, else a paste, ≥300 ms, then Enter.
-func (b *Bridge) submit(ctx context.Context, pane string, recognised bool, line string) error {
-	if recognised {
-		_, err := b.client.Prompt(ctx, herdrapi.PromptRequest{Target: pane, Text: line})
-		return err
-	}
-	if err := b.client.SendInput(ctx, pane, line); err != nil {
-		return err
-	}
-	if !sleep(ctx, b.cfg.EnterDelay) {
+// enter presses Enter after text was typed: once the composer shows it
+// (MethodLanded), else after the fixed pause, so Enter never arrives
+// while the agent is still taking the paste in (it would join it as a
+// newline and leave the prompt unsubmitted).
+func (b *Bridge) enter(ctx context.Context, tg target, method, text string) error {
+	if l, ok := tg.kind.(Lander); ok && method == MethodLanded {
+		if _, err := b.awaitLanding(ctx, tg.pane, l, text); err != nil {
+			return err
+		}
+	} else if !sleep(ctx, b.cfg.EnterDelay) {
 		return ctx.Err()
 	}
-	return b.client.SendKeys(ctx, pane, "enter")
+	return b.client.SendKeys(ctx, tg.pane, "enter")
+}
+
+// submit types one short line and Enter the way the turn's method says:
+// agent.prompt, or a paste and Enter (enter).
+func (b *Bridge) submit(ctx context.Context, tg target, method, line string) error {
+	if method == MethodPrompt {
+		_, err := b.client.Prompt(ctx, herdrapi.PromptRequest{Target: tg.pane, Text: line})
+		return err
+	}
+	if err := b.client.SendInput(ctx, tg.pane, line); err != nil {
+		return err
+	}
+	return b.enter(ctx, tg, method, line)
 }
 
 // awaitClear waits until the "/clear" typed before a turn took effect: the

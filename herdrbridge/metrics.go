@@ -25,6 +25,13 @@ type Metrics struct {
 	// environments against their roles' boundaries (each reads every
 	// process's environment on the machine).
 	BoundaryChecks prometheus.Counter
+	// EnterWait is how long Enter waited after a turn's text was typed
+	// (Lander kinds), by what ended the wait: "landed" (the composer
+	// showed the whole text), "pause" (the screen could not tell: the
+	// fixed pause), "timeout" (it showed none or part of it for
+	// LandTimeout). Many "pause" or any "timeout" say the sign is not
+	// being read on this machine's screens.
+	EnterWait *prometheus.HistogramVec
 
 	requests atomic.Uint64
 }
@@ -56,12 +63,18 @@ func NewMetrics() *Metrics {
 		BoundaryChecks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fleetd_boundary_checks_total", Help: "Passes over /proc checking this gateway's panes' environments against their roles' boundaries.",
 		}),
+		EnterWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "fleetd_enter_wait_seconds",
+			Help: "How long Enter waited after a turn's text was typed, by what ended the wait: landed (the composer showed it), pause (the screen could not tell), timeout.",
+			// 5 ms to ~3.4 s: a paste lands in tens of milliseconds.
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 10),
+		}, []string{"by"}),
 	}
 }
 
 // Collectors lists the series to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.HerdrRequests, m.HerdrDuration, m.TurnsTyped, m.BoundaryChecks}
+	return []prometheus.Collector{m.HerdrRequests, m.HerdrDuration, m.TurnsTyped, m.BoundaryChecks, m.EnterWait}
 }
 
 // ClientOptions are the herdrapi options that count and time a Client's
@@ -79,6 +92,11 @@ func (m *Metrics) Observe(method string) {
 // Timed records how long one call took; it is a Client timer (WithTimer).
 func (m *Metrics) Timed(method string, took time.Duration) {
 	m.HerdrDuration.WithLabelValues(method).Observe(took.Seconds())
+}
+
+// observeLanding records one wait for Enter (EnterWait).
+func (m *Metrics) observeLanding(waited time.Duration, by string) {
+	m.EnterWait.WithLabelValues(by).Observe(waited.Seconds())
 }
 
 // Requests is how many requests were counted, all methods together.

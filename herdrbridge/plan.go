@@ -142,6 +142,17 @@ func PlanText(text string, l Limits) Plan {
 	return p
 }
 
+// Shows is what the composer holds once the plan's pastes and keys have
+// landed in an empty one: the pieces in order, the " !" of BangFirst
+// having become "!".
+func (p Plan) Shows() string {
+	s := strings.Join(p.Pieces, "")
+	if p.BangFirst {
+		s = strings.TrimPrefix(s, " ")
+	}
+	return s
+}
+
 // PlanCommand is the plan of a command turn: the command, pasted, then
 // Enter.
 func PlanCommand(command string) Plan {

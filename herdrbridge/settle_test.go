@@ -9,13 +9,14 @@ import (
 	"github.com/fleetd/fleetd/lifecycle"
 )
 
-// herdr refusing agent.prompt before writing anything (agent_not_ready)
-// sends the turn back to the head of its queue, each time as a deferred
-// event; once herdr accepts, the turn is typed exactly once and replied.
+// herdr refusing the paste before writing anything (pane_send_failed;
+// agent.prompt's agent_not_ready for a kind typed with it) sends the turn
+// back to the head of its queue, each time as a deferred event; once
+// herdr accepts, the turn is typed exactly once and replied.
 func TestARefusalThatTypedNothingDefersTheTurn(t *testing.T) {
 	f := newFleet(t)
 	p := f.readyAgent("w-1", quickAgent)
-	f.herdr.FailNext("agent.prompt", "agent_not_ready", "agent "+p.ID+" is no longer the pane foreground process", 3)
+	f.herdr.FailNext("pane.send_input", "pane_send_failed", "failed to write to pane "+p.ID, 3)
 	f.start(nil)
 	turn := f.queue("w-1", "after three refusals", time.Time{})
 
@@ -39,7 +40,7 @@ func TestARefusalThatTypedNothingDefersTheTurn(t *testing.T) {
 func TestATurnHerdrKeepsRefusingFailsAsNotReady(t *testing.T) {
 	f := newFleet(t)
 	p := f.readyAgent("w-1", quickAgent)
-	f.herdr.FailNext("agent.prompt", "agent_not_ready", "not the foreground process", 100)
+	f.herdr.FailNext("pane.send_input", "pane_send_failed", "failed to write to the pane", 100)
 	f.start(func(c *herdrbridge.BridgeConfig) { c.MaxDeferrals = 3 })
 	turn := f.queue("w-1", "never typed", time.Time{})
 	got := f.waitTurn(turn, lifecycle.StateFailed)

@@ -36,6 +36,13 @@ type Config struct {
 	// with source "resume") and the transcript <id>.jsonl grows. Empty
 	// starts a new session with a fresh id.
 	Resume string
+	// PasteLag is how long a bracketed paste takes to land in the
+	// composer once its last byte arrived (restarting with each read
+	// meanwhile): until then the box does not show it, and an Enter joins
+	// it as a newline instead of submitting. Claude Code 2.1.328 showed a
+	// paste 10–460 ms after it arrived, most often within 50 ms
+	// (docs/claude-composer.md). Default 40 ms; negative: at once.
+	PasteLag time.Duration
 	// HookTimeout bounds each hook, as Claude's settings do. Default 10 s.
 	HookTimeout time.Duration
 	// TranscriptDir holds <session>.jsonl. Default
@@ -60,6 +67,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HookTimeout == 0 {
 		c.HookTimeout = 10 * time.Second
+	}
+	if c.PasteLag == 0 {
+		c.PasteLag = 40 * time.Millisecond
 	}
 	if c.TranscriptDir == "" {
 		c.TranscriptDir = filepath.Join(os.TempDir(), "fleetd-sim-agent")
@@ -140,6 +150,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, wake: make(chan struct{}, 1), confirm: make(chan struct{}, 1), inputDone: make(chan struct{})}
 	a.scr = screen{out: cfg.Out, width: a.width, box: a.box}
+	a.ed.slowPaste = cfg.PasteLag > 0
 	return a, nil
 }
 
@@ -341,7 +352,7 @@ func (a *Agent) input(ctx context.Context) {
 			}
 		}
 	}()
-	var quiet <-chan time.Time
+	var quiet, landed <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -354,9 +365,17 @@ func (a *Agent) input(ctx context.Context) {
 			if a.handle(func() []inputEvent { return a.ed.feed(b) }) {
 				quiet = time.After(escWait)
 			}
+			a.mu.Lock()
+			if a.ed.landing() {
+				landed = time.After(a.cfg.PasteLag)
+			}
+			a.mu.Unlock()
 		case <-quiet:
 			quiet = nil
 			a.handle(a.ed.flush)
+		case <-landed:
+			landed = nil
+			a.handle(a.ed.land)
 		}
 	}
 }

@@ -90,6 +90,12 @@ type composer struct {
 	nPastes  int // placeholders made this session, for their numbers
 	// newID makes a <pasted_content> id; default 4 random hex digits.
 	newID func() string
+	// slowPaste: a bracketed paste is not taken in at once (Config.PasteLag).
+	// Until land, it and every key after it are held, unseen; an Enter
+	// meanwhile joins the paste as a newline instead of submitting — the
+	// trap an Enter sent before the paste landed falls into.
+	slowPaste bool
+	held      []key
 }
 
 // feed handles one read of terminal input.
@@ -108,6 +114,40 @@ func (c *composer) String() string { return string(c.text) }
 func (c *composer) keys(keys []key) []inputEvent {
 	var evs []inputEvent
 	for _, k := range keys {
+		if c.slowPaste && (k.kind == keyPaste || len(c.held) > 0) {
+			c.hold(k)
+			continue
+		}
+		evs = c.key(k, evs)
+	}
+	return evs
+}
+
+// hold keeps a key behind a paste that has not landed: Enter (CR or LF)
+// becomes a newline at the end of the last held paste, as Claude Code's
+// paste handling takes an Enter that arrives while it takes a paste in;
+// any other key waits its turn.
+func (c *composer) hold(k key) {
+	if k.kind == keyEnter || k.kind == keyLF {
+		for i := len(c.held) - 1; i >= 0; i-- {
+			if c.held[i].kind == keyPaste {
+				c.held[i].text += "\n"
+				return
+			}
+		}
+	}
+	c.held = append(c.held, k)
+}
+
+// landing reports whether a paste waits to land.
+func (c *composer) landing() bool { return len(c.held) > 0 }
+
+// land takes in the held paste and the keys after it, in order.
+func (c *composer) land() []inputEvent {
+	held := c.held
+	c.held = nil
+	var evs []inputEvent
+	for _, k := range held {
 		evs = c.key(k, evs)
 	}
 	return evs

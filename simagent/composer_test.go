@@ -172,7 +172,8 @@ func TestSlashCommand(t *testing.T) {
 
 // The box is a rule, the prompt line ("❯", a no-break space, the text),
 // continuation lines indented, a rule and the footer; bash mode changes
-// the prompt character and the footer.
+// the prompt character and the footer; a tall text shows its last
+// maxBoxRows rows under a rule that counts the others.
 func TestComposerRows(t *testing.T) {
 	rule := strings.Repeat("─", 10)
 	tests := []struct {
@@ -183,6 +184,8 @@ func TestComposerRows(t *testing.T) {
 		{"empty", nil, []string{rule, "❯\u00a0", rule, promptFooter}},
 		{"multi-line", []string{paste("one\ntwo")}, []string{rule, "❯\u00a0one", "  two", rule, promptFooter}},
 		{"bash mode", []string{"!ls"}, []string{rule, "!\u00a0ls", rule, bashFooter}},
+		{"a tall text shows its last rows", []string{"0", paste("\n1\n2"), paste("\n3\n4"), paste("\n5\n6"), paste("\n7\n8"), paste("\n9")},
+			[]string{"─── ↑ 2 more ───", "  2", "  3", "  4", "  5", "  6", "  7", "  8", "  9", rule, promptFooter}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,5 +234,43 @@ func TestVisibleDropsControls(t *testing.T) {
 	got := visible("red \x1b[31mtext\x1b[0m\r\nnext\tcol\x07\u0085 ok\x1b[")
 	if want := "red text\nnext    col ok"; got != want {
 		t.Errorf("visible = %q, want %q", got, want)
+	}
+}
+
+// A slow paste (Config.PasteLag) is unseen until it lands; an Enter that
+// arrives first joins it as a newline and submits nothing, one after it
+// submits the whole text, and keys typed meanwhile act after the paste.
+func TestSlowPaste(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []string // reads; "LAND" lands what is held
+		want  []string
+		text  string
+	}{
+		{"unseen until it lands", []string{paste("a\nb")}, nil, ""},
+		{"shown once it lands", []string{paste("a\nb"), "LAND"}, nil, "a\nb"},
+		{"an Enter after it landed submits it", []string{paste("a\nb"), "LAND", "\r"}, []string{`submit "a\nb"`}, ""},
+		{"an Enter before it landed joins it as a newline", []string{paste("a\nb"), "\r", "LAND"}, nil, "a\nb\n"},
+		{"also in the same read", []string{paste("a\nb") + "\r", "LAND"}, nil, "a\nb\n"},
+		{"pastes in a row land together, in order", []string{paste("ab"), paste("cd"), "LAND"}, nil, "abcd"},
+		{"keys meanwhile act after it", []string{paste(" !"), "\x1b[D\x7f\x1b[C", paste("ls"), "LAND"}, nil, "!ls"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &composer{slowPaste: true}
+			var got []string
+			for _, s := range tt.steps {
+				evs := c.land
+				if s != "LAND" {
+					evs = func() []inputEvent { return c.feed([]byte(s)) }
+				}
+				for _, ev := range evs() {
+					got = append(got, ev.String())
+				}
+			}
+			if !slices.Equal(got, tt.want) || c.String() != tt.text {
+				t.Errorf("events %q, text %q; want %q, %q", got, c.String(), tt.want, tt.text)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package simagent
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -222,5 +223,15 @@ func (c *composer) rows(w int) []string {
 	for _, l := range lines[1:] {
 		rows = append(rows, "  "+l)
 	}
+	if hidden := len(rows) - 1 - maxBoxRows; hidden > 0 {
+		// A tall text shows its last rows under a rule that counts the
+		// rest, as Claude Code's box does ("─── ↑ 7 more ───").
+		more := fmt.Sprintf("─── ↑ %d more ", hidden)
+		rows = append([]string{more + strings.Repeat("─", max(3, w-len([]rune(more))))}, rows[1+hidden:]...)
+	}
 	return append(rows, rule, footer)
 }
+
+// maxBoxRows is how many rows of text the box shows; Claude Code 2.1.328
+// showed 20 on a screen of 50 rows, the fake herdr's panes have 24.
+const maxBoxRows = 8
