@@ -132,10 +132,13 @@ func piExtension(hookCommand func(arg string) string) (string, error) {
 // opened with --session that holds messages a "resume", a compaction
 // starts a "compact"); agent_end's reply is its last assistant message's
 // text blocks, and a turn that ended in an error or was interrupted is a
-// StopFailure. It adds /clear, which starts a new session as /new does.
+// StopFailure. It adds /clear, which starts a new session as /new does,
+// and keeps a session resumable before its first reply (holdSession).
 const piExtensionSource = `// Written by fleetd for one agent; rewritten at each (re)start.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { existsSync, unlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 
 const hooks: Record<string, string> = __HOOKS__;
 
@@ -156,6 +159,27 @@ function run(name: string, payload: Record<string, unknown>): Promise<void> {
 	});
 }
 
+// Pi writes a session's file only with its first reply, so "pi --session
+// <id>" would not find a session killed before it (and exit). Until then a
+// file of its own holding the session's header lets Pi find it; it goes
+// once Pi's own file is there (Pi resumes the newer of the two).
+function held(ctx: any): string {
+	const file = ctx.sessionManager.getSessionFile();
+	return file ? join(dirname(file), "fleetd-" + ctx.sessionManager.getSessionId() + ".jsonl") : "";
+}
+function holdSession(ctx: any) {
+	const file = ctx.sessionManager.getSessionFile();
+	const header = ctx.sessionManager.getHeader();
+	if (!file || !header || existsSync(file)) return;
+	try { writeFileSync(held(ctx), JSON.stringify(header) + "\n", { flag: "wx" }); } catch {}
+}
+function releaseSession(ctx: any) {
+	const file = ctx.sessionManager.getSessionFile();
+	const p = held(ctx);
+	if (!file || p === file || !existsSync(file)) return;
+	try { unlinkSync(p); } catch {}
+}
+
 export default function (pi: any) {
 	let promptID = "";
 	const base = (ctx: any) => ({
@@ -169,6 +193,7 @@ export default function (pi: any) {
 		if (source === "new") source = "clear";
 		if (source === "fork") source = "resume";
 		if (source === "startup" && ctx.sessionManager.getEntries().some((e: any) => e.type === "message")) source = "resume";
+		holdSession(ctx);
 		await run("SessionStart", { ...base(ctx), source, model: ctx.model?.id ?? "" });
 	});
 	pi.on("session_compact", async (_event: any, ctx: any) => {
@@ -181,6 +206,7 @@ export default function (pi: any) {
 		return { action: "continue" };
 	});
 	pi.on("agent_end", async (event: any, ctx: any) => {
+		releaseSession(ctx);
 		if (promptID === "") return;
 		const id = promptID;
 		promptID = "";

@@ -41,13 +41,14 @@ func piRole(piBin, baseURL string, env map[string]string, more map[string]any) m
 // run as commands, and a fresh-context role's turns start from a new
 // session. A Pi agent killed while idle comes back resuming its
 // session (--session <id>): the next request carries the earlier
-// conversation.
+// conversation; one killed before its first reply comes back in its
+// session too.
 func TestRealPiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 	piBin := fakeapi.RequirePi(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	started := time.Now()
-	fleet := startClaudeFleet(t, []string{"work-pi", "work-pi-new", "work-pi-fresh"}, func(baseURL string, env map[string]string) map[string]any {
+	fleet := startClaudeFleet(t, []string{"work-pi", "work-pi-new", "work-pi-fresh", "work-pi-early"}, func(baseURL string, env map[string]string) map[string]any {
 		return map[string]any{
 			"w-pi": piRole(piBin, baseURL, env, map[string]any{"restart": "on-failure", "restart_backoff": "200ms"}),
 			// Every prompt turn starts from a clean context: fleetd types
@@ -175,6 +176,23 @@ func TestRealPiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 	}
 	if !resumed {
 		t.Errorf("the request for %q does not carry the conversation from before the restart", recall)
+	}
+
+	// Killed before its first reply, when Pi has written no session file
+	// yet: it comes back in the same session all the same.
+	fleet.spawn(ctx, "pi-early", "w-pi", "work-pi-early")
+	early := fleet.waitReady(ctx, 90*time.Second, "pi-early")
+	first, _ := findAgent(early, "pi-early")
+	fleet.killClaude(t, first.Pane)
+	checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
+		a := agentNamed(t, fleet, ctx, "pi-early")
+		if a.Restarts != 1 || a.Pane == first.Pane || !a.Ready() || a.SessionID != first.SessionID {
+			return fmt.Errorf("pi-early not back in session %s: %+v", first.SessionID, a)
+		}
+		return nil
+	})
+	if r := fleet.send(ctx, leadshim.Message{To: "pi-early", Text: "are you back?", Timeout: "90s"}); r.status != 200 || r.env.Reply != "ECHO: are you back?" {
+		t.Errorf("turn after the early restart: HTTP %d %s", r.status, r.body)
 	}
 	t.Logf("done in %v", time.Since(started).Round(time.Millisecond))
 }
