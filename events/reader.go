@@ -459,39 +459,168 @@ func (l *jsLog) Read(ctx context.Context, q Query) iter.Seq2[Event, error] {
 			yield(Event{}, err)
 			return
 		}
+		if q.Decoders > 0 {
+			l.readAhead(ctx, r, end, q, yield)
+			return
+		}
 		defer r.close()
-		for {
-			msg, seq, err := r.nextMsg(ctx)
-			if err != nil && ctx.Err() == nil {
-				// A broken consumer is made again from where the read was,
-				// as a follower's is; a lost stream ends the read.
-				err = r.resume(ctx, err)
-				if err == nil {
-					continue
-				}
-			}
-			if err != nil {
-				yield(Event{}, fmt.Errorf("read: %w", translate(err)))
-				return
-			}
-			if msg == nil {
+		err = r.each(ctx, end, func(msg jetstream.Msg, seq uint64) bool {
+			ev, err := l.o.Registry.Decode(msg.Subject(), msg.Data())
+			ev, ok := l.decoded(msg, seq, ev, err, q)
+			return !ok || yield(ev, nil)
+		})
+		if err != nil {
+			yield(Event{}, err)
+		}
+	}
+}
+
+// each calls fn with every message up to end, in order, until fn returns
+// false. A broken consumer is made again from where the read was, as a
+// follower's is; a lost stream ends the read with an error.
+func (r *reader) each(ctx context.Context, end uint64, fn func(jetstream.Msg, uint64) bool) error {
+	for {
+		msg, seq, err := r.nextMsg(ctx)
+		if err != nil && ctx.Err() == nil {
+			err = r.resume(ctx, err)
+			if err == nil {
 				continue
 			}
-			if seq > end {
-				// A filtered read whose last match before ToSeq came
-				// earlier: the next match is past the end.
-				return
+		}
+		if err != nil {
+			return fmt.Errorf("read: %w", translate(err))
+		}
+		if msg == nil {
+			continue
+		}
+		if seq > end {
+			// A filtered read whose last match before ToSeq came
+			// earlier: the next match is past the end.
+			return nil
+		}
+		if !fn(msg, seq) || seq >= end {
+			return nil
+		}
+	}
+}
+
+// decoded is what a read yields for the message at seq that decoded to
+// ev or failed with err: the event; or, for a message that is not a valid
+// event (counted and reported), a placeholder when q.Skips asks for one.
+// ok is false when there is nothing to yield.
+func (l *jsLog) decoded(msg jetstream.Msg, seq uint64, ev Event, err error, q Query) (Event, bool) {
+	if err == nil {
+		ev.Seq = seq
+		return ev, true
+	}
+	l.skip(msg.Subject(), seq, err)
+	if q.Skips && seq != 0 {
+		return Event{Seq: seq, NATSSubject: msg.Subject()}, true
+	}
+	return Event{}, false
+}
+
+// decodeBatch is how many messages a read with Query.Decoders decodes
+// as one piece of work.
+const decodeBatch = 128
+
+// decodeJob is a batch of messages of a read ahead (readAhead), decoded
+// by one goroutine; done is closed once evs and errs are filled. err, on
+// the last job, is why the read ended.
+type decodeJob struct {
+	msgs []jetstream.Msg
+	seqs []uint64
+	evs  []Event
+	errs []error
+	err  error
+	done chan struct{}
+}
+
+// readAhead is Read with Query.Decoders: one goroutine pulls the messages
+// (it owns r), q.Decoders goroutines decode them a batch each, and this
+// one yields the events in the log's order, as they are ready. Decoding
+// was most of a rebuild's reading goroutine, which the fold waited on.
+// Skipped messages are counted and reported here, in order, as Read
+// does. It returns once every goroutine it started has ended.
+func (l *jsLog) readAhead(ctx context.Context, r *reader, end uint64, q Query, yield func(Event, error) bool) {
+	// quit says this goroutine stopped taking jobs (the caller broke off,
+	// or the read ended); ctx then ends too, so the puller stops waiting
+	// for the server. An end of the caller's ctx is an error to yield
+	// like any other.
+	quit := make(chan struct{})
+	ctx, cancel := context.WithCancel(ctx)
+	jobs := make(chan *decodeJob, q.Decoders+1) // in the log's order
+	sem := make(chan struct{}, q.Decoders)
+	var decoding sync.WaitGroup
+	go func() {
+		defer close(jobs)
+		defer r.close()
+		newJob := func() *decodeJob {
+			return &decodeJob{msgs: make([]jetstream.Msg, 0, decodeBatch), seqs: make([]uint64, 0, decodeBatch), done: make(chan struct{})}
+		}
+		send := func(j *decodeJob) bool {
+			select {
+			case jobs <- j:
+				return true
+			case <-quit:
+				return false
 			}
-			ev, ok := l.decode(msg, seq)
-			if !ok && q.Skips && seq != 0 {
-				ev, ok = Event{Seq: seq, NATSSubject: msg.Subject()}, true
+		}
+		j := newJob()
+		decode := func() bool {
+			select {
+			case sem <- struct{}{}:
+			case <-quit:
+				return false
 			}
+			decoding.Add(1)
+			go func(j *decodeJob) {
+				defer decoding.Done()
+				defer func() { <-sem }()
+				j.evs, j.errs = make([]Event, len(j.msgs)), make([]error, len(j.msgs))
+				for i, msg := range j.msgs {
+					j.evs[i], j.errs[i] = l.o.Registry.Decode(msg.Subject(), msg.Data())
+				}
+				close(j.done)
+			}(j)
+			ok := send(j)
+			j = newJob()
+			return ok
+		}
+		err := r.each(ctx, end, func(msg jetstream.Msg, seq uint64) bool {
+			j.msgs, j.seqs = append(j.msgs, msg), append(j.seqs, seq)
+			return len(j.msgs) < decodeBatch || decode()
+		})
+		if len(j.msgs) > 0 && !decode() {
+			return
+		}
+		if err != nil {
+			j.err = err
+			close(j.done)
+			send(j)
+		}
+	}()
+	defer func() {
+		// Stopped early, or done: the puller ends, and every job it
+		// handed on is waited for, so no goroutine outlives Read.
+		close(quit)
+		cancel()
+		for j := range jobs {
+			<-j.done
+		}
+		decoding.Wait()
+	}()
+	for j := range jobs {
+		<-j.done
+		for i, msg := range j.msgs {
+			ev, ok := l.decoded(msg, j.seqs[i], j.evs[i], j.errs[i], q)
 			if ok && !yield(ev, nil) {
 				return
 			}
-			if seq >= end {
-				return
-			}
+		}
+		if j.err != nil {
+			yield(Event{}, j.err)
+			return
 		}
 	}
 }

@@ -43,6 +43,11 @@ type Query struct {
 	// be below the largest message (the server's max_payload), or the
 	// reader stalls.
 	PrefetchBytes int
+	// Decoders, for a Read of a long stretch (a rebuild), decodes the
+	// events on that many goroutines, a batch each, beside the one that
+	// pulls them from the server; Read still yields them in order. 0
+	// decodes each as it is pulled. Follow ignores it.
+	Decoders int
 	// Skips asks for a placeholder in place of each message that is not a
 	// valid event: an Event with no Data, only Seq and NATSSubject (see
 	// Event.Skipped). A reader that tracks its position in the log (a
