@@ -104,9 +104,10 @@ func (Pi) ParseComposer(screen string) Composer {
 		text = append(text, strings.TrimRight(r, " \u00a0"))
 	}
 	c := Composer{Visible: true, Text: strings.Trim(strings.Join(text, "\n"), "\n")}
-	if strings.HasPrefix(strings.TrimLeft(c.Text, " "), "!") {
-		c.Bash, c.Text = true, strings.TrimPrefix(strings.TrimLeft(c.Text, " "), "!")
-	}
+	// Pi's "bash mode" is no mode but a draft that starts with "!": the
+	// text stays, so recovery clears it (Ctrl-C) as any draft; Esc would
+	// leave it there.
+	c.Bash = strings.HasPrefix(strings.TrimLeft(c.Text, " "), "!")
 	return c
 }
 

@@ -29,7 +29,7 @@ func TestPiComposerOnItsRealScreens(t *testing.T) {
 		{"draft-one", Composer{Visible: true, Text: "a draft"}, false},
 		{"draft", Composer{Visible: true, Text: "a draft\nof two lines"}, false},
 		{"paste-marker", Composer{Visible: true, Text: "[paste #1 +20 lines]"}, false},
-		{"shell-mode", Composer{Visible: true, Bash: true, Text: "echo x"}, false},
+		{"shell-mode", Composer{Visible: true, Bash: true, Text: "!echo x"}, false},
 		{"slash-popup", Composer{Visible: true, Text: "/"}, false},
 		{"slash-after-esc", Composer{Visible: true, Text: "/"}, false},
 		{"model-after-esc", Composer{Visible: true}, false},
