@@ -121,7 +121,10 @@ type materializer struct {
 	// stream is the incarnation the fold follows (StreamState.Created).
 	stream  time.Time
 	trimmed uint64 // the first sequence of a gap already reported
-	wfail   writeTrouble
+	// logEnd is the log's last sequence when the fold last looked (a
+	// rebuild, anchor): how long the next catch-up is, about.
+	logEnd uint64
+	wfail  writeTrouble
 	// evicted, while a fold from nothing reads the whole stream (a
 	// rebuild into emptied buckets, a first start), holds the turns
 	// pushed out of the cache: the only ones the turns bucket can hold
@@ -377,6 +380,7 @@ func (m *materializer) anchor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.logEnd = st.LastSeq
 	switch {
 	case m.stream.IsZero() && m.Applied() > st.LastSeq:
 		// A checkpoint from before incarnations were recorded, ahead of
@@ -476,7 +480,8 @@ func (m *materializer) catchUp(ctx context.Context) error {
 		defer close(read)
 		defer close(batches)
 		batch := make([]events.Event, 0, batchSize)
-		for ev, err := range m.log.Read(ctx, events.Query{FromSeq: m.Applied() + 1, ToSeq: m.o.UpTo, Skips: true}) {
+		q := events.Query{FromSeq: m.Applied() + 1, ToSeq: m.o.UpTo, Skips: true, Decoders: decoders()}
+		for ev, err := range m.log.Read(ctx, q) {
 			if err != nil {
 				readErr = err
 				return
@@ -513,6 +518,16 @@ func (m *materializer) catchUp(ctx context.Context) error {
 			restoreGC()
 		}
 	}()
+	end := m.logEnd
+	if m.o.UpTo > 0 {
+		end = min(end, m.o.UpTo)
+	}
+	if end >= m.Applied()+bulkGCAfter {
+		// Known long from the start (a rebuild, a first start on a big
+		// log): raised now, not after its first bulkGCAfter events — two
+		// fifths of a 50,000-event rebuild folded at the default target.
+		restoreGC = raiseGC(m.o.BulkGC)
+	}
 	folded := 0
 	fold := func() error {
 		for batch := range batches {
@@ -574,6 +589,12 @@ func (m *materializer) catchUp(ctx context.Context) error {
 // readAhead is how many decoded batches a catch-up reads ahead of its
 // fold.
 const readAhead = 4
+
+// decoders is how many goroutines decode a catch-up's events (see
+// events.Query.Decoders): one a core. The fold waited on the reading
+// goroutine for three fifths of a rebuild (2 cores), and decoding was
+// two thirds of that goroutine's work.
+func decoders() int { return runtime.GOMAXPROCS(0) }
 
 var errFollowEnded = errors.New("follower ended")
 
@@ -744,6 +765,7 @@ func (m *materializer) Rebuild(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	}
+	m.logEnd = st.LastSeq
 	switch {
 	case m.o.Memory:
 		return m.rebuildMemory(ctx, st)
