@@ -92,7 +92,7 @@ func piEditor(rows []string) (top, bottom int) {
 // above the footer, its text as shown (a long paste shows as Pi's "[paste
 // #1 +20 lines]" marker). Bash means the draft starts with "!", which Pi
 // runs in a shell on Enter. A selector (/model, /tree) that takes the
-// editor's place reads as text: it is not an empty composer.
+// editor's place is no composer: a menu covers it.
 func (Pi) ParseComposer(screen string) Composer {
 	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
 	top, bottom := piEditor(rows)
@@ -101,6 +101,11 @@ func (Pi) ParseComposer(screen string) Composer {
 	}
 	var text []string
 	for _, r := range rows[top+1 : bottom] {
+		if piSelectorRow(r) {
+			// A selector (/model, /settings, /resume, /tree) in the
+			// editor's place: a menu covers the composer.
+			return Composer{}
+		}
 		text = append(text, strings.TrimRight(r, " \u00a0"))
 	}
 	c := Composer{Visible: true, Text: strings.Trim(strings.Join(text, "\n"), "\n")}
@@ -109,6 +114,16 @@ func (Pi) ParseComposer(screen string) Composer {
 	// leave it there.
 	c.Bash = strings.HasPrefix(strings.TrimLeft(c.Text, " "), "!")
 	return c
+}
+
+// piSelectorCount is a selector's "(1/24)" row.
+var piSelectorCount = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s+\(\d+/\d+\)\s*$`) })
+
+// piSelectorRow reports a row of Pi's selectors: its chosen entry ("→ "
+// or "› ") or its count. The editor's own rows start at its left edge
+// with what was typed.
+func piSelectorRow(r string) bool {
+	return strings.HasPrefix(r, "→ ") || strings.HasPrefix(r, "› ") || piSelectorCount().MatchString(r)
 }
 
 // Working reports Pi's spinner row (a braille frame, "Working...",

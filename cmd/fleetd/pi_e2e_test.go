@@ -50,7 +50,8 @@ func TestRealPiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 	started := time.Now()
 	fleet := startClaudeFleet(t, []string{"work-pi", "work-pi-new", "work-pi-fresh", "work-pi-early"}, func(baseURL string, env map[string]string) map[string]any {
 		return map[string]any{
-			"w-pi": piRole(piBin, baseURL, env, map[string]any{"restart": "on-failure", "restart_backoff": "200ms"}),
+			"w-pi": piRole(piBin, baseURL, env, map[string]any{"restart": "on-failure", "restart_backoff": "200ms",
+				"commands": []string{"/clear", "/new", "/compact", "/settings"}}),
 			// Every prompt turn starts from a clean context: fleetd types
 			// /clear first, which its extension gives Pi.
 			"w-pi-fresh": piRole(piBin, baseURL, env, map[string]any{"fresh_context": true}),
@@ -103,8 +104,8 @@ func TestRealPiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 
 	// A multi-line text sent the moment a new agent is registered: it is
 	// typed only once Pi's editor is up, so it arrives whole. Then an
-	// explicit /compact (Pi summarises the session) and /new (it starts
-	// another), each with a canary.
+	// explicit /compact (Pi summarises the session), /new (it starts
+	// another) and /settings (a selector), each with a canary.
 	fleet.spawn(ctx, "pi-new", "w-pi", "work-pi-new")
 	checkfor.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 		roster, err := fleet.roster(ctx)
@@ -120,6 +121,9 @@ func TestRealPiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 		{name: "multi-line at once", text: "first:\nsecond line\nthird line\nfourth line", status: 200, delivery: "paste"},
 		{name: "an explicit /compact", command: "/compact", status: 200, delivery: "command"},
 		{name: "an explicit /new", command: "/new", status: 200, delivery: "command"},
+		// A command that opens a selector nobody answers: it is closed
+		// (the canary after it is answered) and the turn says so.
+		{name: "a command that opens a selector", command: "/settings", status: 200, failedWith: "waits for a person's key"},
 	})
 	checkfor.Eventually(t, 10*time.Second, 100*time.Millisecond, func() error {
 		if a := agentNamed(t, fleet, ctx, "pi-new"); !a.Ready() || a.SessionEnded {
