@@ -76,3 +76,50 @@ func waitEmptyBox(t *testing.T, f *fleet, pane string) {
 		return nil
 	})
 }
+
+// The sign is read off screens shaped as the real Claude Code 2.1.328
+// draws them (tmux capture-pane, 160 columns): the box before a paste
+// shows, with the paste, with a tall paste's last rows under "↑ N more".
+func TestLandedInComposer(t *testing.T) {
+	rule := strings.Repeat("─", 60)
+	screen := func(rows ...string) string {
+		return strings.Join(append(append([]string{"▎ Auto mode is now Claude Code's default permission mode.", "", "   ◐ medium · /effort", rule},
+			rows...), rule, "  ⏵⏵ auto mode on (shift+tab to cycle)"), "\n") + "\n"
+	}
+	var tall []string
+	for i := range 27 {
+		tall = append(tall, fmt.Sprintf("line %06d: the quick brown fox", i))
+	}
+	windowed := func(from int) string {
+		rows := []string{"─── ↑ " + fmt.Sprint(from) + " more " + strings.Repeat("─", 50)}
+		for _, l := range tall[from:] {
+			rows = append(rows, "  "+l)
+		}
+		return strings.Join(append([]string{"", "ctrl+g to edit in Vim"}, append(rows, rule, "  ⏵⏵ auto mode on (shift+tab to cycle)")...), "\n")
+	}
+	tests := []struct {
+		name, screen, text string
+		want               herdrbridge.Landing
+	}{
+		{"the box before the paste shows", screen("❯\u00a0"), "frame test: please reply", herdrbridge.LandingPending},
+		{"the paste shown", screen("❯\u00a0frame test: please reply"), "frame test: please reply", herdrbridge.LandingDone},
+		{"lines shown", screen("❯\u00a0code:", "      func main() {}", "  end"), "code:\n    func main() {}\nend", herdrbridge.LandingDone},
+		{"a long row wrapped", screen("❯\u00a0the quick brown", "  fox jumps"), "the quick brown fox jumps", herdrbridge.LandingDone},
+		{"the first pieces shown", screen("❯\u00a0code:", "      func main() {}"), "code:\n    func main() {}\nend", herdrbridge.LandingPending},
+		{"a bang in prompt mode", screen("❯\u00a0!touch x"), "!touch x", herdrbridge.LandingDone},
+		{"bash mode is not the text", screen("!\u00a0touch x"), "!touch x", herdrbridge.LandingUnknown},
+		{"another text", screen("❯\u00a0a draft"), "frame test", herdrbridge.LandingUnknown},
+		{"a tall text's last rows", windowed(7), strings.Join(tall, "\n"), herdrbridge.LandingDone},
+		{"an earlier prefix's last rows", windowed(5)[:strings.LastIndex(windowed(5), "\n  line 000026")] + "\n" + rule + "\n  ⏵⏵ auto mode on", strings.Join(tall, "\n"), herdrbridge.LandingPending},
+		{"a tail that occurs earlier too", windowed(20), strings.Join(append(tall[20:], tall...), "\n"), herdrbridge.LandingUnknown},
+		{"a menu under the box", screen("❯\u00a0/clear") + "  /clear   Clear conversation history\n  /compact  Compact\n  /config   Config\n  /cost     Cost\n  /doctor   Doctor\n", "/clear", herdrbridge.LandingUnknown},
+		{"no box", "$ claude\nbash: claude: command not found\n", "hello", herdrbridge.LandingUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := herdrbridge.LandedInComposer(tt.screen, tt.text); got != tt.want {
+				t.Errorf("LandedInComposer = %v, want %v; screen:\n%s", got, tt.want, tt.screen)
+			}
+		})
+	}
+}

@@ -145,15 +145,15 @@ func TestRealClaudeReceivesAnyTextExactlyOrItIsRefused(t *testing.T) {
 	})
 	fleet.checkText(ctx, log, "t-new", textCase{text: "first:\nsecond line\nthird line\nfourth line", status: 200, delivery: "pieces"}, fleet.work("work-new"))
 
-	// An agent launched through a wrapper herdr cannot see through: herdr
-	// refuses agent.prompt (not the pane's foreground process); the turn
-	// is deferred, then typed with pane.send_input because the agent's
-	// hooks say it is idle.
+	// An agent launched through a wrapper herdr cannot see through (not
+	// the pane's foreground process): typed as any Claude Code, with
+	// pane.send_input and Enter once its box shows the text, because the
+	// agent's hooks say it is idle.
 	fleet.spawn(ctx, "t-wrap", "w-wrapped", "work-wrap")
 	fleet.waitReady(ctx, 90*time.Second, "t-wrap")
 	wrapped := fleet.checkText(ctx, log, "t-wrap", textCase{text: "through the wrapper", status: 200, delivery: "paste"}, fleet.work("work-wrap"))
-	if wrapped.Method != herdrbridge.MethodSendInput {
-		t.Errorf("wrapped agent typed with %q, want %s", wrapped.Method, herdrbridge.MethodSendInput)
+	if wrapped.Method != herdrbridge.MethodLanded {
+		t.Errorf("wrapped agent typed with %q, want %s", wrapped.Method, herdrbridge.MethodLanded)
 	}
 	fleet.checkText(ctx, log, "t-wrap", textCase{text: "!touch PWNED-wrap.txt", status: 200, delivery: "pieces"}, fleet.work("work-wrap"))
 
