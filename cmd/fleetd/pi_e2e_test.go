@@ -73,6 +73,12 @@ func TestRealPiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 		{name: "a leading at sign", text: "@nobody please answer", status: 200, delivery: "paste"},
 		{name: "a bare at sign", text: "@", status: 200, delivery: "paste"},
 		{name: "a leading hash", text: "#remember this", status: 200, delivery: "paste"},
+		{name: "a bare hash", text: "#", status: 200, delivery: "paste"},
+		// Pi keeps a combining accent as it is (no NFC), and invisible
+		// characters and a line separator inside a text.
+		{name: "a combining accent", text: "cafe\u0301", status: 200, delivery: "paste"},
+		{name: "invisible characters inside", text: "zero\u200bwidth and line\u2028separator", status: 200, delivery: "paste"},
+		{name: "a paste marker as text", text: "[paste #1 +3 lines] is how Pi shows a long paste", status: 200, delivery: "paste"},
 		{name: "a path is text", text: "~/x and ./y are paths", status: 200, delivery: "paste"},
 		{name: "a leading bang (shell mode)", text: "!touch PWNED-pi-bang.txt", status: 200, delivery: "file"},
 		{name: "a double bang", text: "!!touch PWNED-pi-bangbang.txt", status: 200, delivery: "file"},
@@ -89,6 +95,7 @@ func TestRealPiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 		// More than ten lines: Pi shows a "[paste #1 +20 lines]" marker
 		// and sends the whole text.
 		{name: "twenty lines", text: strings.Repeat("a line of the paste\n", 20) + "end.", status: 200, delivery: "paste"},
+		{name: "a long paste holding its own marker", text: strings.Repeat("[paste #1 +12 lines] a line\n", 11) + "end.", status: 200, delivery: "paste"},
 		{name: "a 20 KB text", text: strings.Repeat("the quick brown fox jumps over the lazy dog\n", 20<<10/44) + "end.", status: 200, delivery: "paste"},
 		{name: "a 100 KB text", text: strings.Repeat("the quick brown fox jumps over the lazy dog\n", 100<<10/44) + "end.", status: 200, delivery: "file"},
 		{name: "over 1 MiB", text: strings.Repeat("x", 1<<20+1), status: http.StatusRequestEntityTooLarge},
