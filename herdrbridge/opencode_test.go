@@ -91,7 +91,7 @@ func TestOpenCodePlanTypesWhatItsComposerKeeps(t *testing.T) {
 // that keep OpenCode from npm-installing its plugin package at start.
 func TestOpenCodeInstallWritesTheAgentsOwnConfigDir(t *testing.T) {
 	state := t.TempDir()
-	role := roles.Role{Name: "w", Kind: roles.KindOpenCode, EnvClass: roles.EnvGateway, BaseURL: "http://127.0.0.1:9/v1", Model: "fake-model"}
+	role := roles.Role{Name: "w", Kind: roles.KindOpenCode, EnvClass: roles.EnvGateway, BaseURL: "http://127.0.0.1:9/v1", Model: "fleet/fake-model"}
 	hook := func(arg string) string { return "'/x/fleetd-hook' " + arg }
 	if err := (OpenCode{}).Install(Install{StateDir: state, Agent: "a-1", Role: role, HookCommand: hook}); err != nil {
 		t.Fatal(err)
@@ -134,6 +134,15 @@ func TestOpenCodeInstallWritesTheAgentsOwnConfigDir(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil || !st.IsDir() {
 		t.Errorf("no node_modules: %v", err)
+	}
+	for _, model := range []string{"fake-model", "anthropic/claude-sonnet-4-5"} {
+		// A bare name would be refused by OpenCode's --model on a
+		// restart; a gateway role's provider is fleet's endpoint.
+		bad := role
+		bad.Model = model
+		if err := (OpenCode{}).Install(Install{StateDir: state, Agent: "a-3", Role: bad, HookCommand: hook}); err == nil {
+			t.Errorf("a gateway role with model %q was installed", model)
+		}
 	}
 	role.Sandbox = "bwrap"
 	if err := (OpenCode{}).Install(Install{StateDir: state, Agent: "a-2", Role: role, HookCommand: hook}); err == nil {

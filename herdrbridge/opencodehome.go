@@ -25,9 +25,10 @@ var openCodeHooks = []string{"session-start", "user-prompt-submit", "stop", "sto
 //     fleetd's hooks with Claude Code's payloads;
 //   - opencode.json: the paste summary off (a summarised paste reaches
 //     the model trimmed, with a space after it), autoupdate and sharing
-//     off, the role's model, and — for a gateway role — a "fleet"
-//     provider at its base_url (OpenCode's Anthropic client) whose key is
-//     the pane's ANTHROPIC_API_KEY;
+//     off, the role's model (provider/model), and — for a gateway role,
+//     whose model is "fleet/<model>" — the "fleet" provider at its
+//     base_url (OpenCode's Anthropic client) whose key is the pane's
+//     ANTHROPIC_API_KEY;
 //   - package.json, package-lock.json and node_modules/, so that OpenCode
 //     does not npm-install @opencode-ai/plugin into the directory as it
 //     starts: it does so for every config directory whose lock file does
@@ -55,19 +56,25 @@ func writeOpenCodeHome(dir string, role roles.Role, hookCommand func(arg string)
 		"share":        "disabled",
 		"experimental": map[string]any{"disable_paste_summary": true},
 	}
+	// OpenCode names a model "provider/model", on its command line too:
+	// a bare name there is refused with a toast, and the TUI then does
+	// not open the --session it was given (measured), so a restart
+	// would start afresh.
 	model := role.Model
+	provider, name, ok := strings.Cut(model, "/")
+	if model != "" && (!ok || provider == "" || name == "") {
+		return fmt.Errorf("opencode: role %q: model %q is not OpenCode's provider/model (a gateway role's provider is \"fleet\": \"fleet/%s\")", role.Name, model, model)
+	}
 	if role.EnvClass == roles.EnvGateway {
-		if model == "" {
-			return fmt.Errorf("opencode: gateway role %q names no model (its \"model\", which fleetd gives the fleet provider)", role.Name)
+		if provider != "fleet" {
+			return fmt.Errorf("opencode: gateway role %q: model %q: its provider must be \"fleet\", the endpoint fleetd writes (\"fleet/<model>\")", role.Name, model)
 		}
-		model = strings.TrimPrefix(model, "fleet/")
 		cfg["provider"] = map[string]any{"fleet": map[string]any{
 			"npm":     "@ai-sdk/anthropic",
 			"name":    "fleet",
 			"options": map[string]any{"baseURL": role.BaseURL, "apiKey": "{env:ANTHROPIC_API_KEY}"},
-			"models":  map[string]any{model: map[string]any{"name": model}},
+			"models":  map[string]any{name: map[string]any{"name": name}},
 		}}
-		model = "fleet/" + model
 	}
 	if model != "" {
 		cfg["model"], cfg["small_model"] = model, model
@@ -107,7 +114,8 @@ func writeOpenCodeHome(dir string, role roles.Role, hookCommand func(arg string)
 // prompt on, and Stop (or StopFailure, for an assistant message that
 // ended in an error) when the session goes idle after a prompt, with the
 // text of the turn's last assistant message. A shell command (the "!"
-// mode) and a subagent's session send nothing. The hooks run one at a
+// mode) and a subagent's session send nothing; a compaction sends
+// SessionStart with source "compact", as Claude Code's /compact does. The hooks run one at a
 // time, in order, their output discarded (the TUI owns the screen).
 func openCodePlugin(hooks map[string]string, usage string) (string, error) {
 	h, err := json.Marshal(hooks)
@@ -202,6 +210,10 @@ export const FleetdPlugin = async ({ client, directory }) => {
       const p = event.properties || {}
       if (event.type === "session.created" && p.info) {
         (p.info.parentID ? children : created).add(p.info.id)
+      } else if (event.type === "session.compacted" && p.sessionID && started.has(p.sessionID)) {
+        // A /compact goes on in the same session: say so as Claude Code
+        // does, a session started by "compact".
+        await queue(() => run("session-start", { ...base(p.sessionID, "SessionStart"), source: "compact" }))
       } else if (event.type === "session.idle" || (event.type === "session.status" && p.status && p.status.type === "idle")) {
         const turn = pending.get(p.sessionID)
         if (!turn) return

@@ -32,10 +32,16 @@ var OpenCodeBoundaryVars = []string{
 
 func init() {
 	registerKind(KindOpenCode, kindSpec{
-		// The model is not a flag: OpenCode's --model wants
-		// "provider/model", and fleetd writes the role's model into the
-		// agent's config (as the "fleet" provider's, for a gateway role).
-		command: func(bool) []string { return []string{"opencode", ResumePlaceholder} },
+		// OpenCode's --model is "provider/model" (a gateway role's
+		// provider is "fleet", which fleetd writes into the agent's
+		// config): a bare model name is refused with a toast, and the
+		// TUI then skips opening the --session it was given.
+		command: func(model bool) []string {
+			if model {
+				return []string{"opencode", ResumePlaceholder, "--model", "{model}"}
+			}
+			return []string{"opencode", ResumePlaceholder}
+		},
 		// opencode --session ses_… continues a session (its exit prints
 		// "Continue opencode -s <id>").
 		resume:   "--session",

@@ -9,8 +9,8 @@ import (
 	"github.com/fleetd/fleetd/roles"
 )
 
-// An opencode role launches OpenCode (the model goes in the config fleetd
-// writes, not on the command line), resumes with --session, and has
+// An opencode role launches OpenCode (its model as OpenCode's
+// provider/model), resumes with --session, and has
 // OpenCode's boundary: a provider's key or endpoint, or a config passed
 // in whole, takes it off the user's own login, so a clean role may carry
 // none; a gateway role's endpoint goes in the agent's config (no
@@ -21,16 +21,16 @@ func TestAnOpenCodeRoleHasOpenCodesLaunchAndBoundary(t *testing.T) {
 	}
 	c, err := roles.Parse([]byte(`{"roles":{
 	  "oc":  {"kind":"opencode","model":"anthropic/claude-sonnet-4-5"},
-	  "ocg": {"kind":"opencode","env_class":"gateway","base_url":"http://127.0.0.1:9/v1","model":"m","env":{"ANTHROPIC_API_KEY":"k"}}
+	  "ocg": {"kind":"opencode","env_class":"gateway","base_url":"http://127.0.0.1:9/v1","model":"fleet/m","env":{"ANTHROPIC_API_KEY":"k"}}
 	}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	oc, _ := c.Get("oc")
-	if got, want := strings.Join(oc.Argv(""), " "), "opencode"; got != want {
+	if got, want := strings.Join(oc.Argv(""), " "), "opencode --model anthropic/claude-sonnet-4-5"; got != want {
 		t.Errorf("argv %q, want %q", got, want)
 	}
-	if argv, ok := oc.ResumeArgv("", "ses_dc293dbceffeDlWRXugk2lL97T"); !ok || strings.Join(argv, " ") != "opencode --session ses_dc293dbceffeDlWRXugk2lL97T" {
+	if argv, ok := oc.ResumeArgv("", "ses_dc293dbceffeDlWRXugk2lL97T"); !ok || strings.Join(argv, " ") != "opencode --session ses_dc293dbceffeDlWRXugk2lL97T --model anthropic/claude-sonnet-4-5" {
 		t.Errorf("resume argv %q, %v", argv, ok)
 	}
 	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "AWS_BEARER_TOKEN_BEDROCK", "OPENCODE_CONFIG_CONTENT"} {
