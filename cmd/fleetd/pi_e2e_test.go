@@ -98,6 +98,9 @@ func TestRealPiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 		{name: "a long paste holding its own marker", text: strings.Repeat("[paste #1 +12 lines] a line\n", 11) + "end.", status: 200, delivery: "paste"},
 		{name: "a 20 KB text", text: strings.Repeat("the quick brown fox jumps over the lazy dog\n", 20<<10/44) + "end.", status: 200, delivery: "paste"},
 		{name: "a 100 KB text", text: strings.Repeat("the quick brown fox jumps over the lazy dog\n", 100<<10/44) + "end.", status: 200, delivery: "file"},
+		// The model API refuses the request: Pi ends the turn in an
+		// error, which its extension reports as StopFailure.
+		{name: "an API error", text: "fail please [status=400]", status: 200, failedWith: "invalid_request_error"},
 		{name: "over 1 MiB", text: strings.Repeat("x", 1<<20+1), status: http.StatusRequestEntityTooLarge},
 		{name: "a command the role does not allow", command: "/quit", status: http.StatusBadRequest},
 	}
