@@ -54,7 +54,11 @@ func (Gemini) ParseComposer(screen string) Composer {
 			break
 		}
 	}
-	if start < 0 || !geminiRuleNear(rows, start) {
+	if start < 0 || !geminiRuleNear(rows, start) || geminiBusy(rows[:start]) {
+		// While Gemini still finishes a turn (its AfterAgent hook runs
+		// after the reply is drawn and fleetd's hook reports the agent
+		// idle before it exits), the composer takes a paste but drops
+		// the Enter: not a composer to type into yet.
 		return Composer{}
 	}
 	text := []string{strings.TrimLeft(rows[start][2:], " ")}
@@ -95,21 +99,45 @@ func geminiRuleNear(rows []string, i int) bool {
 	return false
 }
 
-// Working reports "esc to cancel" in the status row above the composer:
-// a turn (or its hooks) at work.
+// Working reports a turn (or one of its hooks) at work: "(esc to
+// cancel, Ns)" or "Executing Hook" in the status row above the composer.
 func (Gemini) Working(screen string) bool {
 	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
-	seen := 0
-	for i := len(rows) - 1; i >= 0 && seen < 14; i-- {
-		if strings.TrimSpace(rows[i]) == "" {
-			continue
-		}
-		seen++
-		if strings.Contains(strings.ToLower(rows[i]), "(esc to cancel") {
-			return true
+	for i := len(rows) - 1; i >= 0 && i >= len(rows)-60; i-- {
+		if geminiPromptRow(strings.TrimRightFunc(rows[i], unicode.IsSpace)) {
+			return geminiBusy(rows[:i])
 		}
 	}
-	return false
+	return geminiBusy(rows)
+}
+
+// geminiBusy reports whether the status row, the last non-blank row above
+// the composer's rule (rows end at the prompt row), shows Gemini at
+// work: a turn's "(esc to cancel, Ns)", or "Executing Hook(s): <names>",
+// which Gemini shows from each hook's start for at least 3 s. A paste and
+// an Enter 300 ms later while it finishes a turn or starts a session
+// (drawing the reply, running the AfterAgent or SessionStart hook) left
+// the text in the composer: Gemini reads an Enter within 40 ms of a paste
+// (as it sees time, with its render behind) as a newline. fleetd types
+// only once that row is gone.
+func geminiBusy(rows []string) bool {
+	status := ""
+	for i := len(rows) - 1; i >= 0 && i >= len(rows)-10; i-- {
+		r := strings.TrimSpace(rows[i])
+		if r != "" && strings.Trim(r, "─") == "" {
+			for j := i - 1; j >= 0 && j >= i-3; j-- {
+				if status = strings.TrimSpace(rows[j]); status != "" {
+					break
+				}
+			}
+			break
+		}
+	}
+	if status == "" && len(rows) > 0 {
+		status = rows[len(rows)-1] // no rule: the row above the composer
+	}
+	status = strings.ToLower(status)
+	return strings.Contains(status, "(esc to cancel") || strings.Contains(status, "executing hook")
 }
 
 // GeminiLimits bound a typed text for Gemini: one paste of at most 16 KiB.
