@@ -85,6 +85,14 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 	}
 	c := tg.kind.ParseComposer(r.Text)
 	switch {
+	case tg.kind.Working(r.Text):
+		// The turn is not over though herdr and the hooks say idle: Claude
+		// Code runs its Stop hook inside the turn (the title's spinner
+		// stopped, "esc to interrupt" still shown), and a prompt submitted
+		// then is queued under the finished prompt's id. With Enter at the
+		// sign it would land there; the fixed pause only made it rarer.
+		b.backoffFrom(agent, 20*time.Millisecond)
+		return false
 	case c.Empty():
 	case c.Visible && c.Bash:
 		b.attend(ctx, agent, AttentionBashMode, "the prompt box is in bash mode: what is typed would run in a shell")

@@ -584,9 +584,16 @@ func (a *Agent) turn(ctx context.Context, prompt string) error {
 		return err
 	}
 	a.above("● " + indent(reply))
+	// Claude Code runs its Stop hook inside the turn: the title's spinner
+	// has stopped (herdr's screen rules see idle, and fleetd's hook says
+	// so) while the row above the box still offers "esc to interrupt"
+	// until the hook returns; a prompt submitted then is queued.
+	a.title(idleTitle)
+	a.update(func() { a.working = true })
 	a.hook(ctx, "Stop", map[string]any{"prompt_id": promptID, "permission_mode": "default",
 		"effort": map[string]any{"level": "medium"}, "stop_hook_active": false,
 		"last_assistant_message": reply, "background_tasks": []any{}, "session_crons": []any{}})
+	a.update(func() { a.working = false })
 	return nil
 }
 
