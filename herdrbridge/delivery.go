@@ -421,7 +421,7 @@ func (b *Bridge) execute(ctx context.Context, agent string, tg target, typed eve
 // newline and leave the prompt unsubmitted).
 func (b *Bridge) enter(ctx context.Context, tg target, method, text string) error {
 	if l, ok := tg.kind.(Lander); ok && method == MethodLanded {
-		if _, err := b.awaitLanding(ctx, tg.pane, l, text); err != nil {
+		if err := b.awaitLanding(ctx, tg.pane, l, text); err != nil {
 			return err
 		}
 	} else if !sleep(ctx, b.cfg.EnterDelay) {

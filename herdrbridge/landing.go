@@ -26,6 +26,17 @@ const (
 	LandingDone
 )
 
+// String names the state, for logs and test messages.
+func (l Landing) String() string {
+	switch l {
+	case LandingPending:
+		return "pending"
+	case LandingDone:
+		return "done"
+	}
+	return "unknown"
+}
+
 // Lander is a Kind whose screen shows when a typed text has landed in its
 // composer. The engine presses Enter as soon as it does, instead of after
 // the fixed pause a paste needs on a screen nobody can read; a kind that
@@ -135,9 +146,9 @@ func squash(s string) string { return strings.Join(strings.Fields(s), "") }
 // awaitLanding waits, after text was typed into pane, until it is safe to
 // press Enter: the kind's screen shows the text landed; or, while it
 // cannot tell, the fixed pause has passed since the typing; or, while the
-// composer shows none or part of it, LandTimeout has. It reports whether
-// the text was seen to land; ctx ending is its only error.
-func (b *Bridge) awaitLanding(ctx context.Context, pane string, l Lander, text string) (bool, error) {
+// composer shows none or part of it, LandTimeout has (EnterWait records
+// which). ctx ending is its only error.
+func (b *Bridge) awaitLanding(ctx context.Context, pane string, l Lander, text string) error {
 	start := b.cfg.Now()
 	for {
 		state := LandingUnknown
@@ -148,16 +159,16 @@ func (b *Bridge) awaitLanding(ctx context.Context, pane string, l Lander, text s
 		switch {
 		case state == LandingDone:
 			b.cfg.Metrics.observeLanding(waited, "landed")
-			return true, nil
+			return nil
 		case state == LandingUnknown && waited >= b.cfg.EnterDelay:
 			b.cfg.Metrics.observeLanding(waited, "pause")
-			return false, nil
+			return nil
 		case waited >= LandTimeout:
 			b.cfg.Metrics.observeLanding(waited, "timeout")
-			return false, nil
+			return nil
 		}
 		if !sleep(ctx, landPoll) {
-			return false, ctx.Err()
+			return ctx.Err()
 		}
 	}
 }
