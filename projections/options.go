@@ -85,7 +85,8 @@ type Options struct {
 	// long. 0 keeps final turns for ever; open turns never expire.
 	TurnTTL time.Duration
 	// BulkGC is the garbage collector's target (GOGC, in percent) while a
-	// catch-up folds a long stretch of the log (a rebuild, a first start):
+	// catch-up folds a long stretch of the log (100,000 events or more: a
+	// rebuild, a first start on a big log; see bulkGCAfter):
 	// its garbage is short-lived, and at the default of 100 the collector
 	// took a fifth of the fold's CPU. The process's setting comes back
 	// when the last catch-up ends. Default 300; -1 leaves the collector

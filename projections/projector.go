@@ -524,8 +524,7 @@ func (m *materializer) catchUp(ctx context.Context) error {
 	}
 	if end >= m.Applied()+bulkGCAfter {
 		// Known long from the start (a rebuild, a first start on a big
-		// log): raised now, not after its first bulkGCAfter events — two
-		// fifths of a 50,000-event rebuild folded at the default target.
+		// log): raised now, not after its first bulkGCAfter events.
 		restoreGC = raiseGC(m.o.BulkGC)
 	}
 	folded := 0
