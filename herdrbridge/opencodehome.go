@@ -210,9 +210,10 @@ export const FleetdPlugin = async ({ client, directory }) => {
       const p = event.properties || {}
       if (event.type === "session.created" && p.info) {
         (p.info.parentID ? children : created).add(p.info.id)
-      } else if (event.type === "session.compacted" && p.sessionID && started.has(p.sessionID)) {
+      } else if (event.type === "session.compacted" && p.sessionID && !children.has(p.sessionID)) {
         // A /compact goes on in the same session: say so as Claude Code
         // does, a session started by "compact".
+        started.add(p.sessionID)
         await queue(() => run("session-start", { ...base(p.sessionID, "SessionStart"), source: "compact" }))
       } else if (event.type === "session.idle" || (event.type === "session.status" && p.status && p.status.type === "idle")) {
         const turn = pending.get(p.sessionID)
