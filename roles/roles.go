@@ -464,10 +464,11 @@ func (c Config) Validate() error {
 		if !nameRE().MatchString(name) {
 			errs = append(errs, fmt.Errorf("role %q: name must match %s", name, nameRE()))
 		}
-		if r.Kind == KindCodex && r.Sandbox != "" {
-			// Its CODEX_HOME sits in fleetd's state directory, which the
-			// sandbox templates do not bind (docs/codex-composer.md).
-			errs = append(errs, fmt.Errorf("role %q: a codex role cannot run in a sandbox yet", name))
+		if (r.Kind == KindCodex || r.Kind == KindGemini) && r.Sandbox != "" {
+			// Its CODEX_HOME (GEMINI_CLI_HOME) sits in fleetd's state
+			// directory, which the sandbox templates do not bind
+			// (docs/codex-composer.md, docs/gemini-composer.md).
+			errs = append(errs, fmt.Errorf("role %q: a %s role cannot run in a sandbox yet", name, r.Kind))
 		}
 		if r.Kind != "" && !slices.Contains(Kinds, r.Kind) { // "" is claude (a Config built in Go, not parsed)
 			errs = append(errs, fmt.Errorf("role %q: kind %q: this fleetd drives %s (more kinds come as each is verified with its real CLI)", name, r.Kind, strings.Join(Kinds, ", ")))
