@@ -137,6 +137,7 @@ func TestRealOpenCodeReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 		{name: "many lines (no paste summary)", text: strings.Repeat("a line of the paste\n", 20) + "last", status: 200, delivery: "paste"},
 		{name: "a 100 KB text", text: strings.Repeat("the quick brown fox jumps over the lazy dog\n", 100<<10/44) + "end.", status: 200, delivery: "file"},
 		{name: "over 1 MiB", text: strings.Repeat("x", 1<<20+1), status: http.StatusRequestEntityTooLarge},
+		{name: "an explicit /compact", command: "/compact", status: 200, delivery: "command"},
 		{name: "an explicit /new", command: "/new", status: 200, delivery: "command"},
 	}
 	fleet.textTable(ctx, log, "oc-1", fleet.work("work-oc"), cases)
