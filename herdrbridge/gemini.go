@@ -224,7 +224,12 @@ func (Gemini) LaunchEnv(stateDir, agent string) map[string]string {
 	if stateDir == "" {
 		return nil
 	}
-	return map[string]string{"GEMINI_CLI_HOME": geminiHome(stateDir, agent), "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+	// CI and GITHUB_ACTIONS "true" make Gemini CLI 0.61.0 headless
+	// (isHeadlessMode): it answers stdin and exits, ending its session
+	// seconds after launch. A fleet agent is interactive wherever fleetd
+	// runs, a CI job included.
+	return map[string]string{"GEMINI_CLI_HOME": geminiHome(stateDir, agent), "GEMINI_CLI_TRUST_WORKSPACE": "true",
+		"CI": "false", "GITHUB_ACTIONS": "false"}
 }
 
 // Install writes the agent's settings under its GEMINI_CLI_HOME

@@ -123,7 +123,7 @@ func TestGeminiHomeHoldsTheAgentsSettings(t *testing.T) {
 	}
 	env := k.LaunchEnv(state, "gm-1")
 	dir := filepath.Join(state, "gemini", "gm-1")
-	if env["GEMINI_CLI_HOME"] != dir || env["GEMINI_CLI_TRUST_WORKSPACE"] != "true" {
+	if env["GEMINI_CLI_HOME"] != dir || env["GEMINI_CLI_TRUST_WORKSPACE"] != "true" || env["CI"] != "false" || env["GITHUB_ACTIONS"] != "false" {
 		t.Errorf("launch env %v", env)
 	}
 	hook := func(arg string) string { return "/bin/fleetd-hook " + arg }
