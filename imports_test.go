@@ -28,9 +28,9 @@ var allowed = map[string][]string{
 	"herdrbridge/herdrapi/herdrapitest": {"herdrbridge/herdrapi", "herdrbridge/herdrschema", "herdrbridge/herdrtest", "internal/checkfor", "internal/proc"},
 	"herdrbridge/herdrtest":             {"internal/proc"},
 	"herdrbridge/herdrschema":           {},
-	"claudehook":                        {"events/eventcore", "herdrbridge/herdrapi", "internal/natslite", "natsauth/natscreds", "worktree"}, // no more, and not events (nats.go): every hook exec links and starts it (cmd/fleetd-hook)
-	"natsauth/natscreds":                {"events/eventcore"},                                                                                // not events: the hook links it
-	"simagent":                          {"events", "events/eventcore", "claudehook", "internal/natslite", "herdrbridge/herdrapi", "lifecycle", "natsauth", "natsauth/natscreds", "inbox", "projections", "worktree"},
+	"claudehook":                        {"events/eventcore", "internal/natslite", "internal/sockdial", "natsauth/natscreds", "worktree"}, // no more, and not events (nats.go): every hook exec links and starts it (cmd/fleetd-hook)
+	"natsauth/natscreds":                {"events/eventcore"},                                                                             // not events: the hook links it
+	"simagent":                          {"events", "events/eventcore", "claudehook", "internal/natslite", "internal/sockdial", "herdrbridge/herdrapi", "lifecycle", "natsauth", "natsauth/natscreds", "inbox", "projections", "worktree"},
 	"turns":                             {"events", "events/eventcore", "lifecycle"},
 	"router":                            {"events", "events/eventcore", "lifecycle", "projections", "roles", "turns", "internal/restart"},
 	"budget":                            {"events", "events/eventcore", "lifecycle", "projections", "roles", "turns"},
@@ -45,31 +45,33 @@ var allowed = map[string][]string{
 	"internal/clitable":                 {"events", "events/eventcore", "lifecycle", "projections", "jobs", "dashboard", "worktree", "leadshim", "roles", "turns", "inbox", "internal/restart"},
 	"internal/restart":                  {},
 	"internal/proc":                     {},
-	"internal/natslite":                 {}, // the hook's NATS client: no nats.go, no crypto/tls (see its doc.go)
+	"internal/natslite":                 {"internal/sockdial"}, // the hook's NATS client: no nats.go, no crypto/tls, no net (see its doc.go)
+	"internal/sockdial":                 {},
 	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "internal/checkfor", "events", "events/eventcore", "lifecycle", "projections", "jobs", "turns", "natsauth", "natsauth/natscreds", "inbox", "internal/restart"},
 	"natsauth":                          {"events", "events/eventcore", "lifecycle", "projections", "inbox", "internal/restart", "natsauth/natscreds"},
 	"fakeapi":                           {},
 	"worktree":                          {},
 	"worktree/worktreetest":             {},
 	"bench": {"budget", "jobs", "turns", "demo", "gateway", "embeddednats", "events", "events/eventcore", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",
-		"dashboard", "herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "internal/natslite", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "fakeapi", "worktree", "internal/restart", "internal/proc"},
+		"dashboard", "herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "fakeapi", "worktree", "internal/restart", "internal/proc"},
 	"gateway": {"budget", "jobs", "turns", "embeddednats", "events", "events/eventcore", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
-		"claudehook", "internal/natslite", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "worktree", "internal/restart", "internal/proc"},
+		"claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "worktree", "internal/restart", "internal/proc"},
 	"mcpserver": {"jobs", "turns", "events", "events/eventcore", "lifecycle", "projections", "roles", "leadshim", "inbox", "internal/restart"},
 	"leadkit":   {"jobs", "turns", "events", "events/eventcore", "lifecycle", "projections", "roles", "orchestrator", "leadshim", "inbox", "internal/restart"},
 	"demo": {"budget", "jobs", "turns", "gateway", "embeddednats", "events", "events/eventcore", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
-		"claudehook", "internal/natslite", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "herdrbridge/herdrtest", "fakeapi", "worktree", "internal/restart", "internal/proc"},
+		"claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "herdrbridge/herdrtest", "fakeapi", "worktree", "internal/restart", "internal/proc"},
 	"cmd/fleetd":   nil, // cmd wires everything
 	"cmd/dashshot": {},  // runs the fleetd binary; imports no fleetd package
 	// The hook binary: what claudehook imports and nothing else, since every
 	// agent execs it twice a turn (see its doc.go).
-	"cmd/fleetd-hook": {"claudehook", "events/eventcore", "herdrbridge/herdrapi", "internal/natslite", "natsauth/natscreds", "worktree"},
+	"cmd/fleetd-hook": {"claudehook", "events/eventcore", "internal/natslite", "internal/sockdial", "natsauth/natscreds", "worktree"},
 }
 
 // hookFree are packages the hook binary must not link: nats.go and what
 // its package initialisation drags in (gob, net/http, crypto/tls, x509)
-// were most of a hook exec's time.
-var hookFree = []string{"github.com/nats-io/nats.go", "github.com/nats-io/nats.go/jetstream", "encoding/gob", "net/http", "crypto/tls", "crypto/x509"}
+// were most of a hook exec's time; package net links runtime/cgo, and a
+// dynamically linked hook pays the loader on every exec (internal/sockdial).
+var hookFree = []string{"github.com/nats-io/nats.go", "github.com/nats-io/nats.go/jetstream", "encoding/gob", "net/http", "crypto/tls", "crypto/x509", "net", "runtime/cgo"}
 
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps=false", "-json", "./...").Output()

@@ -44,10 +44,11 @@
 // and the Replayer take any events.Log (Log, Appender).
 //
 // claudehook imports events/eventcore (not events: nats.go),
-// internal/natslite, natsauth/natscreds, worktree and
-// herdrbridge/herdrapi among fleetd packages, plus nkeys and fsnotify. It
+// internal/natslite, internal/sockdial, natsauth/natscreds and worktree
+// among fleetd packages, plus nkeys and fsnotify, and not package net: it
+// reports to herdr over internal/sockdial (herdr.go says why). It
 // must not import events, projections, natsauth, inbox, herdrbridge,
-// leadshim, router, orchestrator or cmd: each would be linked into, and
+// leadshim, router, orchestrator, herdrbridge/herdrapi or cmd: each would be linked into, and
 // initialised by, every hook exec (imports_test.go checks it, and that
-// the hook binary links no nats.go, net/http or crypto/tls).
+// the hook binary links no nats.go, net/http, crypto/tls or net).
 package claudehook

@@ -5,11 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 )
@@ -99,4 +103,61 @@ func paneStatus(t *testing.T, socket, pane string) string {
 		t.Fatalf("pane.get answer %s: %v", line, err)
 	}
 	return r.Result.Pane.AgentStatus
+}
+
+// The hook speaks herdr's protocol itself (no package net in the hook):
+// its pane.report_agent line is herdrapi's, field for field, and it reads
+// herdr's answers as herdrapi does — ok, an error, a wrong id.
+func TestHerdrReportIsHerdrapis(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "h.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lines := make(chan map[string]any, 1)
+	answer := `{"id":%q,"result":{"type":"ok"}}`
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			line, _ := bufio.NewReader(c).ReadBytes('\n')
+			var req map[string]any
+			json.Unmarshal(line, &req)
+			lines <- req
+			fmt.Fprintf(c, answer+"\n", req["id"])
+			c.Close()
+		}
+	}()
+	at := time.Unix(1700000000, 42)
+	now := func() time.Time { return at }
+	ctx := context.Background()
+	if err := reportHerdr(ctx, sock, "w1:p2", "gemini", "working", time.Second, now); err != nil {
+		t.Fatal(err)
+	}
+	hook := <-lines
+	if err := herdrapi.New(sock).ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: "w1:p2", Source: "fleetd:gemini", Agent: "gemini", State: "working", Seq: uint64(at.UnixNano())}); err != nil {
+		t.Fatal(err)
+	}
+	client := <-lines
+	delete(hook, "id")
+	delete(client, "id")
+	if !reflect.DeepEqual(hook, client) {
+		t.Errorf("the hook's request %v, herdrapi's %v", hook, client)
+	}
+	for _, c := range []struct{ answer, want string }{
+		{`{"id":%q,"error":{"code":"pane_not_found","message":"no pane w1:p2"}}`, "pane_not_found"},
+		{`{"id":"someone-else","result":{"type":"ok"}}%.0q`, "bad response"},
+		{`{"id":%q,"result":{"type":"pane_info"}}`, "bad response"},
+		{`not json%.0q`, "bad response"},
+	} {
+		answer = c.answer
+		err := reportHerdr(ctx, sock, "w1:p2", "claude", "idle", time.Second, now)
+		<-lines
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("answer %s: %v, want an error saying %q", c.answer, err, c.want)
+		}
+	}
 }

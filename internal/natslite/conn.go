@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fleetd/fleetd/internal/sockdial"
 )
 
 // Options say who a Conn is to the server. Token, User and Password are
@@ -44,7 +46,7 @@ type Options struct {
 
 // Conn is one connection to a NATS server: not safe for concurrent use.
 type Conn struct {
-	nc         net.Conn
+	nc         *os.File // a socket from sockdial: package net would make the hook a cgo binary
 	br         *bufio.Reader
 	inbox      string // the subscription's prefix: replies go to inbox.<n>
 	n          uint64 // the last reply token used
@@ -121,7 +123,10 @@ func connect(ctx context.Context, raw string, o Options) (*Conn, error) {
 	}
 	host := u.Host
 	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), "4222")
+		host = u.Hostname() + ":4222"
+		if strings.Contains(u.Hostname(), ":") {
+			host = "[" + u.Hostname() + "]:4222"
+		}
 	}
 	if u.User != nil && o.Token == "" && o.User == "" && o.Sign == nil {
 		if pw, ok := u.User.Password(); ok {
@@ -132,8 +137,7 @@ func connect(ctx context.Context, raw string, o Options) (*Conn, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", host)
+	nc, err := sockdial.Dial(ctx, "tcp", host)
 	if err != nil {
 		return nil, fmt.Errorf("natslite: %w", err)
 	}

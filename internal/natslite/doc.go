@@ -12,7 +12,11 @@
 // serves one caller at a time. It speaks no TLS (ErrTLS): a caller whose
 // server wants TLS uses nats.go or falls back.
 //
+// It dials with internal/sockdial, not package net: net brings the cgo
+// resolver, which links the hook dynamically (ld.so and libc page in on
+// every exec, ~70 page faults here), for a dial to an address.
+//
 // Only the hook's path uses it (package claudehook); the gateway and
 // every other fleetd client keep nats.go. It imports no fleetd package
-// and must import neither nats.go nor crypto/tls.
+// and must import neither nats.go, crypto/tls nor net.
 package natslite
