@@ -1,6 +1,7 @@
 package claudehook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,7 +76,9 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 // (FLEET_NATS_TOKEN), else what the URL carries (a user and password, or
 // a token). It is the natslite client, not nats.go: see natslite's doc.
 func dial(ctx context.Context, env func(string) string, name string, timeout time.Duration) (*natslite.Conn, error) {
-	url := env("FLEET_NATS_URL")
+	// FLEET_NATS_HOOK_URL: the same servers with DNS names resolved at
+	// launch (herdrbridge), as the hook resolves none.
+	url := cmp.Or(env("FLEET_NATS_HOOK_URL"), env("FLEET_NATS_URL"))
 	if url == "" {
 		return nil, errors.New("FLEET_NATS_URL is not set")
 	}

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -376,8 +379,8 @@ func (b *Bridge) launchEnv(agent string, role roles.Role, extra map[string]strin
 	if creds == "" && l.AgentCreds == nil {
 		token = l.NATSToken
 	}
-	for k, v := range map[string]string{"FLEET_NATS_URL": l.NATSURL, "FLEET_NATS_CREDS": creds, "FLEET_NATS_TOKEN": token,
-		"FLEET_URL": l.FleetURL, "FLEET_SPOOL_DIR": l.SpoolDir} {
+	for k, v := range map[string]string{"FLEET_NATS_URL": l.NATSURL, "FLEET_NATS_HOOK_URL": hookNATSURL(l.NATSURL, net.LookupHost),
+		"FLEET_NATS_CREDS": creds, "FLEET_NATS_TOKEN": token, "FLEET_URL": l.FleetURL, "FLEET_SPOOL_DIR": l.SpoolDir} {
 		if v != "" {
 			env[k] = v
 		}
@@ -389,6 +392,52 @@ func (b *Bridge) launchEnv(agent string, role roles.Role, extra map[string]strin
 		env[k] = v
 	}
 	return env
+}
+
+// hookNATSURL is urls (comma-separated, as nats.go takes them) with every
+// host name resolved to its addresses, or "" when there is no name to
+// resolve. The hook binary dials without package net, so it resolves
+// only IP literals, localhost and /etc/hosts (internal/sockdial); a NATS
+// named by DNS would send every hook event to the spool. Resolved once
+// at launch, as the pane's environment is fixed then anyway.
+func hookNATSURL(urls string, lookup func(string) ([]string, error)) string {
+	var out []string
+	named := false
+	for raw := range strings.SplitSeq(urls, ",") {
+		raw = strings.TrimSpace(raw)
+		full := raw
+		if !strings.Contains(full, "://") {
+			full = "nats://" + full
+		}
+		u, err := url.Parse(full)
+		if err != nil || u.Hostname() == "" || u.Hostname() == "localhost" {
+			out = append(out, raw)
+			continue
+		}
+		if _, err := netip.ParseAddr(u.Hostname()); err == nil {
+			out = append(out, raw)
+			continue
+		}
+		addrs, err := lookup(u.Hostname())
+		if err != nil || len(addrs) == 0 {
+			out = append(out, raw) // the hook will say it cannot resolve it, and spool
+			continue
+		}
+		named = true
+		port := u.Port()
+		if port == "" {
+			port = "4222"
+		}
+		for _, a := range addrs {
+			r := *u
+			r.Host = net.JoinHostPort(a, port)
+			out = append(out, r.String())
+		}
+	}
+	if !named {
+		return ""
+	}
+	return strings.Join(out, ",")
 }
 
 // withModel makes the role launch model instead of its own. A command
