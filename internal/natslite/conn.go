@@ -141,7 +141,9 @@ func connect(ctx context.Context, raw string, o Options) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natslite: %w", err)
 	}
-	c := &Conn{nc: nc, br: bufio.NewReaderSize(nc, 32<<10)}
+	// bufio's default 4 KiB: a message body is read whole into its own
+	// buffer, and each 4 KiB more here is a page the hook faults in.
+	c := &Conn{nc: nc, br: bufio.NewReader(nc)}
 	if err := c.handshake(ctx, o); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("natslite: connect %s: %w", u.Redacted(), err)
