@@ -56,6 +56,13 @@ type FabricConfig struct {
 	// a real herdr is a process of its own, and its panes' output would
 	// otherwise share the gateway's Go scheduler.
 	HerdrPath string
+	// Cols and Rows are the size of the built-in herdr's panes (default
+	// herdrtest's, 80×24). The real CLIs' screens were measured at
+	// 120×40, which the demo gives them.
+	Cols, Rows int
+	// SubmitTimeout is the gateway's wait for proof a typed prompt was
+	// submitted (default the gateway's, 5 s).
+	SubmitTimeout time.Duration
 }
 
 func (c *FabricConfig) setDefaults() {
@@ -98,7 +105,7 @@ func StartFabric(ctx context.Context, cfg FabricConfig) (f *Fabric, err error) {
 		}
 	}()
 	if f.herdrPath = cfg.HerdrPath; f.herdrPath == "" {
-		if err := f.startHerdr(ctx); err != nil {
+		if err := f.startHerdr(ctx, cfg.Cols, cfg.Rows); err != nil {
 			return nil, err
 		}
 	}
@@ -117,7 +124,7 @@ func StartFabric(ctx context.Context, cfg FabricConfig) (f *Fabric, err error) {
 	f.Gateway = gateway.New(gateway.Config{
 		Version: cfg.Version,
 		Host:    cfg.Host, NATS: natsCfg, HTTP: "127.0.0.1:0", HerdrPath: f.herdrPath, Roles: &rc,
-		Heartbeat: 5 * time.Second, Logger: cfg.Logger,
+		Heartbeat: 5 * time.Second, SubmitTimeout: cfg.SubmitTimeout, Logger: cfg.Logger,
 	})
 	if err := f.Gateway.Start(ctx); err != nil {
 		return nil, err
@@ -127,13 +134,13 @@ func StartFabric(ctx context.Context, cfg FabricConfig) (f *Fabric, err error) {
 }
 
 // startHerdr starts the built-in herdr in this process.
-func (f *Fabric) startHerdr(ctx context.Context) error {
+func (f *Fabric) startHerdr(ctx context.Context, cols, rows int) error {
 	// Unix socket paths are short-limited: keep herdr's under /tmp.
 	sockDir, err := os.MkdirTemp("", "fleetd-herdr-")
 	if err != nil {
 		return err
 	}
-	f.Herdr, err = herdrtest.New(herdrtest.Config{SocketPath: filepath.Join(sockDir, "herdr.sock")})
+	f.Herdr, err = herdrtest.New(herdrtest.Config{SocketPath: filepath.Join(sockDir, "herdr.sock"), Cols: cols, Rows: rows})
 	if err != nil {
 		os.RemoveAll(sockDir)
 		return err
