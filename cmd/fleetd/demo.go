@@ -9,12 +9,13 @@ import (
 
 // DemoCmd runs the whole fabric on this machine with nothing installed:
 // embedded NATS, a built-in herdr-protocol server with real PTY panes,
-// agents in two roles, and a lead fanning tasks out through the HTTP shim.
+// agents in their roles (simulated, or the real CLIs against a fake model
+// API), and a lead fanning tasks out through the HTTP shim.
 type DemoCmd struct {
-	Agents  int           `help:"How many agents, split over two roles (w-claude, w-local)." default:"4"`
+	Agents  int           `help:"How many agents, split over the roles: w-claude and w-local (sim, claude), w-<kind> and w-local (one real CLI), or w-<kind> per CLI (mixed, at least one agent each)." default:"4"`
 	Tasks   int           `help:"How many tasks the lead fans out." default:"12"`
 	Think   time.Duration `help:"How long a simulated agent works on a task." default:"1s"`
-	Kind    string        `help:"Agents: sim (simulated Claude Code), claude (the real one, against a built-in fake API), codex (the real Codex CLI, against the same fake's OpenAI Responses API), mixed (real Claude Code and real Codex side by side), auto (claude when it is on PATH)." default:"sim" enum:"auto,sim,claude,codex,mixed"`
+	Kind    string        `help:"Agents: sim (simulated Claude Code); claude, codex, gemini, opencode or pi (that real CLI, against a built-in fake model API in the protocol it speaks); mixed (one role of each real CLI on PATH, at least two); auto (claude when it is on PATH, else sim). A real CLI must be on PATH; the demo says how to install the one missing." default:"sim" enum:"sim,claude,codex,gemini,opencode,pi,mixed,auto"`
 	Keep    bool          `help:"Stay up after the run, for exploring with nats and fleetd commands (Ctrl-C to stop)."`
 	Dir     string        `help:"Where to keep the demo's data (default: a temp dir, removed at the end unless --keep)." type:"path"`
 	Timeout time.Duration `help:"Give up on the run after this long." default:"3m"`
