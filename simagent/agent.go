@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fleetd/fleetd/claudehook"
 )
 
 // Config configures a simulated agent.
@@ -658,9 +660,10 @@ func (a *Agent) spin() spinning {
 	return s
 }
 
-// hook runs `fleetd hook <name>` with Claude's payload on stdin, waiting
-// for it as Claude does. A failure shows on screen and never stops the
-// agent.
+// hook runs the hook binary beside fleetd (`fleetd-hook <name>`, what
+// fleetd's settings give the real Claude Code), else `fleetd hook <name>`,
+// with Claude's payload on stdin, waiting for it as Claude does. A failure
+// shows on screen and never stops the agent.
 func (a *Agent) hook(ctx context.Context, name string, fields map[string]any) {
 	if a.cfg.NoHooks {
 		return
@@ -677,6 +680,9 @@ func (a *Agent) hook(ctx context.Context, name string, fields map[string]any) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.HookTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, a.cfg.Fleetd, "hook", name)
+	if hook := claudehook.HookBeside(a.cfg.Fleetd); hook != "" && filepath.IsAbs(hook) {
+		cmd = exec.CommandContext(ctx, hook, name)
+	}
 	cmd.Stdin = bytes.NewReader(b)
 	cmd.Env = a.cfg.Env
 	cmd.Dir = a.cfg.Cwd
