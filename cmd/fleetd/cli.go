@@ -21,7 +21,7 @@ var version = "dev"
 type CLI struct {
 	Globals
 
-	Demo      DemoCmd      `cmd:"" help:"Run the whole fabric here with nothing installed: built-in herdr, agents in two roles, a lead fan-out."`
+	Demo      DemoCmd      `cmd:"" help:"Run the whole fabric here with nothing installed: built-in herdr, simulated or real agents (claude, codex, gemini, opencode, pi, mixed), a lead fan-out."`
 	Up        UpCmd        `cmd:"" help:"Run the fabric on this host: embedded NATS, the event log, the gateway, the lead shim."`
 	Tail      TailCmd      `cmd:"" help:"Show the event log, live or from a point."`
 	Send      SendCmd      `cmd:"" help:"Send a turn to an agent or role:<role> and print the reply (blocks; --async prints the turn id)."`
