@@ -58,3 +58,32 @@ func TestAnOpenCodeRoleHasOpenCodesLaunchAndBoundary(t *testing.T) {
 		t.Errorf("a clean opencode role with ANTHROPIC_API_KEY: %v", err)
 	}
 }
+
+// A gateway role of a kind whose endpoint lives in the config fleetd
+// writes (codex, opencode, pi) may not carry an endpoint variable of its
+// kind's boundary that points elsewhere; the role's own base_url, or no
+// endpoint variable, is fine.
+func TestGatewayRolesRefuseAnotherEndpoint(t *testing.T) {
+	for kind, vars := range map[string][]string{
+		"codex":    {"OPENAI_BASE_URL"},
+		"opencode": {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"},
+		"pi":       {"AZURE_OPENAI_BASE_URL"}, // Pi reads no Anthropic or OpenAI base-URL variable (kind_pi.go)
+	} {
+		c, err := roles.Parse([]byte(`{"roles":{"g":{"kind":"` + kind + `","env_class":"gateway","base_url":"http://gw:4000","model":"fleet/m"}}}`))
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		g, _ := c.Get("g")
+		for _, v := range vars {
+			if err := g.CheckEnv(map[string]string{v: "http://elsewhere"}); !errors.Is(err, roles.ErrBoundary) {
+				t.Errorf("%s gateway role with %s elsewhere: %v, want ErrBoundary", kind, v, err)
+			}
+			if err := g.CheckEnv(map[string]string{v: "http://gw:4000"}); err != nil {
+				t.Errorf("%s gateway role with %s at its own base_url: %v", kind, v, err)
+			}
+		}
+		if err := g.CheckEnv(map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}); err != nil {
+			t.Errorf("%s gateway role with keys only: %v", kind, err)
+		}
+	}
+}

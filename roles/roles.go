@@ -657,8 +657,13 @@ func (r Role) CheckEnv(env map[string]string) error {
 	case EnvGateway:
 		if v == "" {
 			// The endpoint is in the CLI's config fleetd writes; no
-			// variable of the pane's may point elsewhere.
-			for _, k := range []string{"OPENAI_BASE_URL"} {
+			// endpoint variable of the kind's boundary (OPENAI_BASE_URL,
+			// ANTHROPIC_BASE_URL, AZURE_OPENAI_BASE_URL, …) may point
+			// the pane elsewhere.
+			for _, k := range r.spec().boundary {
+				if !strings.HasSuffix(k, "_BASE_URL") {
+					continue
+				}
 				if got, ok := env[k]; ok && got != r.BaseURL {
 					return fmt.Errorf("%w: role %q may only use %s, not %s=%s", ErrBoundary, r.Name, r.BaseURL, k, got)
 				}
