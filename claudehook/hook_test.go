@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -814,4 +815,48 @@ func TestAHookLeavesOldSpooledEventsToTheGateway(t *testing.T) {
 		t.Fatalf("gateway replay = %d, %v", n, err)
 	}
 	assertTypes(t, f.agentEvents(t), []events.Type{events.TypeAgentSession, events.TypeAgentReplied, events.TypeAgentStatus})
+}
+
+// A NATS that takes the connection and never says a word (a wedged
+// server, a port some other program holds) costs the hook its 300 ms
+// connect bound, not its whole timeout: the events are spooled.
+func TestASilentNATSSpoolsWithinTheConnectBound(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		var held []net.Conn // silent until the listener closes
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	spool := t.TempDir()
+	start := time.Now()
+	var stderr bytes.Buffer
+	if err := Run(context.Background(), "user-prompt-submit", strings.NewReader(payloads[UserPromptSubmit]), paneEnv("nats://"+l.Addr().String(), spool),
+		Options{Stderr: &stderr, NoHerdr: true, Timeout: 5 * time.Second}); err != nil {
+		t.Fatalf("Run = %v, want nil (spooled)", err)
+	}
+	// 300 ms bound the dial and handshake; the rest is slack for a loaded
+	// machine, far below the 5 s the hook would otherwise wait.
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a silent NATS held the hook %v, want ~300 ms", took)
+	}
+	if !strings.Contains(stderr.String(), "spooled 2 event(s)") {
+		t.Errorf("stderr = %q, want a note about spooling", stderr.String())
+	}
+	if files, err := pending(spool); err != nil || len(files) != 2 {
+		t.Errorf("spool holds %d files (%v), want 2", len(files), err)
+	}
 }
