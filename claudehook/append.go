@@ -62,12 +62,7 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 			evs[i].CorrelationID = turn
 		}
 	}
-	for i, ev := range evs {
-		if _, err := log.Append(ctx, ev); err != nil {
-			return i, err
-		}
-	}
-	return len(evs), nil
+	return log.AppendAll(ctx, evs)
 }
 
 // dial connects to FLEET_NATS_URL as the pane's identity: the agent's key
@@ -82,7 +77,10 @@ func dial(ctx context.Context, env func(string) string, name string, timeout tim
 	if url == "" {
 		return nil, errors.New("FLEET_NATS_URL is not set")
 	}
-	o := natslite.Options{Name: name, Timeout: timeout}
+	// Pipelined: the roster read rides with the handshake, so a hook
+	// pays two round trips (handshake and read, then its events), not
+	// four; a refused login fails the read and the appends, and spools.
+	o := natslite.Options{Name: name, Timeout: timeout, Pipelined: true}
 	switch creds, token := env("FLEET_NATS_CREDS"), env("FLEET_NATS_TOKEN"); {
 	case creds != "":
 		k, err := natscreds.Load(creds)
@@ -126,6 +124,39 @@ const (
 )
 
 func (l *natsLog) Append(ctx context.Context, ev events.Event, opts ...events.AppendOption) (events.Ack, error) {
+	out, ev, err := l.prepare(ev, opts...)
+	if err != nil {
+		return events.Ack{}, err
+	}
+	ack, err := l.nc.Publish(ctx, out.Subject, out.Header, out.Data, publishRetryWait)
+	if err != nil {
+		return events.Ack{}, fmt.Errorf("append %s: %w", out.Subject, err)
+	}
+	return events.Ack{ID: ev.ID, Subject: out.Subject, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// AppendAll appends evs in order as Append does, in one round trip
+// (natslite's PublishAll), and returns how many were acknowledged. An
+// event no reader would take stops it before anything is sent.
+func (l *natsLog) AppendAll(ctx context.Context, evs []events.Event) (int, error) {
+	outs := make([]natslite.Out, len(evs))
+	for i, ev := range evs {
+		var err error
+		if outs[i], _, err = l.prepare(ev); err != nil {
+			return 0, err
+		}
+	}
+	acks, err := l.nc.PublishAll(ctx, outs, publishRetryWait)
+	if err != nil {
+		return len(acks), fmt.Errorf("append %s: %w", outs[len(acks)].Subject, err)
+	}
+	return len(acks), nil
+}
+
+// prepare fills in ev's id, time and source, checks it as events.Log
+// does, and makes its message: the envelope, the id as Nats-Msg-Id, the
+// stream and any expected sequence as JetStream's headers.
+func (l *natsLog) prepare(ev events.Event, opts ...events.AppendOption) (natslite.Out, events.Event, error) {
 	if ev.ID == "" {
 		ev.ID = l.newID()
 	}
@@ -140,11 +171,11 @@ func (l *natsLog) Append(ctx context.Context, ev events.Event, opts ...events.Ap
 		err = l.registry.Check(ev) // what no reader would take is not written
 	}
 	if err != nil {
-		return events.Ack{}, fmt.Errorf("append: %w", err)
+		return natslite.Out{}, ev, fmt.Errorf("append: %w", err)
 	}
 	body, err := ev.MarshalJSON()
 	if err != nil {
-		return events.Ack{}, fmt.Errorf("append: %w", err)
+		return natslite.Out{}, ev, fmt.Errorf("append: %w", err)
 	}
 	h := natslite.Header{}
 	h.Set(msgIDHeader, ev.ID)
@@ -155,11 +186,7 @@ func (l *natsLog) Append(ctx context.Context, ev events.Event, opts ...events.Ap
 			h.Set(expectedLastSubjSeqSubjHeader, filter)
 		}
 	}
-	ack, err := l.nc.Publish(ctx, subject, h, body, publishRetryWait)
-	if err != nil {
-		return events.Ack{}, fmt.Errorf("append %s: %w", subject, err)
-	}
-	return events.Ack{ID: ev.ID, Subject: subject, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+	return natslite.Out{Subject: subject, Header: h, Data: body}, ev, nil
 }
 
 // CurrentTurn reads agent's current turn from its roster row

@@ -38,6 +38,12 @@ type Options struct {
 	NKey, JWT string
 	// Sign signs the server's nonce with the key's private half.
 	Sign func(nonce []byte) ([]byte, error)
+	// Pipelined makes Connect return once its CONNECT, SUB and PING are
+	// written, without waiting for the PONG: the server's answer (or its
+	// -ERR refusing the login) is read with the first reply, so the
+	// first request rides in the same round trip as the handshake. A
+	// refused login is then the first request's error, not Connect's.
+	Pipelined bool
 	// InboxPrefix is the prefix of the reply subjects; default "_INBOX".
 	// An identity whose permissions allow only its own inbox needs its
 	// own.
@@ -51,6 +57,10 @@ type Conn struct {
 	inbox      string // the subscription's prefix: replies go to inbox.<n>
 	n          uint64 // the last reply token used
 	maxPayload int64
+	// waiting are the replies sent for and not yet awaited; early holds
+	// those of them that came while another was awaited.
+	waiting map[string]bool
+	early   map[string]Msg
 }
 
 // serverInfo is the part of the server's INFO natslite reads.
@@ -196,6 +206,9 @@ func (c *Conn) handshake(ctx context.Context, o Options) error {
 	if _, err := fmt.Fprintf(c.nc, "CONNECT %s\r\nSUB %s.* 1\r\nPING\r\n", b, c.inbox); err != nil {
 		return err
 	}
+	if o.Pipelined {
+		return nil // next reads the PONG, or the -ERR, before any reply
+	}
 	for {
 		line, err := c.line()
 		if err != nil {
@@ -274,32 +287,64 @@ func (h Header) Set(key, value string) { h[key] = []string{value} }
 // reply whose status is 503 is ErrNoResponders; a -ERR the server sends
 // meanwhile (a publish its permissions refuse) is ErrServer.
 func (c *Conn) Request(ctx context.Context, subject string, hdr Header, data []byte) (Msg, error) {
+	reply, err := c.Send(ctx, subject, hdr, data)
+	if err != nil {
+		return Msg{}, err
+	}
+	return c.Await(ctx, reply)
+}
+
+// Send writes a request and returns its reply subject, for Await: a
+// caller that sends several before awaiting any pays one round trip for
+// all of them.
+func (c *Conn) Send(ctx context.Context, subject string, hdr Header, data []byte) (string, error) {
 	if ctx.Err() != nil {
-		return Msg{}, ctx.Err()
+		return "", ctx.Err()
 	}
 	c.n++
 	reply := c.inbox + "." + strconv.FormatUint(c.n, 10)
 	frame, err := c.frame(subject, reply, hdr, data)
 	if err != nil {
-		return Msg{}, err
+		return "", err
 	}
 	defer c.bound(ctx)()
 	if _, err := c.nc.Write(frame); err != nil {
-		return Msg{}, c.ioErr(ctx, err)
+		return "", c.ioErr(ctx, err)
 	}
-	for {
-		m, err := c.next()
-		if err != nil {
-			return Msg{}, c.ioErr(ctx, err)
-		}
-		if m.Subject != reply {
-			continue // a reply to an earlier request that gave up
-		}
-		if m.Status == 503 {
-			return m, ErrNoResponders
-		}
-		return m, nil
+	if c.waiting == nil {
+		c.waiting, c.early = map[string]bool{}, map[string]Msg{}
 	}
+	c.waiting[reply] = true
+	return reply, nil
+}
+
+// Await reads until the reply to a Send's reply subject arrives, keeping
+// the replies to other requests still waiting for their Await; a reply
+// nobody waits for (a request that gave up) is dropped.
+func (c *Conn) Await(ctx context.Context, reply string) (Msg, error) {
+	m, ok := c.early[reply]
+	if !ok {
+		defer c.bound(ctx)()
+		for {
+			var err error
+			if m, err = c.next(); err != nil {
+				delete(c.waiting, reply)
+				return Msg{}, c.ioErr(ctx, err)
+			}
+			if m.Subject == reply {
+				break
+			}
+			if c.waiting[m.Subject] {
+				c.early[m.Subject] = m
+			}
+		}
+	}
+	delete(c.early, reply)
+	delete(c.waiting, reply)
+	if m.Status == 503 {
+		return m, ErrNoResponders
+	}
+	return m, nil
 }
 
 // ioErr is ctx's error when ctx ended the read or write.
