@@ -7,9 +7,11 @@
 // It exists because nats.go's package initialisation (gob, net/http,
 // crypto/tls, x509) costs a process more than everything a hook does, and
 // the hook binary (cmd/fleetd-hook) is exec'd twice a turn by every
-// agent. It is synchronous — a call writes its request and reads the
-// connection until its reply comes — so it starts no goroutine; one Conn
-// serves one caller at a time. It speaks no TLS (ErrTLS): a caller whose
+// agent. It is synchronous — Send writes a request, Await reads the
+// connection until its reply comes, keeping other awaited replies aside —
+// so it starts no goroutine; one Conn serves one caller at a time. A hook
+// sends what it can before it awaits (Options.Pipelined, PublishAll): two
+// round trips a hook. It speaks no TLS (ErrTLS): a caller whose
 // server wants TLS uses nats.go or falls back.
 //
 // It dials with internal/sockdial, not package net: net brings the cgo
