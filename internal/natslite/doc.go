@@ -20,5 +20,6 @@
 //
 // Only the hook's path uses it (package claudehook); the gateway and
 // every other fleetd client keep nats.go. It imports no fleetd package
+// but internal/sockdial,
 // and must import neither nats.go, crypto/tls nor net.
 package natslite
