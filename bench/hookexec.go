@@ -164,7 +164,7 @@ func (h hookExecs) rows() []Row {
 		Note: "process start to exit against the gateway's NATS, the whole fleetd binary (agents whose settings an older fleetd wrote, and the sim agents); " + cpuNote(h.fleetd)}
 	hook := Row{Name: "hook: fleetd-hook stop, exec'd", N: len(h.hook.wall), Unit: UnitMs, P50: Ms(h.hook.wall.P50()),
 		P99: Ms(h.hook.wall.P99()), Target: "≤ 5ms p50, ≤ 3ms CPU",
-		Note: "the hook binary fleetd's settings run (cmd/fleetd-hook, beside fleetd), as the row above; every turn runs two (UserPromptSubmit, Stop), inside the agent floor; " + cpuNote(h.hook)}
+		Note: "the hook binary fleetd's settings run (cmd/fleetd-hook, beside fleetd), as the row above; every turn runs two (UserPromptSubmit, Stop), on the whole turn's path and not in the agent floor (do-nothing hooks); " + cpuNote(h.hook)}
 	hookCPU := Row{Name: "hook: fleetd-hook stop, CPU per exec", N: len(h.hook.cpu), Unit: UnitMs, P50: Ms(h.hook.cpu.P50()),
 		P99: Ms(h.hook.cpu.P99()), Target: "≤ 3ms", Note: "user and system time of each exec (rusage)"}
 	nop := Row{Name: "hook: " + nopName, N: len(h.nop.wall), Unit: UnitMs, P50: Ms(h.nop.wall.P50()), P99: Ms(h.nop.wall.P99()), Status: StatusNone,

@@ -155,6 +155,11 @@ type StageConfig struct {
 	// Claude says whether the fabric stage adds rows with the real Claude
 	// Code: "on", "off" or "auto" (when claude is on PATH; the default).
 	Claude string
+	// Kinds are the real agent CLIs the fabric stage runs whole turns
+	// with, each against its own floor: "auto" (every one on PATH; the
+	// default), "none", or a comma-separated list (ParseKinds). Claude
+	// "on" or "off" adds or removes Claude Code.
+	Kinds string
 	// Fleetd is the fleetd executable the fabric stage runs agents
 	// (`fleetd sim-agent`) and hooks (`fleetd hook stop`) with (default:
 	// this process's executable, which must then be fleetd).

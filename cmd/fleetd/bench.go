@@ -21,7 +21,8 @@ type BenchCmd struct {
 	JSON   bool          `help:"Print the report as JSON, for tracking."`
 	Sync   string        `help:"SyncAlways settings to measure: both, on or off." default:"both" enum:"both,on,off"`
 	Stages []string      `help:"Only these stages: micro, rebuild, scale, turns, fabric (default all)." placeholder:"STAGE"`
-	Claude string        `help:"Rows with the real Claude Code against the built-in fake API: auto (when claude is on PATH), on, off." default:"auto" enum:"auto,on,off"`
+	Claude string        `help:"Rows with the real Claude Code against the built-in fake API: auto (as --kinds says), on, off (adds it to or takes it from --kinds)." default:"auto" enum:"auto,on,off"`
+	Kinds  string        `help:"Real agent CLIs to run whole turns with against the built-in fake API, each beside its own floor: auto (every one on PATH), none, or a comma-separated list of claude, codex, gemini, opencode, pi; one not on PATH is a skip row saying how to install it." default:"auto" placeholder:"KINDS"`
 	Think  time.Duration `name:"fan-out-think" help:"How long each fan-out agent works (T; default 2s, 1s with --quick)."`
 
 	Compare string  `help:"Compare with an earlier --json report: each row's change, regressions beyond --noise flagged." type:"existingfile" placeholder:"OLD.json"`
@@ -114,6 +115,9 @@ func (c *BenchCmd) run(ctx context.Context, w io.Writer) (bench.Report, error) {
 	if err := plan.Validate(); err != nil {
 		return bench.Report{}, err
 	}
+	if _, err := bench.ParseKinds(c.Kinds); err != nil {
+		return bench.Report{}, err
+	}
 	if c.CPUProfile != "" {
 		// Before any stage runs: a profile with nowhere to go would
 		// fail the first stage only after its work.
@@ -145,7 +149,7 @@ func (c *BenchCmd) child(size bench.Size) (bench.StageFunc, error) {
 	}
 	return bench.InChild(exe, func(stage string, sync bool) []string {
 		args := []string{"bench", "--stage", stage, "--stage-sync=" + strconv.FormatBool(sync), "--size", size.Name,
-			"--claude", c.Claude, "--fan-out-think", size.Think.String()}
+			"--claude", c.Claude, "--kinds", c.Kinds, "--fan-out-think", size.Think.String()}
 		if c.CPUProfile != "" {
 			args = append(args, "--cpu-profile", c.CPUProfile)
 		}
@@ -155,6 +159,6 @@ func (c *BenchCmd) child(size bench.Size) (bench.StageFunc, error) {
 
 // runStage is the child: run one stage, print its rows as JSON.
 func (c *BenchCmd) runStage(ctx context.Context, g *Globals) error {
-	return bench.ServeStage(ctx, bench.StageConfig{Stage: c.Stage, Size: c.size(), Sync: c.StageSync, Claude: c.Claude,
+	return bench.ServeStage(ctx, bench.StageConfig{Stage: c.Stage, Size: c.size(), Sync: c.StageSync, Claude: c.Claude, Kinds: c.Kinds,
 		Version: version, Logger: g.quietLogger(), CPUProfile: c.CPUProfile}, os.Stdout)
 }

@@ -19,7 +19,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole fabric twice (~40 s)")
 	}
-	cmd := exec.Command(fleetdBin, "bench", "--quick", "--json", "--size", "tiny", "--claude", "off")
+	cmd := exec.Command(fleetdBin, "bench", "--quick", "--json", "--size", "tiny", "--kinds", "none")
 	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -32,8 +32,8 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 		t.Fatalf("bench --json: %v\n%s", err, out)
 	}
 	want := []string{
-		"whole turn: sim-agent", "agent floor: sim-agent", "events per turn: sim-agent", "herdr screen reads per turn, time: sim-agent", "completion:",
-		"fabric overhead per turn", "log hop:", "process hop: log hop after a pause", "process hop: HTTP request", "process hop: herdr call", "whole turn: real Claude Code", "fan-out:", "hook:",
+		"whole turn: sim-agent", "agent floor, do-nothing hooks: sim-agent", "agent floor, do-nothing hooks, Enter after herdr's pause: sim-agent", "events per turn: sim-agent", "herdr screen reads per turn, time: sim-agent", "completion:",
+		"fabric overhead per turn", "log hop:", "process hop: log hop after a pause", "process hop: HTTP request", "process hop: herdr call", "whole turn: real Claude Code", "whole turn: real Codex", "whole turn: real Gemini CLI", "whole turn: real OpenCode", "whole turn: real Pi", "fan-out:", "hook:",
 		"fan-out: CPU per turn, the gateway", "fan-out: CPU per turn, the agents' hooks", "fan-out: CPU per turn, not fleetd",
 		"append: Log.Append,", "append: Log.AppendBatch,", "append: Log.AppendMany", "append: Log.AppendBatch vs raw atomic batch", "rebuild: projection fold", "roster: GET /roster",
 		"roster: Views.Roster,", "roster: Views.Roster after a change", "memory: gateway RSS", "memory: heap after", "restart: fleetd up ready",
