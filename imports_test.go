@@ -60,6 +60,9 @@ var allowed = map[string][]string{
 	"leadkit":   {"jobs", "turns", "events", "events/eventcore", "lifecycle", "projections", "roles", "orchestrator", "leadshim", "inbox", "internal/restart"},
 	"demo": {"budget", "jobs", "turns", "gateway", "embeddednats", "events", "events/eventcore", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
 		"claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "herdrbridge/herdrtest", "fakeapi", "worktree", "internal/restart", "internal/proc"},
+	// doctor reads what the others build: it checks, and changes nothing.
+	"doctor": {"roles", "fakeapi", "claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "worktree", "herdrbridge/herdrapi",
+		"events", "events/eventcore", "lifecycle", "projections", "inbox", "internal/restart", "leadshim", "jobs", "turns"},
 	"cmd/fleetd":   nil, // cmd wires everything
 	"cmd/dashshot": {},  // runs the fleetd binary; imports no fleetd package
 	// The hook binary: what claudehook imports and nothing else, since every

@@ -35,6 +35,7 @@ type CLI struct {
 	Hooks     HooksCmd     `cmd:"" help:"Claude Code hook setup: 'fleetd hooks settings' prints the --settings JSON."`
 	SimAgent  SimAgentCmd  `cmd:"" name:"sim-agent" hidden:"" help:"Run a simulated Claude Code (tests and the demo; launch it with HERDR_AGENT=claude)."`
 	Version   VersionCmd   `cmd:"" help:"Print fleetd's version."`
+	Doctor    DoctorCmd    `cmd:"" help:"Check this machine and this fleet (herdr, the roles and their CLIs, NATS and FLEET, the clock, the shim, the disk): one line each, ok/warn/fail with the fix; exit 1 on a failure."`
 	Bench     BenchCmd     `cmd:"" help:"Measure fleetd: turns, completion, overhead, fan-out, appends, rebuild, scale and memory, as one table."`
 	Spawn     SpawnCmd     `cmd:"" help:"Start an agent of a role in a new pane of this host's herdr (in its own worktree and sandbox when its role says so)."`
 	Worktrees WorktreesCmd `cmd:"" help:"List this host's agent worktrees (branch, dirty, ahead, merged, pushed); --prune removes those that lose nothing."`
