@@ -296,6 +296,24 @@ type turnSet struct {
 func (r *fabricRun) turns(ctx context.Context, agent string, floor *floorAgent, n int) (turnSet, error) {
 	ts := turnSet{agent: agent}
 	subj := "fleet.agent." + agent + "."
+	// One turn each, untimed, first: a CLI's first prompt starts its
+	// session (Codex, OpenCode) or loads what it loads lazily, seconds
+	// that would make the median of a real CLI's few turns.
+	if _, err := r.waitIdle(ctx, agent); err != nil {
+		return ts, err
+	}
+	env, _, _, err := r.lead.send(ctx, leadshim.Message{To: agent, Text: "warm-up turn: say hello", Timeout: "2m"})
+	if err != nil || env.Status != "replied" {
+		return ts, fmt.Errorf("warm-up turn: %v %s %s", err, env.Status, env.Message)
+	}
+	if _, tev, err := r.last(ctx, subj+"typed"); err == nil {
+		if t, ok := tev.Data.(events.AgentTyped); ok {
+			ts.method = t.Method
+		}
+	}
+	if _, err := r.floorTurn(ctx, floor, "floor warm-up turn: say hello", ts.method); err != nil {
+		return ts, err
+	}
 	for i := range n {
 		// Through fleetd.
 		if _, err := r.waitIdle(ctx, agent); err != nil {
