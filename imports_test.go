@@ -50,6 +50,7 @@ var allowed = map[string][]string{
 	"internal/fleettest":                {"embeddednats", "embeddednats/natstest", "internal/checkfor", "events", "events/eventcore", "lifecycle", "projections", "jobs", "turns", "natsauth", "natsauth/natscreds", "inbox", "internal/restart"},
 	"natsauth":                          {"events", "events/eventcore", "lifecycle", "projections", "inbox", "internal/restart", "natsauth/natscreds"},
 	"fakeapi":                           {},
+	"agentapi":                          {"internal/proc"}, // coder/agentapi's client and process runner; /proc for the agent below it
 	"worktree":                          {},
 	"worktree/worktreetest":             {},
 	"bench": {"budget", "jobs", "turns", "demo", "gateway", "embeddednats", "events", "events/eventcore", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",
