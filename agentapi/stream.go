@@ -83,8 +83,8 @@ func (c *Client) stream(ctx context.Context, path string) (*Stream, error) {
 }
 
 // Next blocks for the next event. It returns io.EOF when the server ended
-// the stream (it stopped, or its agent exited) and the context's error
-// after Close.
+// the stream (it stopped, or its agent exited), and an error once the
+// stream's context ended or Close was called.
 func (s *Stream) Next() (Event, error) {
 	var name string
 	var data strings.Builder
