@@ -52,7 +52,7 @@ type Size struct {
 	TurnsHigh  int // … and before the second
 }
 
-// SizeNamed returns the size called full (the default), quick (under two
+// SizeNamed returns the size called full (the default), quick (a few
 // minutes) or tiny (for the command's own test).
 func SizeNamed(name string) (Size, bool) {
 	switch name {
