@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -138,6 +139,27 @@ func geminiBusy(rows []string) bool {
 	}
 	status = strings.ToLower(status)
 	return strings.Contains(status, "(esc to cancel") || strings.Contains(status, "executing hook")
+}
+
+// EnterAgainAfter: a second after the typing. Measured with 0.61.0 on a
+// loaded two-core machine (docs/gemini-composer.md): Gemini may drop
+// the Enter 300 ms after a paste (a fresh one's first prompt most
+// often); its composer then holds the whole text, idle, from +300 ms
+// until another Enter, which submits it once. A taken Enter had emptied
+// the composer by +300 ms there.
+func (Gemini) EnterAgainAfter() time.Duration { return time.Second }
+
+// Unsubmitted reports Gemini's composer holding text (rows compared
+// without white space, as the composer wraps long rows and a dropped
+// Enter taken as a newline adds an empty row) with no turn or hook at
+// work. Submitting empties the composer before anything else, and an
+// Enter on an empty composer does nothing (0.61.0's input.submit needs
+// text in the buffer), so this screen never follows a submission. A
+// paste Gemini shows as "[Pasted Text: N chars]" is not the text: never
+// unsubmitted here (its Enter waits for SubmitTimeout).
+func (g Gemini) Unsubmitted(screen, text string) bool {
+	c := g.ParseComposer(screen)
+	return c.Visible && !c.Bash && c.Text != "" && squash(c.Text) == squash(text) && !g.Working(screen)
 }
 
 // GeminiLimits bound a typed text for Gemini: one paste of at most 16 KiB.

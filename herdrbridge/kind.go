@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fleetd/fleetd/roles"
 )
@@ -49,6 +50,31 @@ type Kind interface {
 	LaunchEnv(stateDir, agent string) map[string]string
 	Install(in Install) error
 }
+
+// EnterDropper is a Kind whose CLI may drop the Enter that follows a
+// paste, measured: the composer keeps the whole text, idle, and nothing
+// submits it until another Enter. The engine then presses Enter once
+// more after EnterAgainAfter rather than after the fleet-wide
+// SubmitTimeout (the same single extra Enter, recorded first, never a
+// second one), but only while the screen shows the turn not taken:
+// Unsubmitted on two looks EnterAgainConfirm apart, no proof of
+// submission from the hooks or herdr in between. A kind that is not an
+// EnterDropper gets its extra Enter at SubmitTimeout only.
+type EnterDropper interface {
+	// EnterAgainAfter is how long after the typing (its Enter) the engine
+	// first looks for a dropped Enter.
+	EnterAgainAfter() time.Duration
+	// Unsubmitted reports whether screen shows text (Plan.Shows) whole
+	// in an idle composer: what a dropped Enter leaves, and what a
+	// submitted prompt never does (submitting empties the composer).
+	Unsubmitted(screen, text string) bool
+}
+
+// EnterAgainConfirm is how long a dropped Enter's screen must stay as it
+// is (a second look) before the engine presses Enter once more: a CLI
+// that took the Enter but has not yet drawn it would have drawn it by
+// then.
+const EnterAgainConfirm = 500 * time.Millisecond
 
 // StatusSourceScreen is the source of a status the bridge read off an
 // agent's screen: the empty composer of a kind whose session starts only

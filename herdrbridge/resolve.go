@@ -83,11 +83,21 @@ func wait(ctx context.Context, ch <-chan struct{}, d time.Duration) {
 // indeterminate, saying what the screen showed — or, when the box cannot
 // be brought back, the agent needs attention (AttentionScreen). A bridge
 // restarted mid-way starts a fresh window, giving spooled hook events time
-// to arrive.
+// to arrive. A kind whose CLI may drop the Enter after a paste
+// (EnterDropper) gets that one extra Enter early instead (enterAgain).
 func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
-	deadline := b.cfg.Now().Add(b.cfg.SubmitTimeout)
+	start := b.cfg.Now()
+	deadline := start.Add(b.cfg.SubmitTimeout)
 	var evidenceAt time.Time
 	var recovered string // the failure's message, once the screen was brought back
+	// early is when to look next for a dropped Enter (zero: not at all);
+	// dropped is when a look first showed one.
+	var early, dropped time.Time
+	if f, ok := b.inFlight(agent, turn); ok {
+		if d, ok := f.kind.(EnterDropper); ok && f.turn.Enter == 0 && d.EnterAgainAfter() < b.cfg.SubmitTimeout {
+			early = start.Add(d.EnterAgainAfter())
+		}
+	}
 	for f, now := range b.whileTyped(ctx, agent, turn) {
 		t := f.turn
 		evidence := f.working && f.recognised && t.Method != MethodSendInput
@@ -105,8 +115,28 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 			continue
 		case evidence:
 			ack, err = b.append(ctx, agent, turn, events.AgentSubmitted{Via: "herdr"}, guard(agent, f.lastSeq))
+		case !early.IsZero() && !now.Before(early) && now.Before(deadline):
+			var pressed bool
+			if early, dropped, pressed, ack, err = b.enterAgain(ctx, agent, f, now, dropped); !pressed {
+				continue
+			}
+			switch {
+			case err == nil:
+				// As after the Enter at SubmitTimeout: as long again for
+				// its proof before the turn fails.
+				deadline = b.cfg.Now().Add(b.cfg.SubmitTimeout)
+			case errors.Is(err, events.ErrConcurrency):
+				// Another event of the agent came first (the hook's
+				// proof, or any other): nothing was pressed; once caught
+				// up, look afresh, twice, if the turn is still typed.
+				early = b.cfg.Now()
+			}
 		case now.Before(deadline):
-			wait(ctx, f.changed, min(b.cfg.Poll, deadline.Sub(now)))
+			next := deadline
+			if !early.IsZero() && early.Before(next) {
+				next = early
+			}
+			wait(ctx, f.changed, min(b.cfg.Poll, next.Sub(now)))
 			continue
 		case now.Before(b.writes.lastRefused().Add(b.cfg.SubmitTimeout)):
 			// The log refused writes lately: the hook's proof of
@@ -165,6 +195,47 @@ func (b *Bridge) resolve(ctx context.Context, agent, turn string) {
 		}
 		b.settled(ctx, agent, ack, err)
 	}
+}
+
+// enterAgain looks, for resolve, at the screen of a typed turn whose
+// kind may drop the Enter after a paste (EnterDropper), and presses
+// Enter once more — recorded first as AgentTyped{Enter:1}, guarded by
+// the agent's last sequence, so the hook's proof of submission arriving
+// meanwhile refuses it — once two looks EnterAgainConfirm apart both
+// showed the composer holding the typed text, idle, with no proof of
+// submission (nor herdr seeing work) since. A look that shows anything
+// else ends the early path (next is zero): the turn then settles as any
+// other, its extra Enter at SubmitTimeout. pressed reports an append
+// made (ack, err as settled takes them).
+func (b *Bridge) enterAgain(ctx context.Context, agent string, f inFlight, now, dropped time.Time) (next, seen time.Time, pressed bool, ack events.Ack, err error) {
+	d, _ := f.kind.(EnterDropper)
+	if !f.up || f.working || f.turn.Enter > 0 {
+		return time.Time{}, time.Time{}, false, ack, nil
+	}
+	box, rerr := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: f.pane, Source: herdrapi.SourceVisible})
+	if rerr != nil || !d.Unsubmitted(box.Text, shownText(f.turn, f.kind, b.cfg.Limits)) {
+		return time.Time{}, time.Time{}, false, ack, nil
+	}
+	if dropped.IsZero() {
+		return now.Add(EnterAgainConfirm), now, false, ack, nil // look again
+	}
+	ack, err = b.append(ctx, agent, f.turn.ID, events.AgentTyped{Pane: f.pane, Method: MethodEnter, Enter: 1}, guard(agent, f.lastSeq))
+	if err == nil {
+		kerr := b.client.SendKeys(ctx, f.pane, "enter")
+		b.log.Info("the Enter after the paste was dropped: pressed Enter once more", "agent", agent, "turn", f.turn.ID,
+			"shown_for", now.Sub(dropped), "err", kerr)
+	}
+	return time.Time{}, time.Time{}, true, ack, err
+}
+
+// shownText is what a typed turn left in an empty composer (Plan.Shows):
+// the hand-over prompt of a file delivery, else the text as its kind
+// plans it.
+func shownText(t lifecycle.Turn, k Kind, l Limits) string {
+	if t.Prompt != "" {
+		return t.Prompt
+	}
+	return k.PlanText(lifecycle.NormalizeText(t.Text), l).Shows()
 }
 
 // settled waits for the bridge's own append to be folded, or catches up

@@ -153,13 +153,27 @@ func TestRealGeminiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 	// How often Gemini took the Enter after a paste for a newline (its
 	// event loop behind, on a loaded machine) and fleetd pressed it once
 	// more: said, not failed, since it depends on the machine.
+	// The slowest typing to proof of submission says how long such a
+	// turn stalled (a second or two since Gemini's kind presses it early,
+	// EnterDropper).
 	enters := 0
+	typedAt := map[string]time.Time{}
+	var slowest time.Duration
 	for _, ev := range readEvents(t, ctx, log, "fleet.>") {
-		if d, ok := ev.Data.(events.AgentTyped); ok && d.Enter > 0 {
-			enters++
+		switch d := ev.Data.(type) {
+		case events.AgentTyped:
+			if d.Enter > 0 {
+				enters++
+			} else {
+				typedAt[ev.CorrelationID] = ev.Time
+			}
+		case events.AgentSubmitted:
+			if at, ok := typedAt[ev.CorrelationID]; ok {
+				slowest = max(slowest, ev.Time.Sub(at))
+			}
 		}
 	}
-	t.Logf("Enter pressed once more for %d turns", enters)
+	t.Logf("Enter pressed once more for %d turns; slowest typing to submission %v", enters, slowest.Round(time.Millisecond))
 
 	marks, _ := filepath.Glob(filepath.Join(fleet.dir, "*", "PWNED*"))
 	if len(marks) > 0 {
