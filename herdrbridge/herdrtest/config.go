@@ -69,6 +69,9 @@ type Config struct {
 	// KillGrace is how long Close and pane.close wait after SIGHUP before
 	// SIGKILL (default 1 s).
 	KillGrace time.Duration
+	// Start runs a pane's program (default StartPTY: a PTY of this
+	// process). Package agentapi's starts it under an agentapi server.
+	Start func(StartSpec) (Terminal, error)
 	// Validator, when set, checks every request read and every line
 	// written against herdr's schema; problems go to OnInvalid.
 	Validator Validator
@@ -79,6 +82,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if len(c.Shell) == 0 {
 		c.Shell = []string{"/bin/sh"}
+	}
+	if c.Start == nil {
+		c.Start = StartPTY
 	}
 	if c.Env == nil {
 		c.Env = defaultEnv(os.Environ())

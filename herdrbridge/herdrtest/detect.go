@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"golang.org/x/sys/unix"
 )
 
 // detectLoop is herdr's detection tick: every DetectInterval it asks each
@@ -45,14 +43,8 @@ func (s *Server) detectLoop() {
 // the HERDR_AGENT hint in that process's environment (how wrappers declare
 // themselves), else its command name if it is claude or claude-code.
 func foregroundAgent(p *pane) string {
-	rc, err := p.ptmx.SyscallConn()
-	if err != nil {
-		return ""
-	}
-	pgid := 0
-	if cerr := rc.Control(func(fd uintptr) {
-		pgid, err = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
-	}); cerr != nil || err != nil || pgid <= 0 {
+	pgid := p.tty.Foreground()
+	if pgid <= 0 {
 		return ""
 	}
 	proc := "/proc/" + strconv.Itoa(pgid)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,9 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/creack/pty"
-	"golang.org/x/sys/unix"
 
 	"github.com/fleetd/fleetd/internal/proc"
 )
@@ -27,8 +23,7 @@ type pane struct {
 	tab            *tab
 	cwd            string
 	name           string // agent name, when given one
-	cmd            *exec.Cmd
-	ptmx           *os.File
+	tty            Terminal
 	term           *terminal
 	inputs         []InputWrite
 	wmu            sync.Mutex    // orders PTY writes together with their record
@@ -130,7 +125,7 @@ func (s *Server) SpawnPane(ctx context.Context, spec PaneSpec) (Pane, error) {
 		p.name = spec.Name
 		s.emitSplitLocked(p)
 	}
-	return Pane{ID: p.id, WorkspaceID: p.tab.ws.id, TabID: p.tab.id, TerminalID: p.terminalID, PID: p.cmd.Process.Pid}, nil
+	return Pane{ID: p.id, WorkspaceID: p.tab.ws.id, TabID: p.tab.id, TerminalID: p.terminalID, PID: p.tty.PID()}, nil
 }
 
 // startWorkspaceLocked makes a workspace whose first tab runs argv. When
@@ -210,22 +205,21 @@ func (s *Server) startPaneLocked(t *tab, argv []string, env map[string]string, c
 	if s.cfg.BinPath != "" {
 		vars["HERDR_BIN_PATH"] = s.cfg.BinPath
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	spec := StartSpec{Argv: argv, Dir: cwd, Cols: s.cfg.Cols, Rows: s.cfg.Rows}
 	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		spec.Env = append(spec.Env, k+"="+v)
 	}
-	sort.Strings(cmd.Env)
-	cmd.Dir = cwd
+	sort.Strings(spec.Env)
 	p.cwd = cwd
 	if p.cwd == "" {
 		p.cwd, _ = os.Getwd()
 	}
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(s.cfg.Cols), Rows: uint16(s.cfg.Rows)})
+	tty, err := s.cfg.Start(spec)
 	if err != nil {
 		ws.nextPane--
 		return nil, errf("pane_split_failed", "start %s: %v", argv[0], err)
 	}
-	p.cmd, p.ptmx = cmd, ptmx
+	p.tty = tty
 	t.panes = append(t.panes, p)
 	if t.focused == nil {
 		t.focused = p
@@ -278,7 +272,7 @@ func forwardAnswers(p *pane, queue <-chan []byte, done chan<- struct{}) {
 	defer close(done)
 	for b := range queue {
 		p.wmu.Lock()
-		p.ptmx.Write(b)
+		p.tty.Write(b)
 		p.wmu.Unlock()
 	}
 }
@@ -288,7 +282,7 @@ func (s *Server) pumpOutput(p *pane, done chan<- struct{}) {
 	defer close(done)
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := p.ptmx.Read(buf)
+		n, err := p.tty.Read(buf)
 		if n > 0 {
 			s.mu.Lock()
 			p.term.write(buf[:n])
@@ -306,13 +300,13 @@ func (s *Server) pumpOutput(p *pane, done chan<- struct{}) {
 // leaves the layout (pane_closed and friends). It owns the pane's
 // goroutines: the pane is not exited until they have all ended.
 func (s *Server) reap(p *pane, outputDone, answersDone <-chan struct{}) {
-	p.cmd.Wait()
+	p.tty.Wait()
 	select {
 	case <-outputDone:
 	case <-time.After(500 * time.Millisecond):
 		// a background child still holds the PTY open
 	}
-	p.ptmx.Close() // also unblocks an answer write stuck on a full PTY
+	p.tty.Close() // also unblocks an answer write stuck on a full PTY
 	<-outputDone
 	// No output is left to answer: end the answer pipe, then wait for the
 	// forwarder to discard what is still queued.
@@ -341,8 +335,8 @@ func (s *Server) reap(p *pane, outputDone, answersDone <-chan struct{}) {
 func (s *Server) hangUp(panes []*pane) {
 	groups := make([][]int, len(panes))
 	for i, p := range panes {
-		groups[i] = []int{p.cmd.Process.Pid}
-		if fg := p.foreground(); fg > 0 && fg != p.cmd.Process.Pid {
+		groups[i] = []int{p.tty.PID()}
+		if fg := p.tty.Foreground(); fg > 0 && fg != p.tty.PID() {
 			groups[i] = append(groups[i], fg)
 		}
 		signalGroups(groups[i], syscall.SIGHUP)
@@ -396,22 +390,6 @@ func signalGroups(groups []int, sig syscall.Signal) {
 	}
 }
 
-// foreground is the process group the pane's terminal has in the
-// foreground, or 0 when that cannot be read.
-func (p *pane) foreground() int {
-	raw, err := p.ptmx.SyscallConn()
-	if err != nil {
-		return 0
-	}
-	pgrp := 0
-	raw.Control(func(fd uintptr) {
-		if g, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP); err == nil {
-			pgrp = g
-		}
-	})
-	return pgrp
-}
-
 // write sends b to the pane's program as one write and records it.
 func (s *Server) write(p *pane, b []byte) error {
 	if len(b) == 0 {
@@ -419,7 +397,7 @@ func (s *Server) write(p *pane, b []byte) error {
 	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	_, err := p.ptmx.Write(b)
+	_, err := p.tty.Write(b)
 	if err != nil {
 		return errf("pane_send_failed", "write to pane %s: %v", p.id, err)
 	}

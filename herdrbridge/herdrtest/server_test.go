@@ -332,7 +332,7 @@ func TestCloseEndsAForegroundJobThatIgnoresHangUps(t *testing.T) {
 	// came first).
 	job := 0
 	for deadline := time.Now().Add(10 * time.Second); job == 0; time.Sleep(20 * time.Millisecond) {
-		if fg := p.foreground(); fg > 0 && fg != sh.PID && comm(fg) == "sleep" {
+		if fg := p.tty.Foreground(); fg > 0 && fg != sh.PID && comm(fg) == "sleep" {
 			job = fg
 		} else if time.Now().After(deadline) {
 			t.Fatalf("the typed job never took the terminal's foreground; screen:\n%s", s.Output(sh.ID))
