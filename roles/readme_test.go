@@ -10,17 +10,18 @@ import (
 	"github.com/fleetd/fleetd/roles"
 )
 
-// readmeJSON returns the first ```json block of the README after the line
-// that starts with heading.
+// readmeJSON returns the first ```json block of docs/worktrees.md (the
+// README's sandbox reference, moved there) after the line that starts
+// with heading.
 func readmeJSON(t *testing.T, heading string) []byte {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/worktrees.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(b), "\n"+heading)
 	if !ok {
-		t.Fatalf("the README has no %q", heading)
+		t.Fatalf("docs/worktrees.md has no %q", heading)
 	}
 	_, block, ok := strings.Cut(after, "```json\n")
 	if !ok {
