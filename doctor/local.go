@@ -86,7 +86,7 @@ func checkRoles(ctx context.Context, cfg Config) []Result {
 	c, err := roles.Load(cfg.RolesFile)
 	if err != nil {
 		return []Result{
-			fail("roles file", oneLine(err), "fix "+cfg.RolesFile+" (the README's Roles section has every field), then run 'fleetd doctor --roles "+cfg.RolesFile+"' again"),
+			fail("roles file", oneLine(err), "fix "+cfg.RolesFile+" (docs/roles.md has every field), then run 'fleetd doctor --roles "+cfg.RolesFile+"' again"),
 			skip("role commands", "not checked: the roles file does not load", "fix the roles file first"),
 		}
 	}

@@ -10,7 +10,7 @@
 // (Role.Worktree) and name a sandbox (Role.Sandbox): a launch template
 // that wraps the agent's command, which fleetd fills in with only what it
 // owns (the guarded environment, the hooks, the worktree) and never builds
-// or provisions. Bwrap is the bubblewrap profile fleetd ships; the README
+// or provisions. Bwrap is the bubblewrap profile fleetd ships; docs/worktrees.md
 // shows it word for word and a podman template beside it, and a test
 // keeps both true.
 //

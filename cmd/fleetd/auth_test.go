@@ -81,7 +81,7 @@ func TestUpRefusesANATSMoreOpenThanTheShim(t *testing.T) {
 	}
 }
 
-// The README's one-host form of the secure example: NATS and the shim on
+// The one-host form of docs/clusters.md's cluster example: NATS and the shim on
 // every interface, one --token. Every NATS client must present it: an
 // outsider can neither send a turn over NATS nor delete the log; fleetd's
 // own commands, the nats CLI and the hooks in the panes fleetd spawns
@@ -141,7 +141,7 @@ func TestUpWithATokenAuthenticatesEveryNATSClient(t *testing.T) {
 	}
 }
 
-// The README's secure example with `fleetd auth`: a gateway key cannot
+// docs/security.md's secure example with `fleetd auth`: a gateway key cannot
 // provision, so fleetd up waits until the admin's `fleetd provision` has
 // run; then a turn goes through under every identity's own key, with no
 // permission violation by the gateway or the hooks; and each identity,
@@ -304,7 +304,7 @@ func TestUnderFleetdAuthEachKeyDoesOnlyItsPart(t *testing.T) {
 }
 
 // secureHost is one `fleetd up` on every interface with its herdr, as the
-// README's secure example runs it.
+// secure example of docs/security.md runs it.
 type secureHost struct {
 	*fleetHost
 	roles string
@@ -443,7 +443,7 @@ func publicKey(t *testing.T, seedFile string) string {
 	return pub
 }
 
-// The README's secure cluster: three members under `fleetd auth`, each
+// docs/security.md's secure cluster: three members under `fleetd auth`, each
 // with its own gateway key. Their routes authenticate with the secret in
 // server.conf, the members wait until the admin's `fleetd provision` has
 // placed the R3 streams, and then turns cross hosts — direct and through

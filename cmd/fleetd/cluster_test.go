@@ -158,7 +158,7 @@ func (f *testFleet) restart(h *fleetHost) {
 }
 
 // spawn starts agent of role in a pane of h's herdr, as `fleetd spawn`
-// run on h does. It names no host, as the README's cluster example does
+// run on h does. It names no host, as docs/clusters.md's cluster example does
 // not: the agent must land on the host whose gateway drives that herdr.
 func (f *testFleet) spawn(h *fleetHost, role, agent string) {
 	f.t.Helper()
