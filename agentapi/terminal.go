@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -57,11 +58,27 @@ func StartTerminal(ctx context.Context, cfg TerminalConfig) (*Terminal, error) {
 	if len(cfg.Argv) == 0 {
 		return nil, errors.New("agentapi: no program to run")
 	}
+	// agentapi's own environment holds none of the pane's HERDR_*
+	// variables, its program gets them through env(1): a process that has
+	// them is the pane's, which is how fleetd finds a pane's shell in
+	// /proc (and so sees the agent's end), as in a herdr pane.
+	envBin, err := exec.LookPath("env")
+	if err != nil {
+		return nil, fmt.Errorf("agentapi: env(1) to start the pane's program with: %w", err)
+	}
+	var own, pane []string
+	for _, kv := range cfg.Env {
+		if strings.HasPrefix(kv, "HERDR_") {
+			pane = append(pane, kv)
+		} else {
+			own = append(own, kv)
+		}
+	}
 	srv, err := Start(ctx, Config{
-		Bin: cfg.Bin, Program: cfg.Argv[0], Args: cfg.Argv[1:],
+		Bin: cfg.Bin, Program: envBin, Args: append(pane, cfg.Argv...), Env: own,
 		// "custom": agentapi's generic prompt detector and reply cutting;
 		// neither is used (fleetd reads the screen and the agent's hooks).
-		Type: "custom", Dir: cfg.Dir, Env: cfg.Env, Width: cfg.Cols, Height: cfg.Rows, Output: cfg.Output,
+		Type: "custom", Dir: cfg.Dir, Width: cfg.Cols, Height: cfg.Rows, Output: cfg.Output,
 	})
 	if err != nil {
 		return nil, err

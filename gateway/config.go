@@ -42,7 +42,12 @@ type Config struct {
 	TLSCert, TLSKey string
 	HerdrPath       string
 	NoHerdr         bool
-	RolesFile       string
+	// Runtime names where this host's agents run ("herdr", the default,
+	// or "agentapi": fleetd's agentapi host at HerdrPath) and
+	// RuntimeReason why it was chosen; both are logged, in the banner
+	// and in /healthz.
+	Runtime, RuntimeReason string
+	RolesFile              string
 	// Roles, when set, is used instead of reading RolesFile (the demo and
 	// tests build roles in code).
 	Roles     *roles.Config

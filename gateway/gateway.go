@@ -315,6 +315,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, TLS: shimTLS, Log: g.Log, Views: g.Views, Roles: g.Roles, Budgets: budgets,
 		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
 		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns, Health: g.Health,
+		Runtime: g.runtime(), RuntimeReason: g.cfg.RuntimeReason,
 	})
 	if err != nil {
 		ln.Close()
@@ -395,6 +396,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 		}
 	}
 	g.herdrSocket = socket
+	g.log.Info("agent runtime", "runtime", g.runtime(), "socket", socket, "why", g.cfg.RuntimeReason)
 	settings := filepath.Join(g.DataDir(), "claude-settings.json")
 	exe, err := writeHookSettings(settings)
 	if err != nil {
@@ -600,6 +602,18 @@ func (g *Gateway) NATSURL() string {
 	return ""
 }
 
+// runtime is where this host's agents run: herdr unless configured, ""
+// without any.
+func (g *Gateway) runtime() string {
+	switch {
+	case g.cfg.NoHerdr:
+		return ""
+	case g.cfg.Runtime == "":
+		return "herdr"
+	}
+	return g.cfg.Runtime
+}
+
 // Banner tells a person where things are.
 func (g *Gateway) Banner() string {
 	var b strings.Builder
@@ -624,9 +638,13 @@ func (g *Gateway) Banner() string {
 		fmt.Fprintf(&b, "  shim:   %s  (POST /message, GET /roster, /sessions, /events, /metrics)\n", g.ShimURL())
 		fmt.Fprintf(&b, "  dashboard: %s/\n", g.ShimURL())
 	}
-	if g.Bridge == nil {
+	switch {
+	case g.Bridge == nil:
 		fmt.Fprintf(&b, "  herdr:  off (--no-herdr): this host types into no panes\n")
-	} else {
+	case g.runtime() == "agentapi":
+		fmt.Fprintf(&b, "  agents: under agentapi, through fleetd's agentapi host on %s (%s)\n", g.herdrSocket, g.cfg.RuntimeReason)
+		fmt.Fprintf(&b, "          agentapi listens on every interface without authentication: keep this host's ports firewalled\n")
+	default:
 		fmt.Fprintf(&b, "  herdr:  %s (connects when herdr is there; without herdr: fleetd dev-herdr --socket PATH, then --herdr PATH)\n", g.herdrSocket)
 	}
 	return b.String()

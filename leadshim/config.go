@@ -100,8 +100,11 @@ type Config struct {
 	// is not nil, /healthz is 503 with the reason and sends are refused
 	// with it before anything is queued. Nil: always healthy.
 	Health func() error
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Runtime and RuntimeReason say in /healthz where this host's agents
+	// run and why (gateway.Config's).
+	Runtime, RuntimeReason string
+	Logger                 *slog.Logger
+	Now                    func() time.Time
 	// NewID makes turn ids; default monotonic ULIDs.
 	NewID func() string
 	// MaxBody bounds a request body. Default 8 MiB (a MaxText text, JSON

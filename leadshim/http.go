@@ -287,6 +287,10 @@ type Health struct {
 	// part of the fleet does not): agents dead or needing a person,
 	// budgets exhausted. At most maxReasons, then how many more.
 	Reasons []string `json:"reasons,omitempty"`
+	// Runtime is where this host's agents run (herdr or agentapi), and
+	// RuntimeReason why fleetd up chose it; empty without a runtime.
+	Runtime       string `json:"runtime,omitempty"`
+	RuntimeReason string `json:"runtime_reason,omitempty"`
 }
 
 // maxReasons bounds Health.Reasons: a fleet of a thousand dead agents
@@ -347,7 +351,7 @@ func (s *Server) degraded() degradation {
 // dead or need a person or budgets are exhausted: fleetd serves, but
 // part of the fleet does not.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	h := Health{Status: "ok", NATS: "connected"}
+	h := Health{Status: "ok", NATS: "connected", Runtime: s.cfg.Runtime, RuntimeReason: s.cfg.RuntimeReason}
 	if s.cfg.NC != nil && !s.cfg.NC.IsConnected() {
 		h.NATS = strings.ToLower(s.cfg.NC.Status().String())
 		h.Status, h.Code, h.Error = "unavailable", "nats_unavailable", "not connected to NATS"

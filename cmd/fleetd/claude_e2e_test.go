@@ -317,8 +317,12 @@ func (f *claudeFleet) checkTurnEvents(ctx context.Context, all []events.Event, t
 type claudeFleet struct {
 	t     *testing.T
 	up    *upProcess
-	herdr *herdrtest.Server
+	herdr *herdrtest.Server // nil under the agentapi runtime
 	api   *fakeapi.Server
+	// socket is the herdr-protocol socket the panes are on, and runtime
+	// the arguments that name it to fleetd's commands.
+	socket  string
+	runtime []string
 	// dir holds everything the fleet writes: Claude's home, the work
 	// directories, the roles file and fleetd's data.
 	dir, home, rolesFile, dataDir string
@@ -363,6 +367,7 @@ func startClaudeFleetIn(t *testing.T, dir string, trusted, paneEnv []string, rol
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": f.home,
 	}
 	writeJSONFile(t, f.rolesFile, map[string]any{"roles": roles(f.api.URL(), env)})
+	f.socket, f.runtime = f.herdr.Path(), []string{"--herdr", f.herdr.Path()}
 	f.up = startUp(t, f.dataDir, append([]string{"--herdr", f.herdr.Path(), "--roles", f.rolesFile, "--heartbeat", "1s"}, upArgs...)...)
 	t.Cleanup(func() {
 		f.herdr.Close()
@@ -394,8 +399,8 @@ func (f *claudeFleet) work(name string) string { return filepath.Join(f.dir, nam
 // spawn` does.
 func (f *claudeFleet) spawn(ctx context.Context, name, role, work string) {
 	f.t.Helper()
-	out, err := f.cli(ctx, "spawn", "--role", role, "--name", name, "--cwd", f.work(work),
-		"--roles", f.rolesFile, "--herdr", f.herdr.Path(), "--data-dir", f.dataDir)
+	out, err := f.cli(ctx, append([]string{"spawn", "--role", role, "--name", name, "--cwd", f.work(work),
+		"--roles", f.rolesFile, "--data-dir", f.dataDir}, f.runtime...)...)
 	if err != nil {
 		f.t.Fatalf("fleetd spawn %s: %v\n%s", name, err, out)
 	}
@@ -531,9 +536,16 @@ func (f *claudeFleet) dumpOnFailure() {
 	defer cancel()
 	out, err := f.cli(ctx, "tail", "--since", "all", "--no-follow")
 	t.Logf("---- fleetd tail --since all --no-follow (%v) ----\n%s", err, out)
-	if c, err := herdrapi.New(f.herdr.Path()).Snapshot(ctx); err == nil {
+	hc := herdrapi.New(f.socket)
+	if c, err := hc.Snapshot(ctx); err == nil {
 		for _, p := range c.Panes {
-			t.Logf("---- pane %s ----\n%s", p.PaneID, lifecycle.NormalizeText(string(f.herdr.Output(p.PaneID))))
+			text := ""
+			if f.herdr != nil {
+				text = string(f.herdr.Output(p.PaneID))
+			} else if r, err := hc.Read(ctx, herdrapi.ReadRequest{PaneID: p.PaneID, Source: herdrapi.SourceRecent, Lines: 200}); err == nil {
+				text = r.Text
+			}
+			t.Logf("---- pane %s ----\n%s", p.PaneID, lifecycle.NormalizeText(text))
 		}
 	} else {
 		t.Logf("herdr snapshot: %v", err)

@@ -167,7 +167,7 @@ func (f *claudeFleet) killClaude(t *testing.T, pane string) {
 	links, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, l := range links {
 		env, err := os.ReadFile(l)
-		if err != nil || !bytes.Contains(env, []byte("HERDR_PANE_ID="+pane+"\x00")) || !bytes.Contains(env, []byte("HERDR_SOCKET_PATH="+f.herdr.Path()+"\x00")) {
+		if err != nil || !bytes.Contains(env, []byte("HERDR_PANE_ID="+pane+"\x00")) || !bytes.Contains(env, []byte("HERDR_SOCKET_PATH="+f.socket+"\x00")) {
 			continue
 		}
 		// Not a Stop hook's detached finisher: it carries the pane's

@@ -21,28 +21,29 @@ var version = "dev"
 type CLI struct {
 	Globals
 
-	Demo      DemoCmd      `cmd:"" help:"Run the whole fabric here with nothing installed: built-in herdr, simulated or real agents (claude, codex, gemini, opencode, pi, mixed), a lead fan-out."`
-	Up        UpCmd        `cmd:"" help:"Run the fabric on this host: embedded NATS, the event log, the gateway, the lead shim."`
-	Tail      TailCmd      `cmd:"" help:"Show the event log, live or from a point."`
-	Send      SendCmd      `cmd:"" help:"Send a turn to an agent or role:<role> and print the reply (blocks; --async prints the turn id)."`
-	Turn      TurnCmd      `cmd:"" help:"Show a turn's state and reply; --wait re-attaches to it."`
-	Roster    RosterCmd    `cmd:"" help:"List the fleet's agents: host, role, status, turn, queue, model, tokens, branch, last seen (--at: as it was then)."`
-	Sessions  SessionsCmd  `cmd:"" help:"List the named, resumable agent sessions."`
-	Cost      CostCmd      `cmd:"" help:"Tokens and USD the agents' hooks recorded, by agent, role, session or job, over a window."`
-	Mcp       McpCmd       `cmd:"" help:"Serve the fleet as MCP tools over stdio (send, wait, roster, sessions, roles, inbox, reply) for Claude Code; .mcp.json starts it."`
-	Init      InitCmd      `cmd:"" help:"Set a directory up for the fleet: 'fleetd init lead' writes the lead's team charter and /delegate."`
-	Hook      HookCmd      `cmd:"" help:"Claude Code hook entry (run by fleetd panes' settings): append the hook's events, or spool them."`
-	Hooks     HooksCmd     `cmd:"" help:"Claude Code hook setup: 'fleetd hooks settings' prints the --settings JSON."`
-	SimAgent  SimAgentCmd  `cmd:"" name:"sim-agent" hidden:"" help:"Run a simulated Claude Code (tests and the demo; launch it with HERDR_AGENT=claude)."`
-	Version   VersionCmd   `cmd:"" help:"Print fleetd's version."`
-	Doctor    DoctorCmd    `cmd:"" help:"Check this machine and this fleet (herdr, the roles and their CLIs, NATS and FLEET, the clock, the shim, the disk): one line each, ok/warn/fail with the fix; exit 1 on a failure."`
-	Bench     BenchCmd     `cmd:"" help:"Measure fleetd: turns, completion, overhead, fan-out, appends, rebuild, scale and memory, as one table."`
-	Spawn     SpawnCmd     `cmd:"" help:"Start an agent of a role in a new pane of this host's herdr (in its own worktree and sandbox when its role says so)."`
-	Worktrees WorktreesCmd `cmd:"" help:"List this host's agent worktrees (branch, dirty, ahead, merged, pushed); --prune removes those that lose nothing."`
-	Adopt     AdoptCmd     `cmd:"" help:"Register an existing herdr pane of this host as an agent."`
-	Auth      AuthCmd      `cmd:"" help:"Generate NATS users and subject permissions for the admin, gateways and agents."`
-	Provision ProvisionCmd `cmd:"" help:"Create the FLEET stream, the KV buckets and the router's consumers (under 'fleetd auth': with the admin's key)."`
-	DevHerdr  DevHerdrCmd  `cmd:"" name:"dev-herdr" hidden:"" help:"Run the built-in herdr-protocol server (real PTY panes) on a socket."`
+	Demo         DemoCmd         `cmd:"" help:"Run the whole fabric here with nothing installed: built-in herdr, simulated or real agents (claude, codex, gemini, opencode, pi, mixed), a lead fan-out."`
+	Up           UpCmd           `cmd:"" help:"Run the fabric on this host: embedded NATS, the event log, the gateway, the lead shim."`
+	Tail         TailCmd         `cmd:"" help:"Show the event log, live or from a point."`
+	Send         SendCmd         `cmd:"" help:"Send a turn to an agent or role:<role> and print the reply (blocks; --async prints the turn id)."`
+	Turn         TurnCmd         `cmd:"" help:"Show a turn's state and reply; --wait re-attaches to it."`
+	Roster       RosterCmd       `cmd:"" help:"List the fleet's agents: host, role, status, turn, queue, model, tokens, branch, last seen (--at: as it was then)."`
+	Sessions     SessionsCmd     `cmd:"" help:"List the named, resumable agent sessions."`
+	Cost         CostCmd         `cmd:"" help:"Tokens and USD the agents' hooks recorded, by agent, role, session or job, over a window."`
+	Mcp          McpCmd          `cmd:"" help:"Serve the fleet as MCP tools over stdio (send, wait, roster, sessions, roles, inbox, reply) for Claude Code; .mcp.json starts it."`
+	Init         InitCmd         `cmd:"" help:"Set a directory up for the fleet: 'fleetd init lead' writes the lead's team charter and /delegate."`
+	Hook         HookCmd         `cmd:"" help:"Claude Code hook entry (run by fleetd panes' settings): append the hook's events, or spool them."`
+	Hooks        HooksCmd        `cmd:"" help:"Claude Code hook setup: 'fleetd hooks settings' prints the --settings JSON."`
+	SimAgent     SimAgentCmd     `cmd:"" name:"sim-agent" hidden:"" help:"Run a simulated Claude Code (tests and the demo; launch it with HERDR_AGENT=claude)."`
+	Version      VersionCmd      `cmd:"" help:"Print fleetd's version."`
+	Doctor       DoctorCmd       `cmd:"" help:"Check this machine and this fleet (herdr, the roles and their CLIs, NATS and FLEET, the clock, the shim, the disk): one line each, ok/warn/fail with the fix; exit 1 on a failure."`
+	Bench        BenchCmd        `cmd:"" help:"Measure fleetd: turns, completion, overhead, fan-out, appends, rebuild, scale and memory, as one table."`
+	Spawn        SpawnCmd        `cmd:"" help:"Start an agent of a role in a new pane of this host's herdr (in its own worktree and sandbox when its role says so)."`
+	Worktrees    WorktreesCmd    `cmd:"" help:"List this host's agent worktrees (branch, dirty, ahead, merged, pushed); --prune removes those that lose nothing."`
+	Adopt        AdoptCmd        `cmd:"" help:"Register an existing herdr pane of this host as an agent."`
+	Auth         AuthCmd         `cmd:"" help:"Generate NATS users and subject permissions for the admin, gateways and agents."`
+	Provision    ProvisionCmd    `cmd:"" help:"Create the FLEET stream, the KV buckets and the router's consumers (under 'fleetd auth': with the admin's key)."`
+	DevHerdr     DevHerdrCmd     `cmd:"" name:"dev-herdr" hidden:"" help:"Run the built-in herdr-protocol server (real PTY panes) on a socket."`
+	AgentapiHost AgentapiHostCmd `cmd:"" name:"agentapi-host" help:"Run the agentapi runtime: a herdr-protocol socket whose panes each run under their own coder/agentapi server (fleetd up --runtime agentapi starts it; --stop ends it and its agents)."`
 
 	Orchestrate OrchestrateCmd `cmd:"" help:"Run a plan: tasks go to mains and workers with their context slices; replies roll up."`
 }

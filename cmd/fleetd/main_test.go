@@ -54,10 +54,28 @@ type upProcess struct {
 // serves. It runs with --no-herdr unless args name a --herdr socket.
 func startUp(t *testing.T, dataDir string, args ...string) *upProcess {
 	t.Helper()
-	port, httpPort := freePort(t), freePort(t)
+	return startUpOn(t, freePort(t), freePort(t), dataDir, args...)
+}
+
+// restartUp starts fleetd up again on the ports prev listened on, as a
+// host's service restarts: the agents' hooks still reach its NATS there.
+func restartUp(t *testing.T, prev *upProcess, dataDir string, args ...string) *upProcess {
+	t.Helper()
+	var port, httpPort int
+	if _, err := fmt.Sscanf(prev.url, "nats://127.0.0.1:%d", &port); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscanf(prev.http, "http://127.0.0.1:%d", &httpPort); err != nil {
+		t.Fatal(err)
+	}
+	return startUpOn(t, port, httpPort, dataDir, args...)
+}
+
+func startUpOn(t *testing.T, port, httpPort int, dataDir string, args ...string) *upProcess {
+	t.Helper()
 	all := []string{"up", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort), "--host", "testhost"}
-	if !slices.Contains(args, "--herdr") {
+	if !slices.Contains(args, "--herdr") && !slices.Contains(args, "--runtime") {
 		all = append(all, "--no-herdr")
 	}
 	p := launch(t, "up on host", append(all, args...)...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -30,6 +31,7 @@ type SpawnCmd struct {
 type herdrFlags struct {
 	Roles    string `help:"Roles file (JSON)." env:"FLEET_ROLES" type:"path"`
 	Herdr    string `help:"herdr socket path (default: as herdr resolves it)." env:"FLEET_HERDR_SOCKET" type:"path"`
+	Runtime  string `help:"Where this host's agents run, as for 'fleetd up': herdr, agentapi (the agentapi host 'fleetd up --runtime agentapi' started for --data-dir), or auto: herdr when --herdr, HERDR_SOCKET_PATH or HERDR_SESSION is set or herdr's socket exists, else agentapi when its host answers." enum:"auto,herdr,agentapi" default:"auto" env:"FLEET_RUNTIME"`
 	DataDir  string `help:"fleetd's state directory (hooks settings, spool, agents' worktrees)." default:"${default_data_dir}" env:"FLEET_DATA_DIR" type:"path"`
 	Settings string `help:"Claude Code settings file with fleetd's hooks (default: <data-dir>/claude-settings.json, written by 'fleetd hooks settings' if missing)." env:"FLEET_SETTINGS" type:"path"`
 }
@@ -60,10 +62,34 @@ func (c *SpawnCmd) Run(ctx context.Context, g *Globals) error {
 // that is not running, enough to spawn or adopt. Without --host it works
 // for the host whose gateway drives that herdr (gateway.Owner).
 func (f *herdrFlags) bridge(ctx context.Context, g *Globals) (*gateway.ClientBridge, error) {
-	cb := &gateway.ClientBridge{RolesFile: f.Roles, Socket: f.Herdr, NATSURL: g.NATS, Creds: g.Creds, NATSToken: g.natsToken(),
+	socket, err := f.socket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cb := &gateway.ClientBridge{RolesFile: f.Roles, Socket: socket, NATSURL: g.NATS, Creds: g.Creds, NATSToken: g.natsToken(),
 		FleetURL: g.URL, DataDir: f.DataDir, Settings: f.Settings, Logger: g.Logger()}
 	if g.Host != "" {
 		cb.Host = g.hostName()
 	}
 	return cb, natsHint(cb.Open(ctx))
+}
+
+// socket is the herdr-protocol socket of this host's agent runtime: the
+// agentapi host's of --data-dir when the runtime is agentapi, else
+// herdr's ("" resolves it as herdr does).
+func (f *herdrFlags) socket(ctx context.Context) (string, error) {
+	host := agentapiHostSocket(f.DataDir)
+	rt, err := chooseRuntime(f.Runtime, f.Herdr, os.Getenv, func() error {
+		if hostAnswers(ctx, host) {
+			return nil
+		}
+		return fmt.Errorf("no agentapi host answers on %s ('fleetd up --runtime agentapi --data-dir %s' starts it)", host, f.DataDir)
+	})
+	if err != nil {
+		return "", err
+	}
+	if rt.Name == runtimeAgentapi {
+		return host, nil
+	}
+	return rt.Socket, nil
 }

@@ -32,6 +32,7 @@ type UpCmd struct {
 	AdminCreds      string        `help:"Provision the fabric (FLEET, the buckets, the router's consumers) with this key, e.g. 'fleetd auth''s admin.nk; without it a gateway key waits for 'fleetd provision'." env:"FLEET_ADMIN_CREDS" type:"path"`
 	Herdr           string        `help:"herdr socket path (default: as herdr resolves it: HERDR_SOCKET_PATH, HERDR_SESSION, ~/.config/herdr/herdr.sock)." env:"FLEET_HERDR_SOCKET" type:"path"`
 	NoHerdr         bool          `help:"Run without a herdr gateway on this host (log, projections and shim only)." env:"FLEET_NO_HERDR"`
+	Runtime         string        `help:"Where this host's agents run: herdr (panes of herdr), agentapi (each agent under its own coder/agentapi server, through fleetd's agentapi host, which outlives fleetd up as herdr does; stop it with 'fleetd agentapi-host --stop --socket DATA_DIR/agentapi-host.sock'), or auto: herdr when --herdr, HERDR_SOCKET_PATH or HERDR_SESSION is set or herdr's socket exists, else agentapi when it is on PATH, else herdr (waiting for its socket)." enum:"auto,herdr,agentapi" default:"auto" env:"FLEET_RUNTIME"`
 	Roles           string        `help:"Roles file (JSON): launch command, model, env class, cap and tier per role." env:"FLEET_ROLES" type:"path"`
 	Heartbeat       time.Duration `help:"How often the host announces it is alive." default:"5s" env:"FLEET_HEARTBEAT"`
 	HostTTL         time.Duration `name:"host-ttl" help:"A host silent this long (no heartbeat) has its agents marked stale in the roster; keep it a few heartbeats long." default:"15s" env:"FLEET_HOST_TTL"`
@@ -45,7 +46,27 @@ type UpCmd struct {
 
 // Run starts the gateway and blocks until SIGINT or SIGTERM.
 func (c *UpCmd) Run(ctx context.Context, g *Globals) error {
-	err := gateway.New(c.gatewayConfig(g)).Run(ctx, func(gw *gateway.Gateway) { fmt.Fprint(os.Stdout, gw.Banner()) })
+	cfg := c.gatewayConfig(g)
+	if !c.NoHerdr {
+		rt, err := chooseRuntime(c.Runtime, c.Herdr, os.Getenv, lookAgentapi(ctx))
+		if err != nil {
+			return err
+		}
+		if rt.Name == runtimeAgentapi {
+			socket, reused, err := ensureAgentapiHost(ctx, c.DataDir)
+			if err != nil {
+				return fmt.Errorf("--runtime agentapi: %w", err)
+			}
+			rt.Socket = socket
+			if reused {
+				rt.Reason += "; re-attached to the agentapi host already serving " + socket
+			} else {
+				rt.Reason += "; started the agentapi host on " + socket
+			}
+		}
+		cfg.HerdrPath, cfg.Runtime, cfg.RuntimeReason = rt.Socket, rt.Name, rt.Reason
+	}
+	err := gateway.New(cfg).Run(ctx, func(gw *gateway.Gateway) { fmt.Fprint(os.Stdout, gw.Banner()) })
 	if errors.Is(err, embeddednats.ErrUnauthenticated) {
 		return fmt.Errorf("%w\nNATS must be no more open than the shim. Either add --token TOKEN (every NATS client then needs it too: "+
 			"FLEET_TOKEN or --token for fleetd's commands, --token for the nats CLI; cluster routes authenticate with it), "+
