@@ -541,7 +541,8 @@ func encodeTurns(job flushJob) (puts, failed []put, errs []error) {
 	puts = job.puts[:0]
 	for _, p := range job.puts {
 		if p.view == viewTurn && p.data == nil {
-			data, err := encode(job.turns[p.name])
+			t := job.turns[p.name]
+			data, err := encodeTurn(&t)
 			if err != nil {
 				failed, errs = append(failed, p), append(errs, fmt.Errorf("encode %s/%s: %w", p.bucket, p.name, err))
 				continue
