@@ -121,21 +121,13 @@ func Explain(err error, in Inputs) (e Explanation, ok bool) {
 	case errors.Is(err, herdrapi.ErrProtocolMismatch):
 		return Explanation{What: "herdr speaks another protocol", Cause: OneLine(err), Fix: protocolFix()}, true
 	case errors.Is(err, herdrapi.ErrNotRunning):
-		path := in.Herdr
-		if path == "" {
-			path, _ = herdrapi.SocketPath(os.Getenv)
-		}
-		e := Explanation{What: "herdr's socket " + path + " does not answer", Cause: cause(err), Fix: HerdrFix()}
-		if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
-			e.What, e.Cause = "no herdr socket at "+path, ""
-		}
-		return e, true
+		return ExplainHerdr(in.Herdr, err), true
 	case errors.Is(err, nats.ErrAuthorization) || (errors.Is(err, natsauth.ErrNoServer) && strings.Contains(strings.ToLower(err.Error()), "authorization")):
 		return Explanation{What: "NATS at " + natsURL + " refused the connection", Cause: cause(err), Fix: natsAuthFix(natsAs(in.Creds, in.NATSToken))}, true
 	case errors.Is(err, natsauth.ErrNoServer) || errors.Is(err, nats.ErrNoServers):
 		return Explanation{What: "NATS at " + natsURL + " does not answer", Cause: strings.TrimPrefix(cause(err), "nats: "), Fix: natsDownFix}, true
 	case errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, events.ErrStreamLost):
-		return Explanation{What: events.Stream + " is not provisioned on " + natsURL, Cause: OneLine(err), Fix: provisionFix}, true
+		return Explanation{What: events.Stream + " is not provisioned on " + natsURL, Fix: provisionFix}, true
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 		return Explanation{What: "JetStream is not enabled for this account on " + natsURL, Cause: OneLine(err), Fix: jetStreamFix}, true
 	case errors.Is(err, leadshim.ErrUnreachable):
@@ -144,6 +136,23 @@ func Explain(err error, in Inputs) (e Explanation, ok bool) {
 		return explainShim(ce, in.ShimURL), true
 	}
 	return Explanation{}, false
+}
+
+// ExplainHerdr says that no herdr answers at socket ("": where herdr
+// puts it), as the doctor's herdr line does; err is what dialling it
+// said (nil: not dialled).
+func ExplainHerdr(socket string, err error) Explanation {
+	if socket == "" {
+		socket, _ = herdrapi.SocketPath(os.Getenv)
+	}
+	if _, serr := os.Stat(socket); errors.Is(serr, fs.ErrNotExist) {
+		return Explanation{What: "no herdr socket at " + socket, Fix: HerdrFix()}
+	}
+	e := Explanation{What: "herdr's socket " + socket + " does not answer", Fix: HerdrFix()}
+	if err != nil {
+		e.Cause = cause(err)
+	}
+	return e
 }
 
 // rolesFault is the roles file's own error when err is it: the file
