@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -19,14 +20,18 @@ func main() {
 }
 
 // run parses args and runs the chosen command; tests call it directly.
-func run(ctx context.Context, args []string) int {
+func run(ctx context.Context, args []string) int { return runTo(ctx, args, os.Stderr) }
+
+// runTo is run with a command's failure written to stderr: one line,
+// errorLine's (kong's own usage errors stay as kong prints them).
+func runTo(ctx context.Context, args []string, stderr io.Writer) int {
 	if event, ok := plainHook(args); ok {
 		return runHook(ctx, event)
 	}
 	var cli CLI
 	parser, err := kong.New(&cli, cliOptions(ctx)...)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "fleetd:", err)
+		fmt.Fprintln(stderr, "fleetd:", err)
 		return 2
 	}
 	kctx, err := parser.Parse(args)
@@ -35,7 +40,7 @@ func run(ctx context.Context, args []string) int {
 		return 2
 	}
 	if err := kctx.Run(&cli.Globals); err != nil {
-		fmt.Fprintln(os.Stderr, "fleetd:", err)
+		fmt.Fprintln(stderr, errorLine(kctx, &cli.Globals, err))
 		return exitCode(err)
 	}
 	return 0
