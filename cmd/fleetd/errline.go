@@ -86,7 +86,11 @@ func explain(err error, in doctor.Inputs, runtime string) (doctor.Explanation, b
 	case errors.Is(err, gateway.ErrNotProvisioned):
 		return doctor.Explanation{What: "the fabric is not provisioned", Cause: doctor.OneLine(err), Fix: doctor.ProvisionFix()}, true
 	case errors.Is(err, roles.ErrBoundary):
-		return doctor.Explanation{What: "the pane would cross the subscription boundary", Cause: doctor.OneLine(err),
+		msg := doctor.OneLine(err)
+		if _, after, found := strings.Cut(msg, roles.ErrBoundary.Error()+": "); found {
+			msg = after
+		}
+		return doctor.Explanation{What: "the pane would cross the subscription boundary", Cause: msg,
 			Fix: "drop those variables from --env; a role's provider key or base URL comes from its env_class (docs/roles.md)"}, true
 	case errors.Is(err, herdrbridge.ErrNotStarted):
 		fix := "'fleetd doctor"
@@ -94,7 +98,11 @@ func explain(err error, in doctor.Inputs, runtime string) (doctor.Explanation, b
 			fix += " --roles " + in.RolesFile
 		}
 		fix += "' checks that each role's command is on the PATH herdr's panes get, at the release fleetd was tested with"
-		return doctor.Explanation{What: "the agent did not start", Cause: doctor.OneLine(err), Fix: fix}, true
+		msg := doctor.OneLine(err)
+		if _, after, found := strings.Cut(msg, herdrbridge.ErrNotStarted.Error()+": "); found {
+			msg = after
+		}
+		return doctor.Explanation{What: "the agent did not start", Cause: msg, Fix: fix}, true
 	}
 	return doctor.Explain(err, in)
 }

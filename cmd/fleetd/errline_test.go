@@ -3,16 +3,24 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/alecthomas/kong"
+
+	"github.com/fleetd/fleetd/agentapi"
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/gateway"
+	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/internal/fleettest"
+	"github.com/fleetd/fleetd/roles"
 )
 
 // TestCommandErrorsReadAsTheDoctorsLines runs failing commands, in this
@@ -126,4 +134,72 @@ func checkErrorLine(t *testing.T, how, stderr string, code, want int, command st
 		}
 	}
 	return line
+}
+
+// The faults only a command meets, and errors of no known fault, each
+// make one line too: agentapi missing says how to install it, a pane
+// crossing the boundary and an agent that did not start say what to do,
+// no up driving an existing herdr keeps the gateway's advice as the fix,
+// an unknown error is folded onto one line without saying its command
+// twice, and a long cause is cut.
+func TestErrorLineSaysEachFault(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "herdr.sock")
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, notInstalled := agentapi.LookPath(filepath.Join(dir, "agentapi"))
+	rc, err := roles.Parse([]byte(`{"roles":{"w":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, _ := rc.Get("w")
+	boundary := role.CheckEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-x"})
+	if boundary == nil {
+		t.Fatal("no boundary error to explain")
+	}
+	noOwner := fmt.Errorf("%w at %s on vm (none heard in the last 1m0s): start 'fleetd up' here, or name its host with --host", gateway.ErrNoOwner, sock)
+	long := strings.Repeat("x", 2000)
+
+	spawn := []string{"spawn", "--role", "w", "--name", "w9", "--herdr", sock, "--roles", filepath.Join(dir, "roles.json")}
+	cases := []struct {
+		name string
+		args []string
+		err  error
+		want string
+	}{
+		{"agentapi not installed", []string{"up"}, fmt.Errorf("agentapi runtime: %w", notInstalled),
+			"fleetd up: agentapi runtime: agentapi not installed: " + filepath.Join(dir, "agentapi") + ": "},
+		{"boundary", spawn, fmt.Errorf("spawn w9 refused: %w", boundary), "fleetd spawn: the pane would cross the subscription boundary: role \"w\""},
+		{"not started", spawn, fmt.Errorf("%w: the pane shows: sh: claude: not found\n$ ", herdrbridge.ErrNotStarted),
+			"fleetd spawn: the agent did not start: the pane shows: sh: claude: not found; $ — 'fleetd doctor --roles " + filepath.Join(dir, "roles.json") + "' checks"},
+		{"no up drives herdr", spawn, noOwner, "fleetd spawn: no running fleetd up drives this herdr at " + sock + " on vm (none heard in the last 1m0s) — start 'fleetd up' here, or name its host with --host"},
+		{"unknown, two lines", spawn, errors.New("first\nsecond"), "fleetd spawn: first; second"},
+		{"the command's own name", []string{"doctor"}, exitError{code: 1, err: errors.New("doctor: 2 of 10 checks failed")}, "fleetd doctor: 2 of 10 checks failed"},
+		{"long cause", spawn, fmt.Errorf("%w: the pane shows: %s", herdrbridge.ErrNotStarted, long), "…"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var cli CLI
+			parser, err := kong.New(&cli, cliOptions(fleettest.Ctx(t))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kctx, err := parser.Parse(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := errorLine(kctx, &cli.Globals, tc.err)
+			t.Log(line)
+			if !strings.HasPrefix(line, tc.want) && !strings.Contains(line, tc.want) {
+				t.Errorf("line\n%s\nwant it to hold\n%s", line, tc.want)
+			}
+			if strings.Contains(line, "\n") || strings.Count(line, " — ") > 1 || utf8.RuneCountInString(line) > 2*maxCause+300 {
+				t.Errorf("not one short line: %q", line)
+			}
+			if tc.name != "unknown, two lines" && tc.name != "the command's own name" && !strings.Contains(line, " — ") {
+				t.Errorf("no fix: %q", line)
+			}
+		})
+	}
 }
