@@ -7,11 +7,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
+	"github.com/nats-io/nats.go"
 
 	"github.com/fleetd/fleetd/agentapi"
 	"github.com/fleetd/fleetd/doctor"
 	"github.com/fleetd/fleetd/gateway"
 	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/natsauth"
+	"github.com/fleetd/fleetd/orchestrator"
 	"github.com/fleetd/fleetd/roles"
 )
 
@@ -34,6 +38,10 @@ func errorLine(kctx *kong.Context, g *Globals, err error) string {
 	}
 	in, runtime := inputs(kctx, g)
 	e, ok := explain(err, in, runtime)
+	if ok && commandName(kctx) == "up" && (errors.Is(err, natsauth.ErrNoServer) || errors.Is(err, nats.ErrNoServers)) && g.NATS != "" {
+		// up itself is the fabric: the NATS it was told to use is down.
+		e.Fix = "start the NATS at " + g.NATS + ", or leave --nats (FLEET_NATS_URL) out and 'fleetd up' runs its own"
+	}
 	if !ok {
 		msg := doctor.OneLine(err)
 		// An error that already starts with the command's name
@@ -83,6 +91,8 @@ func explain(err error, in doctor.Inputs, runtime string) (doctor.Explanation, b
 		if i := strings.LastIndex(msg, ": "); i >= 0 {
 			return doctor.Explanation{What: msg[:i], Fix: msg[i+2:]}, true
 		}
+	case errors.Is(err, orchestrator.ErrInvalidPlan), errors.Is(err, leadshim.ErrBadPlan):
+		return doctor.Explanation{What: doctor.OneLine(err), Fix: "fix the plan (its schema: go doc github.com/fleetd/fleetd/orchestrator, as 'fleetd orchestrate --help' says)"}, true
 	case errors.Is(err, gateway.ErrNotProvisioned):
 		return doctor.Explanation{What: "the fabric is not provisioned", Cause: doctor.OneLine(err), Fix: doctor.ProvisionFix()}, true
 	case errors.Is(err, roles.ErrBoundary):
