@@ -112,12 +112,14 @@ func Explain(err error, in Inputs) (e Explanation, ok bool) {
 	if natsURL == "" {
 		natsURL = nats.DefaultURL
 	}
+	// The roles file first: a file that does not load is the fault
+	// whatever the error around it says.
+	if lerr := rolesFault(err, in.RolesFile); lerr != nil {
+		cause := strings.TrimPrefix(OneLine(lerr), "roles file: ")
+		return Explanation{What: "roles file " + in.RolesFile + " does not load", Cause: cause, Fix: rolesFileFix(in.RolesFile)}, true
+	}
 	var ce *leadshim.ClientError
 	switch {
-	case rolesFault(err, in.RolesFile) != nil:
-		file := in.RolesFile
-		cause := strings.TrimPrefix(OneLine(rolesFault(err, file)), "roles file: ")
-		return Explanation{What: "roles file " + file + " does not load", Cause: cause, Fix: rolesFileFix(file)}, true
 	case errors.Is(err, herdrapi.ErrProtocolMismatch):
 		return Explanation{What: "herdr speaks another protocol", Cause: OneLine(err), Fix: protocolFix()}, true
 	case errors.Is(err, herdrapi.ErrNotRunning):

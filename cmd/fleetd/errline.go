@@ -61,13 +61,11 @@ func errorLine(kctx *kong.Context, g *Globals, err error) string {
 	return line
 }
 
-// explain is doctor.Explain, with the faults of packages the doctor does
-// not read (agentapi, the gateway, the bridge's spawn) said here; runtime
-// is the command's --runtime ("" when it has none).
+// explain is doctor.Explain, then the faults of packages the doctor does
+// not read (agentapi, the gateway, the bridge's spawn, the orchestrator)
+// said here; runtime is the command's --runtime ("" when it has none).
 func explain(err error, in doctor.Inputs, runtime string) (doctor.Explanation, bool) {
-	// The roles file first: a file that does not load is the fault
-	// whatever the error around it says.
-	if e, ok := doctor.Explain(err, in); ok && strings.HasPrefix(e.What, "roles file ") {
+	if e, ok := doctor.Explain(err, in); ok {
 		return e, true
 	}
 	switch {
@@ -114,7 +112,7 @@ func explain(err error, in doctor.Inputs, runtime string) (doctor.Explanation, b
 		}
 		return doctor.Explanation{What: "the agent did not start", Cause: msg, Fix: fix}, true
 	}
-	return doctor.Explain(err, in)
+	return doctor.Explanation{}, false
 }
 
 // commandName is the command that ran, its words without arguments:
