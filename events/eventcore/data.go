@@ -14,7 +14,7 @@ import (
 // and error are the word. A rebuild decodes every event of the log, and
 // the general decoder was a sixteenth of its CPU.
 func readData(t Type, raw []byte) (Data, bool) {
-	r := dataReader{s: string(raw), first: true}
+	r := dataReader{s: raw, first: true}
 	if !r.lit("{") {
 		return nil, false
 	}
@@ -72,15 +72,18 @@ func readData(t Type, raw []byte) (Data, bool) {
 
 // dataReader consumes an event's data from the front of s: pos is how
 // far it has read; first says no field of the current object is read
-// yet (the next has no comma before it). The strings it reads share s.
+// yet (the next has no comma before it). Each string it reads is a copy
+// of its own, as the general decoder's are: a row keeps a field for long
+// (a session its model, an agent its session id), and a field sharing
+// its event's data would keep the reply beside it, up to a MiB.
 type dataReader struct {
-	s     string
+	s     []byte
 	pos   int
 	first bool
 }
 
 func (r *dataReader) lit(lit string) bool {
-	if len(r.s)-r.pos < len(lit) || r.s[r.pos:r.pos+len(lit)] != lit {
+	if len(r.s)-r.pos < len(lit) || string(r.s[r.pos:r.pos+len(lit)]) != lit {
 		return false
 	}
 	r.pos += len(lit)
@@ -126,7 +129,7 @@ func (r *dataReader) str(name string, v *string, optional bool) bool {
 	for i := lo; i < len(r.s); i++ {
 		switch c := r.s[i]; {
 		case c == '"':
-			*v = r.s[lo:i]
+			*v = string(r.s[lo:i])
 			r.pos = i + 1
 			// An omitted field is never written empty.
 			return !optional || i > lo
@@ -139,7 +142,7 @@ func (r *dataReader) str(name string, v *string, optional bool) bool {
 
 // number reads a JSON number's text: an integer, or with frac a decimal
 // fraction and exponent too.
-func (r *dataReader) number(frac bool) (string, bool) {
+func (r *dataReader) number(frac bool) ([]byte, bool) {
 	s, i := r.s, r.pos
 	digits := func() bool {
 		at := i
@@ -155,13 +158,13 @@ func (r *dataReader) number(frac bool) (string, bool) {
 	case i < len(s) && s[i] == '0':
 		i++
 	case !digits():
-		return "", false
+		return nil, false
 	}
 	if frac {
 		if i < len(s) && s[i] == '.' {
 			i++
 			if !digits() {
-				return "", false
+				return nil, false
 			}
 		}
 		if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
@@ -170,7 +173,7 @@ func (r *dataReader) number(frac bool) (string, bool) {
 				i++
 			}
 			if !digits() {
-				return "", false
+				return nil, false
 			}
 		}
 	}
@@ -188,7 +191,7 @@ func (r *dataReader) int64(name string, v *int64, optional bool) bool {
 	if !ok {
 		return false
 	}
-	x, err := strconv.ParseInt(n, 10, 64)
+	x, err := strconv.ParseInt(string(n), 10, 64)
 	*v = x
 	return err == nil && (!optional || x != 0)
 }
@@ -212,7 +215,7 @@ func (r *dataReader) uint(name string, v *uint64, optional bool) bool {
 	if !ok || n[0] == '-' {
 		return false
 	}
-	x, err := strconv.ParseUint(n, 10, 64)
+	x, err := strconv.ParseUint(string(n), 10, 64)
 	*v = x
 	return err == nil && (!optional || x != 0)
 }
@@ -227,7 +230,7 @@ func (r *dataReader) float(name string, v *float64) bool {
 	if !ok {
 		return false
 	}
-	x, err := strconv.ParseFloat(n, 64)
+	x, err := strconv.ParseFloat(string(n), 64)
 	*v = x
 	return err == nil && x != 0
 }

@@ -1,10 +1,12 @@
 package eventcore
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -161,4 +163,31 @@ func FuzzReadData(f *testing.F) {
 			sameData(t, r, Type(typ), raw)
 		}
 	})
+}
+
+// A string read directly is a copy of its own, not a window on the data
+// or on one copy of it: a row keeps a field for long (a session its
+// model), and the reply beside it in the data would stay with it.
+func TestReadDataCopiesItsStrings(t *testing.T) {
+	raw := []byte(`{"reply":"a long reply","prompt_id":"p1","session_id":"s1","model":"m1","tokens":{"in":1,"out":2}}`)
+	d, ok := readData(TypeAgentReplied, raw)
+	if !ok {
+		t.Fatal("not read directly")
+	}
+	r := d.(AgentReplied)
+	fields := []string{r.Reply, r.PromptID, r.SessionID, r.Model}
+	for i, a := range fields {
+		pa := uintptr(unsafe.Pointer(unsafe.StringData(a)))
+		if lo := uintptr(unsafe.Pointer(&raw[0])); pa >= lo && pa < lo+uintptr(len(raw)) {
+			t.Fatalf("%q is a window on the data", a)
+		}
+		for _, b := range fields[i+1:] {
+			// Two windows on one copy of the data stand as far apart as
+			// the fields do in it.
+			pb := uintptr(unsafe.Pointer(unsafe.StringData(b)))
+			if pb-pa == uintptr(bytes.Index(raw, []byte(`"`+b+`"`))-bytes.Index(raw, []byte(`"`+a+`"`))) {
+				t.Fatalf("%q and %q are windows on one copy of the data", a, b)
+			}
+		}
+	}
 }
