@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -132,6 +134,9 @@ func Explain(err error, in Inputs) (e Explanation, ok bool) {
 		return Explanation{What: events.Stream + " is not provisioned on " + natsURL, Fix: provisionFix}, true
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 		return Explanation{What: "JetStream is not enabled for this account on " + natsURL, Cause: OneLine(err), Fix: jetStreamFix}, true
+	case errors.Is(err, leadshim.ErrUnreachable) && untrusted(err):
+		return Explanation{What: "the lead shim at " + in.ShimURL + " has a certificate this client does not trust", Cause: cause(err),
+			Fix: "pass its CA (or its own certificate) with --tls-ca (FLEET_TLS_CA)"}, true
 	case errors.Is(err, leadshim.ErrUnreachable):
 		return Explanation{What: "the lead shim at " + in.ShimURL + " does not answer", Cause: cause(err), Fix: shimDownFix}, true
 	case errors.As(err, &ce):
@@ -155,6 +160,16 @@ func ExplainHerdr(socket string, err error) Explanation {
 		e.Cause = cause(err)
 	}
 	return e
+}
+
+// untrusted reports whether err is a TLS certificate that did not
+// verify: the shim answered, but not as one this client trusts.
+func untrusted(err error) bool {
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var host x509.HostnameError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &host) || errors.As(err, &verify)
 }
 
 // rolesFault is the roles file's own error when err is it: the file

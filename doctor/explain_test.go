@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -127,5 +129,19 @@ func same(t *testing.T, name string, r Result, err error, in Inputs, what, cause
 		t.Errorf("%s: fix %q, the doctor's %q", name, e.Fix, r.Fix)
 	case !strings.Contains(e.What, what) || !strings.Contains(e.Cause, cause):
 		t.Errorf("%s: %+v does not say %q and %q", name, e, what, cause)
+	}
+}
+
+// A shim whose certificate this client does not trust answered: the
+// line says so and how to trust it, not that the fabric is down.
+func TestExplainUntrustedShim(t *testing.T) {
+	shim := httptest.NewUnstartedServer(http.NotFoundHandler())
+	shim.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
+	shim.StartTLS()
+	t.Cleanup(shim.Close)
+	_, err := leadshim.NewClient(shim.URL, "").Roster(context.Background())
+	e, ok := Explain(err, Inputs{ShimURL: shim.URL})
+	if !ok || !strings.Contains(e.What, "certificate this client does not trust") || !strings.Contains(e.Fix, "--tls-ca") {
+		t.Errorf("%v explained as %+v", err, e)
 	}
 }
