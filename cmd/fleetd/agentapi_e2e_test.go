@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,13 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
 	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/internal/proc"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
 )
@@ -190,6 +194,24 @@ func TestRealClaudeUnderAgentapi(t *testing.T) {
 	}
 	phase("agent killed and restarted")
 
+	// The agent's agentapi server killed: the pane is gone with it, and
+	// so is the agent, which is restarted under its role's policy.
+	killAgentapiOf(t, fleet.socket, mustPane(t, fleet, ctx, "a-1"))
+	checkfor.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
+		roster, err := fleet.roster(ctx)
+		if err != nil {
+			return err
+		}
+		if a, ok := findAgent(roster, "a-1"); !ok || a.Restarts != 2 || !a.Ready() || a.Starting {
+			return fmt.Errorf("a-1 not restarted after its agentapi died yet: %+v", a)
+		}
+		return nil
+	})
+	if r := fleet.send(ctx, leadshim.Message{To: "a-1", Text: "after agentapi's death", Timeout: "90s"}); r.status != 200 || r.env.Reply != "ECHO: after agentapi's death" {
+		t.Fatalf("turn after agentapi's death: HTTP %d %s", r.status, r.body)
+	}
+	phase("agentapi killed, agent restarted")
+
 	if marks, _ := filepath.Glob(filepath.Join(fleet.dir, "*", "PWNED*")); len(marks) > 0 {
 		t.Errorf("marker files were created, so text ran in a shell: %v", marks)
 	}
@@ -209,4 +231,29 @@ func (f *claudeFleet) health(ctx context.Context) leadshim.Health {
 		f.t.Fatal(err)
 	}
 	return h
+}
+
+// killAgentapiOf SIGKILLs the agentapi server whose program is the pane's
+// (its child carries the pane's HERDR_PANE_ID and HERDR_SOCKET_PATH).
+func killAgentapiOf(t *testing.T, socket, pane string) {
+	t.Helper()
+	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, e := range envs {
+		env, err := os.ReadFile(e)
+		if err != nil || !bytes.Contains(env, []byte("HERDR_PANE_ID="+pane+"\x00")) || !bytes.Contains(env, []byte("HERDR_SOCKET_PATH="+socket+"\x00")) {
+			continue
+		}
+		st, ok := proc.ReadStat(filepath.Dir(e))
+		if !ok {
+			continue
+		}
+		parent, ok := proc.ReadStat(filepath.Join("/proc", strconv.Itoa(st.PPID)))
+		if ok && parent.Comm == "agentapi" {
+			if err := syscall.Kill(parent.PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no agentapi server runs pane %s", pane)
 }
