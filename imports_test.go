@@ -60,7 +60,7 @@ var allowed = map[string][]string{
 	"mcpserver": {"jobs", "turns", "events", "events/eventcore", "lifecycle", "projections", "roles", "leadshim", "inbox", "internal/restart"},
 	"leadkit":   {"jobs", "turns", "events", "events/eventcore", "lifecycle", "projections", "roles", "orchestrator", "leadshim", "inbox", "internal/restart"},
 	"demo": {"budget", "jobs", "turns", "gateway", "embeddednats", "events", "events/eventcore", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
-		"claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "herdrbridge/herdrtest", "fakeapi", "worktree", "internal/restart", "internal/proc"},
+		"claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "herdrbridge/herdrtest", "fakeapi", "worktree", "internal/restart", "internal/proc", "agentapi"},
 	// doctor reads what the others build: it checks, and changes nothing.
 	"doctor": {"roles", "fakeapi", "claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "worktree", "herdrbridge/herdrapi",
 		"events", "events/eventcore", "lifecycle", "projections", "inbox", "internal/restart", "leadshim", "jobs", "turns"},

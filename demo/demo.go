@@ -15,9 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetd/fleetd/agentapi"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/fakeapi"
 	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/roles"
 )
@@ -99,6 +101,10 @@ type Options struct {
 	Timeout time.Duration
 	// Plain prints progress as plain lines even when Out is a terminal.
 	Plain bool
+	// Runtime is where the agents run: "herdr" (default: the built-in
+	// herdr's PTY panes) or "agentapi" (each under its own agentapi
+	// server, which must be on PATH).
+	Runtime string
 
 	// Out gets the demo's report (default os.Stdout).
 	Out io.Writer
@@ -197,6 +203,24 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	d := &run{opts: opts, out: opts.Out, clis: clis, real: len(clis) > 0}
+	switch opts.Runtime {
+	case "", "herdr":
+	case "agentapi":
+		bin, err := agentapi.LookPath("")
+		if err != nil {
+			return fmt.Errorf("demo --runtime agentapi: %w", err)
+		}
+		if _, err := agentapi.CheckVersion(ctx, bin); err != nil {
+			return fmt.Errorf("demo --runtime agentapi: %w", err)
+		}
+		d.start = func(spec herdrtest.StartSpec) (herdrtest.Terminal, error) {
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			return agentapi.StartTerminal(sctx, agentapi.TerminalConfig{Bin: bin, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, Cols: spec.Cols, Rows: spec.Rows})
+		}
+	default:
+		return fmt.Errorf("demo: runtime %q: want herdr or agentapi", opts.Runtime)
+	}
 	d.roleNames = roleNames(clis)
 	if d.exe = opts.Fleetd; d.exe == "" && !d.real {
 		exe, err := os.Executable()
@@ -232,6 +256,7 @@ func roleNames(clis []string) []string {
 // run is one demo's moving parts.
 type run struct {
 	opts   Options
+	start  func(herdrtest.StartSpec) (herdrtest.Terminal, error) // the panes' runtime; nil: PTYs
 	out    io.Writer
 	exe    string
 	dir    string
@@ -294,7 +319,7 @@ func (d *run) setup(ctx context.Context) error {
 		cols, rows, submit = 120, 40, 30*time.Second
 	}
 	fab, err := StartFabric(ctx, FabricConfig{Dir: d.dir, Host: "demo", Version: d.opts.Version, SyncAlways: true,
-		Logger: d.opts.Logger, Roles: d.roles, Cols: cols, Rows: rows, SubmitTimeout: submit})
+		Logger: d.opts.Logger, Roles: d.roles, Cols: cols, Rows: rows, SubmitTimeout: submit, Start: d.start})
 	if err != nil {
 		return err
 	}

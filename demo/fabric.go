@@ -60,6 +60,10 @@ type FabricConfig struct {
 	// herdrtest's, 80×24). The real CLIs' screens were measured at
 	// 120×40, which the demo gives them.
 	Cols, Rows int
+	// Start runs each pane's program for the built-in herdr (default: a
+	// PTY of this process); agentapi.StartTerminal runs it under its own
+	// agentapi server (the agentapi runtime).
+	Start func(herdrtest.StartSpec) (herdrtest.Terminal, error)
 	// SubmitTimeout is the gateway's wait for proof a typed prompt was
 	// submitted (default the gateway's, 5 s).
 	SubmitTimeout time.Duration
@@ -105,7 +109,7 @@ func StartFabric(ctx context.Context, cfg FabricConfig) (f *Fabric, err error) {
 		}
 	}()
 	if f.herdrPath = cfg.HerdrPath; f.herdrPath == "" {
-		if err := f.startHerdr(ctx, cfg.Cols, cfg.Rows); err != nil {
+		if err := f.startHerdr(ctx, cfg.Cols, cfg.Rows, cfg.Start); err != nil {
 			return nil, err
 		}
 	}
@@ -134,13 +138,13 @@ func StartFabric(ctx context.Context, cfg FabricConfig) (f *Fabric, err error) {
 }
 
 // startHerdr starts the built-in herdr in this process.
-func (f *Fabric) startHerdr(ctx context.Context, cols, rows int) error {
+func (f *Fabric) startHerdr(ctx context.Context, cols, rows int, start func(herdrtest.StartSpec) (herdrtest.Terminal, error)) error {
 	// Unix socket paths are short-limited: keep herdr's under /tmp.
 	sockDir, err := os.MkdirTemp("", "fleetd-herdr-")
 	if err != nil {
 		return err
 	}
-	f.Herdr, err = herdrtest.New(herdrtest.Config{SocketPath: filepath.Join(sockDir, "herdr.sock"), Cols: cols, Rows: rows})
+	f.Herdr, err = herdrtest.New(herdrtest.Config{SocketPath: filepath.Join(sockDir, "herdr.sock"), Cols: cols, Rows: rows, Start: start})
 	if err != nil {
 		os.RemoveAll(sockDir)
 		return err

@@ -97,3 +97,20 @@ func TestDemoKindsAndAMissingCLI(t *testing.T) {
 		}
 	}
 }
+
+// fleetd demo --runtime agentapi with Claude Code on PATH: the real
+// Claude Code, each agent under its own agentapi server, every turn
+// replied.
+func TestDemoUnderAgentapiRepliesEveryTurn(t *testing.T) {
+	requireAgentapi(t)
+	fakeapi.RequireClaude(t)
+	cmd := exec.Command(fleetdBin, "demo", "--runtime", "agentapi", "--kind", "claude", "--tasks", "6", "--plain", "--timeout", "3m")
+	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, out)
+	}
+	if s := string(out); !strings.Contains(s, "all 4 agents ready") || !strings.Contains(s, "turns:    6 sent, 6 replied, 0 failed") {
+		t.Errorf("demo output:\n%s", s)
+	}
+}
