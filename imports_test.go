@@ -54,7 +54,7 @@ var allowed = map[string][]string{
 	"worktree":                          {},
 	"worktree/worktreetest":             {},
 	"bench": {"budget", "jobs", "turns", "demo", "gateway", "embeddednats", "events", "events/eventcore", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge",
-		"dashboard", "herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "fakeapi", "worktree", "internal/restart", "internal/proc"},
+		"dashboard", "herdrbridge/herdrapi", "herdrbridge/herdrtest", "claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "fakeapi", "worktree", "internal/restart", "internal/proc", "agentapi"},
 	"gateway": {"budget", "jobs", "turns", "embeddednats", "events", "events/eventcore", "lifecycle", "projections", "roles", "router", "leadshim", "orchestrator", "herdrbridge", "dashboard", "herdrbridge/herdrapi",
 		"claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "worktree", "internal/restart", "internal/proc"},
 	"mcpserver": {"jobs", "turns", "events", "events/eventcore", "lifecycle", "projections", "roles", "leadshim", "inbox", "internal/restart"},
