@@ -63,7 +63,7 @@ var allowed = map[string][]string{
 		"claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "inbox", "nudge", "retention", "herdrbridge/herdrtest", "fakeapi", "worktree", "internal/restart", "internal/proc", "agentapi"},
 	// doctor reads what the others build: it checks, and changes nothing.
 	"doctor": {"roles", "fakeapi", "claudehook", "internal/natslite", "internal/sockdial", "natsauth", "natsauth/natscreds", "worktree", "herdrbridge/herdrapi",
-		"events", "events/eventcore", "lifecycle", "projections", "inbox", "internal/restart", "leadshim", "jobs", "turns"},
+		"events", "events/eventcore", "lifecycle", "projections", "inbox", "internal/restart", "leadshim", "jobs", "turns", "agentapi", "internal/proc"},
 	"cmd/fleetd":   nil, // cmd wires everything
 	"cmd/dashshot": {},  // runs the fleetd binary; imports no fleetd package
 	// The hook binary: what claudehook imports and nothing else, since every

@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// HostSocket is the name, in fleetd's data directory, of the socket
+// `fleetd up --runtime agentapi` serves its agentapi host on.
+const HostSocket = "agentapi-host.sock"
+
 // TerminalConfig is a pane's program to run under its own agentapi
 // server: what a herdr-protocol server (herdrtest.Config.Start) gives a
 // pane.

@@ -49,6 +49,7 @@ func TestExplainSaysTheDoctorsFix(t *testing.T) {
 	_, herdrErr := herdrapi.New(sock).Check(ctx)
 	c = cfg
 	c.Herdr = sock
+	t.Setenv("PATH", t.TempDir()) // no agentapi either: herdr's absence is the fault
 	r := checkHerdr(ctx, c)[0]
 	e, ok := Explain(fmt.Errorf("spawn: %w", herdrErr), Inputs{Herdr: sock})
 	if !ok || !strings.HasPrefix(r.Fix, e.Fix) || !strings.Contains(e.Fix, "start herdr") || strings.Contains(e.Fix, "check it with --no-herdr") ||

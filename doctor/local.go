@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fleetd/fleetd/agentapi"
 	"github.com/fleetd/fleetd/claudehook"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/roles"
@@ -41,7 +42,7 @@ func checkBinary(_ context.Context, cfg Config) []Result {
 }
 
 // herdrFix is what to do when this host's herdr is not there.
-const herdrFix = "start herdr (it listens on HERDR_SOCKET_PATH, or ~/.config/herdr/herdr.sock) or pass its socket with --herdr (FLEET_HERDR_SOCKET); " +
+const herdrFix = "start herdr (it listens on HERDR_SOCKET_PATH, or ~/.config/herdr/herdr.sock) or pass its socket with --herdr (FLEET_HERDR_SOCKET), or put agentapi on PATH ('fleetd up --runtime agentapi'); " +
 	"'fleetd dev-herdr --socket PATH' runs fleetd's built-in one; a host without panes runs 'fleetd up --no-herdr' (check it with --no-herdr)"
 
 // checkHerdr finds this host's herdr as `fleetd up` does and asks it its
@@ -71,10 +72,18 @@ func checkHerdr(ctx context.Context, cfg Config) []Result {
 	if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
 		detail = "no herdr socket at " + path
 	}
-	// agentapi is the other way to run agents (H4); this fleetd does not
-	// drive it yet, so finding it does not make herdr's absence fine.
-	if api, lerr := exec.LookPath("agentapi"); lerr == nil {
-		detail += "; agentapi is on PATH (" + api + "), but this fleetd drives agents through herdr only"
+	// No herdr: 'fleetd up' (--runtime auto) runs the agents under
+	// agentapi when it is on PATH, through its agentapi host.
+	host := filepath.Join(cfg.DataDir, agentapi.HostSocket)
+	if pong, herr := herdrapi.New(host, herdrapi.WithTimeout(cfg.Timeout)).Check(ctx); herr == nil {
+		return []Result{ok(what, fmt.Sprintf("no herdr (%s); the agents run under agentapi: fleetd's agentapi host (protocol %d) at %s", detail, pong.Protocol, host))}
+	}
+	if bin, lerr := agentapi.LookPath(""); lerr == nil {
+		v, verr := agentapi.CheckVersion(ctx, bin)
+		if verr != nil {
+			return []Result{fail(what, detail+"; and "+oneLine(verr), "install agentapi "+agentapi.TestedVersion+" (https://github.com/coder/agentapi/releases), or start herdr")}
+		}
+		return []Result{ok(what, fmt.Sprintf("no herdr (%s); agentapi %s on PATH (%s): 'fleetd up' runs the agents under it (--runtime auto)", detail, v, bin))}
 	}
 	return []Result{fail(what, detail, herdrFix)}
 }

@@ -206,7 +206,7 @@ func ensureAgentapiHost(ctx context.Context, dataDir string) (socket string, reu
 }
 
 // agentapiHostSocket is where the agentapi host of a data dir listens.
-func agentapiHostSocket(dataDir string) string { return filepath.Join(dataDir, "agentapi-host.sock") }
+func agentapiHostSocket(dataDir string) string { return filepath.Join(dataDir, agentapi.HostSocket) }
 
 // hostAnswers reports whether a herdr-protocol server answers on socket.
 func hostAnswers(ctx context.Context, socket string) bool {
