@@ -90,6 +90,14 @@ func startFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFle
 // serve. "{host}" in extra stands for each host's name.
 func launchFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFleet {
 	t.Helper()
+	return launchFleetWith(t, n, rolesFile, nil, extra...)
+}
+
+// launchFleetWith is launchFleet with the hosts whose index agentapi
+// names running their agents under agentapi (fleetd up --runtime
+// agentapi, no dev-herdr).
+func launchFleetWith(t *testing.T, n int, rolesFile string, agentapiHosts map[int]bool, extra ...string) *testFleet {
+	t.Helper()
 	// Unix socket paths must stay short: not under t.TempDir().
 	sockDir, err := os.MkdirTemp("", "f6-")
 	if err != nil {
@@ -123,6 +131,17 @@ func launchFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFl
 		for _, a := range extra {
 			h.args = append(h.args, strings.ReplaceAll(a, "{host}", h.name))
 		}
+		if agentapiHosts[i] {
+			h.sock = agentapiHostSocket(h.data)
+			h.args = slices.DeleteFunc(h.args, func(a string) bool { return a == "--herdr" || strings.HasSuffix(a, ".sock") })
+			h.args = append(h.args, "--runtime", "agentapi")
+			t.Cleanup(func() {
+				out, err := exec.Command(fleetdBin, "agentapi-host", "--stop", "--socket", h.sock).CombinedOutput()
+				if err != nil {
+					t.Logf("stop %s's agentapi host: %v: %s", h.name, err, out)
+				}
+			})
+		}
 		f.hosts = append(f.hosts, h)
 	}
 	t.Cleanup(func() {
@@ -132,11 +151,15 @@ func launchFleet(t *testing.T, n int, rolesFile string, extra ...string) *testFl
 			}
 		}
 	})
-	for _, h := range f.hosts {
-		h.herdr = launch(t, "herdr-protocol server", "dev-herdr", "--socket", h.sock)
+	for i, h := range f.hosts {
+		if !agentapiHosts[i] {
+			h.herdr = launch(t, "herdr-protocol server", "dev-herdr", "--socket", h.sock)
+		}
 	}
 	for _, h := range f.hosts {
-		waitLaunched(t, h.herdr, 10*time.Second)
+		if h.herdr != nil {
+			waitLaunched(t, h.herdr, 10*time.Second)
+		}
 	}
 	// Members wait for each other (a meta leader needs a quorum): start
 	// them all, then wait.
@@ -163,7 +186,11 @@ func (f *testFleet) restart(h *fleetHost) {
 func (f *testFleet) spawn(h *fleetHost, role, agent string) {
 	f.t.Helper()
 	g := &Globals{NATS: h.natsURL, URL: h.httpURL, LogLevel: "error"}
-	cmd := &SpawnCmd{Role: role, Name: agent, herdrFlags: herdrFlags{Roles: f.roles, Herdr: h.sock, DataDir: h.data}}
+	flags := herdrFlags{Roles: f.roles, Herdr: h.sock, DataDir: h.data}
+	if h.herdr == nil {
+		flags.Herdr, flags.Runtime = "", runtimeAgentapi
+	}
+	cmd := &SpawnCmd{Role: role, Name: agent, herdrFlags: flags}
 	if err := cmd.Run(context.Background(), g); err != nil {
 		f.t.Fatalf("spawn %s on %s: %v", agent, h.name, err)
 	}
@@ -546,6 +573,58 @@ func TestClusterRoleCapHoldsAcrossHosts(t *testing.T) {
 	}
 	if n := servedOn["h1"] + servedOn["h2"] + servedOn["h3"]; n != 12 || len(servedOn) < 2 {
 		t.Errorf("replied turns per host %v: want 12 spread over more than one host", servedOn)
+	}
+	t.Logf("role turns served per host: %v", servedOn)
+}
+
+// A fleet may mix runtimes across hosts: a role's fan-out is served by
+// agents in herdr panes on one host and under agentapi on another, each
+// turn typed once by its agent's own host.
+func TestClusterRoleFanOutAcrossAHerdrHostAndAnAgentapiHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a two-host fleet")
+	}
+	requireAgentapi(t)
+	f := launchFleetWith(t, 2, clusterRoles(t, 200*time.Millisecond, map[string]int{"w": 4}), map[int]bool{1: true}, "--replicas", "2")
+	for _, h := range f.hosts {
+		waitLaunched(t, h.up, 90*time.Second)
+	}
+	if !strings.Contains(f.hosts[1].up.Output(), "agents: under agentapi") {
+		t.Fatalf("h2 does not say it runs its agents under agentapi:\n%s", f.hosts[1].up.Output())
+	}
+	f.spawnEach(2, "w")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 12)
+	for i := range 12 {
+		h := f.hosts[i%2]
+		wg.Go(func() {
+			env, err := send(ctx, h, "role:w", fmt.Sprint("job ", i))
+			if err == nil && env.Reply != fmt.Sprint("SIM: job ", i) {
+				err = fmt.Errorf("job %d: reply %+v", i, env)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	evs := readLog(t, f.hosts[0].natsURL)
+	typedBy := checkOwnership(t, evs)
+	servedOn := map[string]int{}
+	book := lifecycle.NewBook()
+	for _, ev := range evs {
+		if tr, ok := book.Apply(ev); ok && tr.Role == "w" && tr.State == lifecycle.StateReplied {
+			servedOn[typedBy[tr.ID]]++
+		}
+	}
+	if servedOn["h1"] == 0 || servedOn["h2"] == 0 || servedOn["h1"]+servedOn["h2"] != 12 {
+		t.Errorf("replied role turns per host %v: want all 12, on both the herdr host (h1) and the agentapi host (h2)", servedOn)
 	}
 	t.Logf("role turns served per host: %v", servedOn)
 }
