@@ -88,7 +88,7 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 		}
 		return cfg, cfg.Validate()
 	}
-	hp, err := startHerdrProc(ctx, exe, s.Progress)
+	hp, err := startHerdrProc(ctx, exe, s.Runtime, s.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,14 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows = append(rows, sim.rows("", "sim-agent, think 0", simTarget)...)
+	// Under agentapi every row says so: the same turns, another runtime.
+	under := func(label string) string {
+		if s.Runtime == RuntimeAgentapi {
+			return label + ", under agentapi"
+		}
+		return label
+	}
+	rows = append(rows, sim.rows("", under("sim-agent, think 0"), simTarget)...)
 	rows = append(rows, r.overheadRows(sim, hop, fl)...)
 	for _, k := range demo.RealKinds() {
 		if why, skip := pick.skip[k]; skip {
@@ -181,7 +188,7 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 			return nil, fmt.Errorf("%s: %w", kindLabel(k), err)
 		}
 		r.closeFloor(ctx, floors[agent])
-		rows = append(rows, ts.rows(k, kindLabel(k), realTarget)...)
+		rows = append(rows, ts.rows(k, under(kindLabel(k)), realTarget)...)
 	}
 	fan, err := r.fanOut(ctx, work)
 	if err != nil {

@@ -85,6 +85,9 @@ func (c *child) stop(grace time.Duration) {
 	}
 }
 
+// RuntimeAgentapi is StageConfig.Runtime's agentapi.
+const RuntimeAgentapi = "agentapi"
+
 // herdrProc is the built-in herdr run as `fleetd dev-herdr`.
 type herdrProc struct {
 	*child
@@ -92,16 +95,21 @@ type herdrProc struct {
 	path string
 }
 
-// startHerdrProc starts `exe dev-herdr` on a socket in a new temp dir and
-// waits until it serves.
-func startHerdrProc(ctx context.Context, exe string, errw io.Writer) (*herdrProc, error) {
+// startHerdrProc starts `exe dev-herdr` (or, for the agentapi runtime,
+// `exe agentapi-host`: the same protocol, each pane under agentapi) on a
+// socket in a new temp dir and waits until it serves.
+func startHerdrProc(ctx context.Context, exe, runtime string, errw io.Writer) (*herdrProc, error) {
+	cmd := "dev-herdr"
+	if runtime == RuntimeAgentapi {
+		cmd = "agentapi-host"
+	}
 	// Unix socket paths are short-limited: keep it under /tmp.
 	dir, err := os.MkdirTemp("", "fleetd-herdr-")
 	if err != nil {
 		return nil, err
 	}
 	h := &herdrProc{dir: dir, path: filepath.Join(dir, "herdr.sock")}
-	c, in, out, err := startChild(exe, []string{"dev-herdr", "--socket", h.path}, errw)
+	c, in, out, err := startChild(exe, []string{cmd, "--socket", h.path}, errw)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -119,7 +127,7 @@ func startHerdrProc(ctx context.Context, exe string, errw io.Writer) (*herdrProc
 		}
 		_, _ = io.Copy(io.Discard, out)
 		select {
-		case serving <- fmt.Errorf("dev-herdr ended before it served (%s)", c.exit()):
+		case serving <- fmt.Errorf("%s ended before it served (%s)", cmd, c.exit()):
 		default: // it served
 		}
 	}()
@@ -128,7 +136,7 @@ func startHerdrProc(ctx context.Context, exe string, errw io.Writer) (*herdrProc
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-time.After(30 * time.Second):
-		err = errors.New("dev-herdr did not serve within 30s")
+		err = fmt.Errorf("%s did not serve within 30s", cmd)
 	}
 	if err != nil {
 		h.close()

@@ -99,7 +99,7 @@ func TestLeadProcessAnswersOverlappingCallsEachToItsCaller(t *testing.T) {
 
 // A herdr that ends before it serves is an error that says how it ended.
 func TestAHerdrProcessThatEndsBeforeServingSaysHow(t *testing.T) {
-	_, err := startHerdrProc(context.Background(), "/bin/false", io.Discard)
+	_, err := startHerdrProc(context.Background(), "/bin/false", "", io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "ended before it served (exit status 1)") {
 		t.Errorf("herdr from /bin/false: %v, want it ended before it served, with its exit status", err)
 	}

@@ -160,6 +160,11 @@ type StageConfig struct {
 	// default), "none", or a comma-separated list (ParseKinds). Claude
 	// "on" or "off" adds or removes Claude Code.
 	Kinds string
+	// Runtime is where the fabric stage's agents run: "herdr" (default:
+	// `fleetd dev-herdr`'s PTY panes) or "agentapi" (`fleetd
+	// agentapi-host`: each agent, and each floor, under its own agentapi
+	// server); its rows say so.
+	Runtime string
 	// Fleetd is the fleetd executable the fabric stage runs agents
 	// (`fleetd sim-agent`) and hooks (`fleetd hook stop`) with (default:
 	// this process's executable, which must then be fleetd).

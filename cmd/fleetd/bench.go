@@ -17,13 +17,14 @@ import (
 // run. Each stage runs in its own child process, so memory figures are a
 // gateway's alone and one stage cannot disturb the next.
 type BenchCmd struct {
-	Quick  bool          `help:"A short run with smaller workloads (about 3 minutes on 2 cores with all five real agent CLIs on PATH, 2 with none)."`
-	JSON   bool          `help:"Print the report as JSON, for tracking."`
-	Sync   string        `help:"SyncAlways settings to measure: both, on or off." default:"both" enum:"both,on,off"`
-	Stages []string      `help:"Only these stages: micro, rebuild, scale, turns, fabric (default all)." placeholder:"STAGE"`
-	Claude string        `help:"Rows with the real Claude Code against the built-in fake API: auto (as --kinds says), on, off (adds it to or takes it from --kinds)." default:"auto" enum:"auto,on,off"`
-	Kinds  string        `help:"Real agent CLIs to run whole turns with against the built-in fake API, each beside its own floor: auto (every one on PATH), none, or a comma-separated list of claude, codex, gemini, opencode, pi; one not on PATH is a skip row saying how to install it." default:"auto" placeholder:"KINDS"`
-	Think  time.Duration `name:"fan-out-think" help:"How long each fan-out agent works (T; default 2s, 1s with --quick)."`
+	Quick   bool          `help:"A short run with smaller workloads (about 3 minutes on 2 cores with all five real agent CLIs on PATH, 2 with none)."`
+	JSON    bool          `help:"Print the report as JSON, for tracking."`
+	Sync    string        `help:"SyncAlways settings to measure: both, on or off." default:"both" enum:"both,on,off"`
+	Stages  []string      `help:"Only these stages: micro, rebuild, scale, turns, fabric (default all)." placeholder:"STAGE"`
+	Claude  string        `help:"Rows with the real Claude Code against the built-in fake API: auto (as --kinds says), on, off (adds it to or takes it from --kinds)." default:"auto" enum:"auto,on,off"`
+	Runtime string        `help:"Where the fabric stage's agents and their floors run: herdr (fleetd's built-in herdr, PTY panes) or agentapi (each under its own coder/agentapi server, which must be on PATH); the rows say which." default:"herdr" enum:"herdr,agentapi"`
+	Kinds   string        `help:"Real agent CLIs to run whole turns with against the built-in fake API, each beside its own floor: auto (every one on PATH), none, or a comma-separated list of claude, codex, gemini, opencode, pi; one not on PATH is a skip row saying how to install it." default:"auto" placeholder:"KINDS"`
+	Think   time.Duration `name:"fan-out-think" help:"How long each fan-out agent works (T; default 2s, 1s with --quick)."`
 
 	Compare string  `help:"Compare with an earlier --json report: each row's change, regressions beyond --noise flagged." type:"existingfile" placeholder:"OLD.json"`
 	Against string  `help:"With --compare: compare with this --json report instead of running the bench." type:"existingfile" placeholder:"NEW.json"`
@@ -149,7 +150,7 @@ func (c *BenchCmd) child(size bench.Size) (bench.StageFunc, error) {
 	}
 	return bench.InChild(exe, func(stage string, sync bool) []string {
 		args := []string{"bench", "--stage", stage, "--stage-sync=" + strconv.FormatBool(sync), "--size", size.Name,
-			"--claude", c.Claude, "--kinds", c.Kinds, "--fan-out-think", size.Think.String()}
+			"--claude", c.Claude, "--kinds", c.Kinds, "--runtime", c.Runtime, "--fan-out-think", size.Think.String()}
 		if c.CPUProfile != "" {
 			args = append(args, "--cpu-profile", c.CPUProfile)
 		}
@@ -159,6 +160,6 @@ func (c *BenchCmd) child(size bench.Size) (bench.StageFunc, error) {
 
 // runStage is the child: run one stage, print its rows as JSON.
 func (c *BenchCmd) runStage(ctx context.Context, g *Globals) error {
-	return bench.ServeStage(ctx, bench.StageConfig{Stage: c.Stage, Size: c.size(), Sync: c.StageSync, Claude: c.Claude, Kinds: c.Kinds,
+	return bench.ServeStage(ctx, bench.StageConfig{Stage: c.Stage, Size: c.size(), Sync: c.StageSync, Claude: c.Claude, Kinds: c.Kinds, Runtime: c.Runtime,
 		Version: version, Logger: g.quietLogger(), CPUProfile: c.CPUProfile}, os.Stdout)
 }
