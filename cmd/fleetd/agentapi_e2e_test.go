@@ -51,16 +51,7 @@ func startAgentapiFleet(t *testing.T, works []string, roles func(baseURL string,
 		}
 		trusted = append(trusted, filepath.Join(dir, w))
 	}
-	f := &claudeFleet{t: t, dir: dir, home: filepath.Join(dir, "home"), rolesFile: filepath.Join(dir, "roles.json"), dataDir: filepath.Join(dir, "data")}
-	f.api = fakeapi.Start(t)
-	if err := fakeapi.WriteClaudeHome(f.home, trusted...); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{
-		"ANTHROPIC_AUTH_TOKEN": "test", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": f.home,
-	}
-	writeJSONFile(t, f.rolesFile, map[string]any{"roles": roles(f.api.URL(), env)})
+	f := newClaudeFleet(t, dir, trusted, roles)
 	f.socket, f.runtime = agentapiHostSocket(f.dataDir), []string{"--runtime", "agentapi"}
 	f.up = startUp(t, f.dataDir, append([]string{"--runtime", "agentapi", "--roles", f.rolesFile, "--heartbeat", "1s"}, upArgs...)...)
 	t.Cleanup(func() {

@@ -356,9 +356,26 @@ func startClaudeFleet(t *testing.T, works []string, roles func(baseURL string, e
 // environment of herdr's panes (claudePaneEnv, or more).
 func startClaudeFleetIn(t *testing.T, dir string, trusted, paneEnv []string, roles func(baseURL string, env map[string]string) map[string]any, upArgs ...string) *claudeFleet {
 	t.Helper()
+	f := newClaudeFleet(t, dir, trusted, roles)
+	f.herdr = herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t), Env: paneEnv, Cols: 120, Rows: 40})
+	f.socket, f.runtime = f.herdr.Path(), []string{"--herdr", f.herdr.Path()}
+	f.up = startUp(t, f.dataDir, append([]string{"--herdr", f.herdr.Path(), "--roles", f.rolesFile, "--heartbeat", "1s"}, upArgs...)...)
+	t.Cleanup(func() {
+		f.herdr.Close()
+		waitGone(t, dir, 20*time.Second)
+	})
+	t.Cleanup(f.dumpOnFailure)
+	return f
+}
+
+// newClaudeFleet is what every real-Claude fleet shares, before its
+// runtime and fleetd up: the fake API, Claude's home trusting the
+// directories named, and the roles file made from the API's URL and the
+// environment a Claude role runs with.
+func newClaudeFleet(t *testing.T, dir string, trusted []string, roles func(baseURL string, env map[string]string) map[string]any) *claudeFleet {
+	t.Helper()
 	f := &claudeFleet{t: t, dir: dir, home: filepath.Join(dir, "home"), rolesFile: filepath.Join(dir, "roles.json"), dataDir: filepath.Join(dir, "data")}
 	f.api = fakeapi.Start(t)
-	f.herdr = herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t), Env: paneEnv, Cols: 120, Rows: 40})
 	if err := fakeapi.WriteClaudeHome(f.home, trusted...); err != nil {
 		t.Fatal(err)
 	}
@@ -367,13 +384,6 @@ func startClaudeFleetIn(t *testing.T, dir string, trusted, paneEnv []string, rol
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": f.home,
 	}
 	writeJSONFile(t, f.rolesFile, map[string]any{"roles": roles(f.api.URL(), env)})
-	f.socket, f.runtime = f.herdr.Path(), []string{"--herdr", f.herdr.Path()}
-	f.up = startUp(t, f.dataDir, append([]string{"--herdr", f.herdr.Path(), "--roles", f.rolesFile, "--heartbeat", "1s"}, upArgs...)...)
-	t.Cleanup(func() {
-		f.herdr.Close()
-		waitGone(t, dir, 20*time.Second)
-	})
-	t.Cleanup(f.dumpOnFailure)
 	return f
 }
 

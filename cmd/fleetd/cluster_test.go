@@ -529,25 +529,7 @@ func TestClusterRoleCapHoldsAcrossHosts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	var wg sync.WaitGroup
-	errs := make(chan error, 12)
-	for i := range 12 {
-		h := f.hosts[i%3]
-		wg.Go(func() {
-			env, err := send(ctx, h, "role:w", fmt.Sprint("job ", i))
-			if err == nil && env.Reply != fmt.Sprint("SIM: job ", i) {
-				err = fmt.Errorf("job %d: reply %+v", i, env)
-			}
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
+	fanOutRole(t, ctx, f.hosts, "w", 12)
 
 	evs := readLog(t, f.hosts[1].natsURL)
 	typedBy := checkOwnership(t, evs)
@@ -595,25 +577,7 @@ func TestClusterRoleFanOutAcrossAHerdrHostAndAnAgentapiHost(t *testing.T) {
 	f.spawnEach(2, "w")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 12)
-	for i := range 12 {
-		h := f.hosts[i%2]
-		wg.Go(func() {
-			env, err := send(ctx, h, "role:w", fmt.Sprint("job ", i))
-			if err == nil && env.Reply != fmt.Sprint("SIM: job ", i) {
-				err = fmt.Errorf("job %d: reply %+v", i, env)
-			}
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
+	fanOutRole(t, ctx, f.hosts, "w", 12)
 	evs := readLog(t, f.hosts[0].natsURL)
 	typedBy := checkOwnership(t, evs)
 	servedOn := map[string]int{}
@@ -627,6 +591,32 @@ func TestClusterRoleFanOutAcrossAHerdrHostAndAnAgentapiHost(t *testing.T) {
 		t.Errorf("replied role turns per host %v: want all 12, on both the herdr host (h1) and the agentapi host (h2)", servedOn)
 	}
 	t.Logf("role turns served per host: %v", servedOn)
+}
+
+// fanOutRole sends n turns to role at once, spread over the hosts' shims,
+// and fails the test for each that does not get the simulated agent's
+// reply.
+func fanOutRole(t *testing.T, ctx context.Context, hosts []*fleetHost, role string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		h := hosts[i%len(hosts)]
+		wg.Go(func() {
+			env, err := send(ctx, h, "role:"+role, fmt.Sprint("job ", i))
+			if err == nil && env.Reply != fmt.Sprint("SIM: job ", i) {
+				err = fmt.Errorf("job %d: reply %+v", i, env)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 func count(m map[string]bool) int {
