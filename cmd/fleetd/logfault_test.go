@@ -241,7 +241,12 @@ func TestAFullStoreStallsNoAcknowledgedTurnSilently(t *testing.T) {
 	pubs := count()
 	lines1, bytes1, msgs := fx.logs.snapshot()
 	t.Logf("over %s while full: %d publishes, %d log lines (%d bytes): %v", window, pubs, lines1-lines0, bytes1-bytes0, msgs)
-	if pubs > 60 {
+	// Backed off, the fabric publishes ~40–60 times in the window:
+	// heartbeats, the views' retries, and the spool replaying, every 10 s,
+	// each hook event that spooled (on a loaded machine the sim agents'
+	// hooks spool more: 61 was seen beside another full test run). A
+	// storm is thousands.
+	if pubs > 100 {
 		t.Errorf("%d publishes in %s while the store was full: a retry storm", pubs, window)
 	}
 	if lines1-lines0 > 25 || bytes1-bytes0 > 16<<10 {
