@@ -465,7 +465,12 @@ func TestTheTimelineOfAReleasedTurn(t *testing.T) {
 	f.MustAppend(events.Event{Subject: "w-2", CorrelationID: id, Data: events.AgentQueued{From: "lead", Text: "any", AssignedFrom: "w"}})
 	f.MustAppend(events.Event{Subject: "w-2", CorrelationID: id, Data: events.AgentTyped{Pane: "p2", Method: "agent.prompt", Bytes: 3}})
 	f.MustAppend(events.Event{Subject: "w-2", CorrelationID: id, Data: events.AgentReplied{Reply: "done"}})
-	tl := checkTimeline(t, f, base, id, "queued", "assigned", "released", "queued", "assigned", "typed", "replied")
+	// No submitted event before the reply: the reply implies it, as the
+	// turn's state says.
+	tl := checkTimeline(t, f, base, id, "queued", "assigned", "released", "queued", "assigned", "typed", "submitted", "replied")
+	if s := tl.Steps[6]; s.Event.ID != "" || !strings.Contains(s.Detail, "implied by the reply") {
+		t.Errorf("the implied submitted step: %+v", s)
+	}
 	if tl.Turn.Releases != 1 || tl.Turn.ReleasedFrom != "w-1" || tl.Turn.Agent != "w-2" {
 		t.Errorf("turn %+v", tl.Turn)
 	}

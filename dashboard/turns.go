@@ -118,10 +118,28 @@ func (s *Server) timeline(ctx context.Context, src source, id string) (Timeline,
 	}
 	if len(evs) > 0 {
 		tl.FromLog = true
+		submitted := false
 		for _, ev := range evs {
-			if st, ok := stepOf(ev, len(tl.Steps) == 0); ok {
-				tl.Steps = append(tl.Steps, st)
+			st, ok := stepOf(ev, len(tl.Steps) == 0)
+			if !ok {
+				continue
 			}
+			switch st.Step {
+			case StepTyped:
+				submitted = false
+			case StepSubmitted:
+				submitted = true
+			case StepReplied:
+				if !submitted {
+					// The reply proves the prompt was submitted, as the
+					// turn's own state says: the UserPromptSubmit hook's
+					// event came later or still sits in its spool (hooks
+					// racing on a loaded machine).
+					tl.Steps = append(tl.Steps, Step{Step: StepSubmitted, At: st.At, Seq: st.Seq,
+						Detail: "implied by the reply: the UserPromptSubmit hook's own event is not in the log before it"})
+				}
+			}
+			tl.Steps = append(tl.Steps, st)
 		}
 	} else {
 		tl.Steps = stepsFromTimes(t)
