@@ -135,7 +135,7 @@ func (s *Server) timeline(ctx context.Context, src source, id string) (Timeline,
 					// turn's own state says: the UserPromptSubmit hook's
 					// event came later or still sits in its spool (hooks
 					// racing on a loaded machine).
-					tl.Steps = append(tl.Steps, Step{Step: StepSubmitted, At: st.At, Seq: st.Seq,
+					tl.Steps = append(tl.Steps, Step{Step: StepSubmitted, At: st.At,
 						Detail: "implied by the reply: the UserPromptSubmit hook's own event is not in the log before it"})
 				}
 			}
