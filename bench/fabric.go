@@ -168,14 +168,7 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Under agentapi every row says so: the same turns, another runtime.
-	under := func(label string) string {
-		if s.Runtime == RuntimeAgentapi {
-			return label + ", under agentapi"
-		}
-		return label
-	}
-	rows = append(rows, sim.rows("", under("sim-agent, think 0"), simTarget)...)
+	rows = append(rows, sim.rows("", "sim-agent, think 0", simTarget)...)
 	rows = append(rows, r.overheadRows(sim, hop, fl)...)
 	for _, k := range demo.RealKinds() {
 		if why, skip := pick.skip[k]; skip {
@@ -188,14 +181,22 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 			return nil, fmt.Errorf("%s: %w", kindLabel(k), err)
 		}
 		r.closeFloor(ctx, floors[agent])
-		rows = append(rows, ts.rows(k, under(kindLabel(k)), realTarget)...)
+		rows = append(rows, ts.rows(k, kindLabel(k), realTarget)...)
 	}
 	fan, err := r.fanOut(ctx, work)
 	if err != nil {
 		return nil, err
 	}
 	rows = append(rows, fan...)
-	return append(rows, execs.rows()...), nil
+	rows = append(rows, execs.rows()...)
+	if s.Runtime == RuntimeAgentapi {
+		// Every row says so: the same turns, another runtime, and a
+		// run of both runtimes (bench --runtime both) keeps both rows.
+		for i := range rows {
+			rows[i].Name += UnderAgentapi
+		}
+	}
+	return rows, nil
 }
 
 // start spawns the agents and waits until they are ready.

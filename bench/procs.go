@@ -88,6 +88,10 @@ func (c *child) stop(grace time.Duration) {
 // RuntimeAgentapi is StageConfig.Runtime's agentapi.
 const RuntimeAgentapi = "agentapi"
 
+// UnderAgentapi ends the name of every row measured under agentapi, so a
+// row and its peer under herdr sit side by side in one report.
+const UnderAgentapi = ", under agentapi"
+
 // herdrProc is the built-in herdr run as `fleetd dev-herdr`.
 type herdrProc struct {
 	*child

@@ -22,7 +22,10 @@ import (
 // (the projection fold), scale (roster queries, the dashboard's fleet view
 // and memory at 1000 agents)
 // and turns (memory after many turns).
-func Stages() []string { return []string{"fabric", "micro", "rebuild", "scale", "turns"} }
+func Stages() []string { return []string{StageFabric, "micro", "rebuild", "scale", "turns"} }
+
+// StageFabric is the one stage with agents, the one a runtime changes.
+const StageFabric = "fabric"
 
 // Size is one run's workload sizes; SizeNamed has the fixed ones, so two
 // runs of a size measure the same work.
@@ -213,7 +216,7 @@ func RunStage(ctx context.Context, cfg StageConfig) ([]Row, error) {
 	}
 	defer os.RemoveAll(dir)
 	if cfg.CPUProfile != "" {
-		stop, err := startCPUProfile(filepath.Join(cfg.CPUProfile, cfg.Stage+"-sync-"+onOff(cfg.Sync)+".pprof"))
+		stop, err := startCPUProfile(filepath.Join(cfg.CPUProfile, cfg.profileName()))
 		if err != nil {
 			return nil, err
 		}
@@ -230,7 +233,7 @@ func RunStage(ctx context.Context, cfg StageConfig) ([]Row, error) {
 		rows, err = st.scale(ctx)
 	case "turns":
 		rows, err = st.turns(ctx)
-	case "fabric":
+	case StageFabric:
 		rows, err = st.fabric(ctx)
 	default:
 		err = fmt.Errorf("bench: unknown stage %q", cfg.Stage)
@@ -299,4 +302,15 @@ func InChild(exe string, args func(stage string, sync bool) []string) StageFunc 
 		}
 		return rows, nil
 	}
+}
+
+// profileName is the stage's CPU profile file: <stage>-sync-<on|off>, and
+// -agentapi for the fabric under agentapi, so bench --runtime both keeps
+// both profiles.
+func (cfg StageConfig) profileName() string {
+	name := cfg.Stage + "-sync-" + onOff(cfg.Sync)
+	if cfg.Stage == StageFabric && cfg.Runtime == RuntimeAgentapi {
+		name += "-agentapi"
+	}
+	return name + ".pprof"
 }

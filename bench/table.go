@@ -159,18 +159,22 @@ func LoadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// Sort groups the rows by name (in the order names first appear), with
+// Sort groups the rows by name (in the order names first appear), a
+// row measured under agentapi right after its peer under herdr, with
 // SyncAlways on before off.
 func (r *Report) Sort() {
 	first := map[string]int{}
 	for i, row := range r.Rows {
-		if _, ok := first[row.Name]; !ok {
-			first[row.Name] = i
+		if _, ok := first[row.base()]; !ok {
+			first[row.base()] = i
 		}
 	}
 	slices.SortStableFunc(r.Rows, func(a, b Row) int {
-		if c := cmp.Compare(first[a.Name], first[b.Name]); c != 0 {
+		if c := cmp.Compare(first[a.base()], first[b.base()]); c != 0 {
 			return c
+		}
+		if c := cmp.Compare(a.Name, b.Name); c != 0 {
+			return c // the herdr row's name is the shorter one
 		}
 		switch {
 		case a.Sync == b.Sync:
@@ -181,6 +185,9 @@ func (r *Report) Sort() {
 		return 1
 	})
 }
+
+// base is the row's name without the runtime it was measured under.
+func (r Row) base() string { return strings.TrimSuffix(r.Name, UnderAgentapi) }
 
 // Print writes the report as one aligned table.
 func (r Report) Print(w io.Writer) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,7 +23,7 @@ type BenchCmd struct {
 	Sync    string        `help:"SyncAlways settings to measure: both, on or off." default:"both" enum:"both,on,off"`
 	Stages  []string      `help:"Only these stages: micro, rebuild, scale, turns, fabric (default all)." placeholder:"STAGE"`
 	Claude  string        `help:"Rows with the real Claude Code against the built-in fake API: auto (as --kinds says), on, off (adds it to or takes it from --kinds)." default:"auto" enum:"auto,on,off"`
-	Runtime string        `help:"Where the fabric stage's agents and their floors run: herdr (fleetd's built-in herdr, PTY panes) or agentapi (each under its own coder/agentapi server, which must be on PATH); the rows say which." default:"herdr" enum:"herdr,agentapi"`
+	Runtime string        `help:"Where the fabric stage's agents and their floors run: herdr (fleetd's built-in herdr, PTY panes), agentapi (each under its own coder/agentapi server, which must be on PATH; its rows end \", under agentapi\"), or both (the fabric stage once under each, every agentapi row right below its herdr peer)." default:"herdr" enum:"herdr,agentapi,both"`
 	Kinds   string        `help:"Real agent CLIs to run whole turns with against the built-in fake API, each beside its own floor: auto (every one on PATH), none, or a comma-separated list of claude, codex, gemini, opencode, pi; one not on PATH is a skip row saying how to install it." default:"auto" placeholder:"KINDS"`
 	Think   time.Duration `name:"fan-out-think" help:"How long each fan-out agent works (T; default 2s, 1s with --quick)."`
 
@@ -119,6 +120,13 @@ func (c *BenchCmd) run(ctx context.Context, w io.Writer) (bench.Report, error) {
 	if _, err := bench.ParseKinds(c.Kinds); err != nil {
 		return bench.Report{}, err
 	}
+	if c.Runtime != "herdr" && (len(c.Stages) == 0 || slices.Contains(c.Stages, bench.StageFabric)) {
+		// Before any stage runs, not minutes in, when the fabric's
+		// first agent would not start.
+		if err := lookAgentapi(ctx)(); err != nil {
+			return bench.Report{}, fmt.Errorf("--runtime %s: %w", c.Runtime, err)
+		}
+	}
 	if c.CPUProfile != "" {
 		// Before any stage runs: a profile with nowhere to go would
 		// fail the first stage only after its work.
@@ -148,14 +156,33 @@ func (c *BenchCmd) child(size bench.Size) (bench.StageFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bench.InChild(exe, func(stage string, sync bool) []string {
-		args := []string{"bench", "--stage", stage, "--stage-sync=" + strconv.FormatBool(sync), "--size", size.Name,
-			"--claude", c.Claude, "--kinds", c.Kinds, "--runtime", c.Runtime, "--fan-out-think", size.Think.String()}
-		if c.CPUProfile != "" {
-			args = append(args, "--cpu-profile", c.CPUProfile)
+	in := func(runtime string) bench.StageFunc {
+		return bench.InChild(exe, func(stage string, sync bool) []string {
+			args := []string{"bench", "--stage", stage, "--stage-sync=" + strconv.FormatBool(sync), "--size", size.Name,
+				"--claude", c.Claude, "--kinds", c.Kinds, "--runtime", runtime, "--fan-out-think", size.Think.String()}
+			if c.CPUProfile != "" {
+				args = append(args, "--cpu-profile", c.CPUProfile)
+			}
+			return args
+		})
+	}
+	if c.Runtime != "both" {
+		return in(c.Runtime), nil
+	}
+	herdr, agentapi := in("herdr"), in(bench.RuntimeAgentapi)
+	return func(ctx context.Context, stage string, sync bool) ([]bench.Row, error) {
+		rows, err := herdr(ctx, stage, sync)
+		if err != nil || stage != bench.StageFabric {
+			return rows, err // only the fabric stage has agents
 		}
-		return args
-	}), nil
+		// One child per runtime, one after the other: neither's
+		// agents load the machine while the other measures.
+		more, err := agentapi(ctx, stage, sync)
+		if err != nil {
+			return nil, fmt.Errorf("under agentapi: %w", err)
+		}
+		return append(rows, more...), nil
+	}, nil
 }
 
 // runStage is the child: run one stage, print its rows as JSON.

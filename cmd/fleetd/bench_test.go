@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/fleetd/fleetd/bench"
+	"github.com/fleetd/fleetd/fakeapi"
 )
 
 // fleetd bench --quick --json (at the hidden tiny size) runs every stage
@@ -152,5 +154,57 @@ func TestBenchWritesACPUProfilePerStage(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "micro-sync-on.pprof")); !os.IsNotExist(err) {
 		t.Errorf("a stage that did not run left a profile (%v)", err)
+	}
+}
+
+// fleetd bench --runtime both runs the fabric stage under herdr and under
+// agentapi in one report: the same real-Claude turn against its floor in
+// each runtime, each agentapi row right after its herdr peer.
+func TestBenchRunsTheFabricUnderBothRuntimes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the fabric twice with the real Claude Code")
+	}
+	requireAgentapi(t)
+	fakeapi.RequireClaude(t)
+	cmd := exec.Command(fleetdBin, "bench", "--stages", "fabric", "--sync", "off", "--size", "tiny", "--kinds", "claude", "--runtime", "both", "--json")
+	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench failed: %v\n%s\n%s", err, out, stderr.String())
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	names := map[string]bool{}
+	for i, r := range rep.Rows {
+		names[r.Name] = true
+		if !strings.HasSuffix(r.Name, bench.UnderAgentapi) {
+			continue
+		}
+		if i == 0 || rep.Rows[i-1].Name+bench.UnderAgentapi != r.Name {
+			t.Errorf("row %q does not follow its herdr peer", r.Name)
+		}
+		if r.Status != bench.StatusSkip && (r.P50 <= 0 || r.N <= 0) {
+			t.Errorf("row %q has no measurement: %+v", r.Name, r)
+		}
+	}
+	for _, name := range []string{"whole turn: real Claude Code + fake API", "whole turn: sim-agent, think 0"} {
+		for _, n := range []string{name, name + bench.UnderAgentapi} {
+			var row *bench.Row
+			for i := range rep.Rows {
+				if rep.Rows[i].Name == n {
+					row = &rep.Rows[i]
+				}
+			}
+			switch {
+			case row == nil:
+				t.Errorf("no row %q in %v", n, slices.Collect(maps.Keys(names)))
+			case row.P50 <= 0 || row.Base <= 0 || row.BaseName == "":
+				t.Errorf("row %q is not set against its floor: %+v", n, *row)
+			}
+		}
 	}
 }
