@@ -51,6 +51,15 @@ func startAgentapiFleet(t *testing.T, works []string, roles func(baseURL string,
 		}
 		trusted = append(trusted, filepath.Join(dir, w))
 	}
+	return startAgentapiFleetIn(t, dir, trusted, roles, upArgs...)
+}
+
+// startAgentapiFleetIn is startAgentapiFleet in dir (which the caller
+// removes after the test), with Claude's home trusting the directories
+// named.
+func startAgentapiFleetIn(t *testing.T, dir string, trusted []string, roles func(baseURL string, env map[string]string) map[string]any, upArgs ...string) *claudeFleet {
+	t.Helper()
+	requireAgentapi(t)
 	f := newClaudeFleet(t, dir, trusted, roles)
 	f.socket, f.runtime = agentapiHostSocket(f.dataDir), []string{"--runtime", "agentapi"}
 	f.up = startUp(t, f.dataDir, append([]string{"--runtime", "agentapi", "--roles", f.rolesFile, "--heartbeat", "1s"}, upArgs...)...)
