@@ -68,7 +68,9 @@
 //     (stop_reason tool_use), a Responses function_call item, a Chat
 //     tool_calls entry (finish_reason tool_calls) or a Gemini functionCall
 //     part. The tool names are the client's own (Codex's "shell", Gemini
-//     CLI's "run_shell_command"). The argument is the tool's JSON input when it starts with "{",
+//     CLI's "run_shell_command"); a tool Codex offers in a namespace (an MCP
+//     server's, "mcp__fleetd") is named whole, "mcp__fleetd__send", and
+//     answered in its namespace. The argument is the tool's JSON input when it starts with "{",
 //     else the main field of a known tool: Bash command, Read file_path, Glob
 //     and Grep pattern, WebFetch url; other tools get {"input": arg}. Several
 //     markers run one after another, one per round, until each has a result.

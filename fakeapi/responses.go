@@ -122,6 +122,7 @@ type responsesItemOut struct {
 	Content   []responsesOut `json:"content,omitempty"`
 	CallID    string         `json:"call_id,omitempty"`
 	Name      string         `json:"name,omitempty"`
+	Namespace string         `json:"namespace,omitempty"`
 	Arguments *string        `json:"arguments,omitempty"`
 }
 
@@ -155,8 +156,9 @@ func (p responsesWire) response(c Call, r Reply) responsesObject {
 	if r.ToolUse != nil {
 		id, name, input := p.s.toolCall(r, "call_")
 		args := string(input)
+		ns, name := responsesNamespace(c.Body, name)
 		items = append(items, responsesItemOut{Type: "function_call", ID: p.s.cfg.NewID("fc_"), Status: "completed",
-			CallID: id, Name: name, Arguments: &args})
+			CallID: id, Name: name, Namespace: ns, Arguments: &args})
 	}
 	in, out := tokens(len(c.Body)), replyTokens(r)
 	return responsesObject{
@@ -172,6 +174,40 @@ func (p responsesWire) response(c Call, r Reply) responsesObject {
 			TotalTokens: in + out,
 		},
 	}
+}
+
+// responsesNamespace splits a tool name into the namespace the request
+// offered it in and its name there: Codex 0.169.0 offers an MCP server's
+// tools as one tool of type "namespace" ("mcp__fleetd", holding "send",
+// …) and runs a call only when it names both, as the real API answers
+// ("namespace": "mcp__fleetd", "name": "send"); a marker names the tool
+// whole, "mcp__fleetd__send". A name no offered namespace holds is
+// returned as it is, with no namespace.
+func responsesNamespace(body []byte, name string) (namespace, tool string) {
+	var req struct {
+		Tools []struct {
+			Type  string `json:"type"`
+			Name  string `json:"name"`
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return "", name
+	}
+	for _, t := range req.Tools {
+		rest, ok := strings.CutPrefix(name, t.Name+"__")
+		if t.Type != "namespace" || !ok {
+			continue
+		}
+		for _, in := range t.Tools {
+			if in.Name == rest {
+				return t.Name, rest
+			}
+		}
+	}
+	return "", name
 }
 
 func (p responsesWire) reply(w http.ResponseWriter, c Call, r Reply) {
