@@ -154,7 +154,7 @@ func (Codex) Install(in Install) error {
 	if in.StateDir == "" {
 		return fmt.Errorf("codex: %w for the agent's CODEX_HOME", ErrNoStateDir)
 	}
-	return writeCodexHome(codexHome(in.StateDir, in.Agent), in.Cwd, in.Role, in.HookCommand)
+	return writeCodexHome(codexHome(in.StateDir, in.Agent), in.Cwd, in.Role, in.HookCommand, in.MCP)
 }
 
 func codexHome(stateDir, agent string) string { return filepath.Join(stateDir, "codex", agent) }

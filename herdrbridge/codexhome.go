@@ -35,13 +35,18 @@ const codexHookTimeout = 10
 // and — for a gateway role — a model provider at its base_url whose key
 // is the pane's OPENAI_API_KEY. A clean role keeps Codex's own login: the
 // user's ~/.codex/auth.json is linked in, never copied or changed.
+// A main (mcp not nil) gets fleetd's MCP server there (codexMCP).
 // Nothing of the user's own ~/.codex is written. The sessions Codex keeps
 // there stay across restarts, so `codex resume <id>` finds them.
-func writeCodexHome(dir, cwd string, role roles.Role, hookCommand func(arg string) string) error {
+func writeCodexHome(dir, cwd string, role roles.Role, hookCommand func(arg string) string, mcp *MCPServer) error {
 	if hookCommand == nil {
 		return errors.New("codex: no hook command (Launch.HookCommand)")
 	}
-	for _, s := range []string{dir, cwd, role.BaseURL, role.Model} {
+	words := []string{dir, cwd, role.BaseURL, role.Model}
+	if mcp != nil {
+		words = append(append(words, mcp.Command), mcp.Args...)
+	}
+	for _, s := range words {
 		if strings.ContainsAny(s, "\"\\\n\r") {
 			return fmt.Errorf("codex config: %q holds a character fleetd does not write into TOML", s)
 		}
@@ -73,6 +78,9 @@ func writeCodexHome(dir, cwd string, role roles.Role, hookCommand func(arg strin
 		fmt.Fprintf(&cfg, "\n[projects.%q]\ntrust_level = \"trusted\"\n", cwd)
 	}
 	cfg.WriteString("\n[features]\ndaemon_auto_start = false\nin_app_updates = false\n")
+	if mcp != nil {
+		cfg.WriteString(codexMCP(*mcp))
+	}
 	for _, h := range codexHooks {
 		cmd := hookCommand(h.arg)
 		hooks[h.name] = []group{{Hooks: []command{{Type: "command", Command: cmd, Timeout: codexHookTimeout}}}}
@@ -105,6 +113,27 @@ func writeCodexHome(dir, cwd string, role roles.Role, hookCommand func(arg strin
 		}
 	}
 	return nil
+}
+
+// codexMCP is fleetd's MCP server as a config.toml table of Codex
+// 0.169.0: its tools approved beforehand (a main's sends and inbox reads
+// are what it is for, and an approval dialog would wait for a person's
+// key), the shim's token passed through from the pane by name (Codex
+// starts a stdio server with only a few of its own variables, and never
+// writes a value into a file), more time to start than Codex's 10 s on a
+// loaded machine, and MCPToolTimeout for a tool call, not Codex's 60 s. Its strings were checked for what TOML would need
+// escaped.
+func codexMCP(mcp MCPServer) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n[mcp_servers.%s]\ncommand = %q\nargs = [", MCPServerName, mcp.Command)
+	for i, a := range mcp.Args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", a)
+	}
+	fmt.Fprintf(&b, "]\nenv_vars = [%q]\nstartup_timeout_sec = 30\ntool_timeout_sec = %d\ndefault_tools_approval_mode = \"approve\"\n", MCPTokenVar, int(MCPToolTimeout.Seconds()))
+	return b.String()
 }
 
 // codexHookHash is the trusted_hash Codex 0.169.0 records for a hook it

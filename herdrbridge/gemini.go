@@ -260,7 +260,7 @@ func (Gemini) Install(in Install) error {
 	if in.StateDir == "" {
 		return fmt.Errorf("gemini: %w for the agent's GEMINI_CLI_HOME", ErrNoStateDir)
 	}
-	return writeGeminiHome(geminiHome(in.StateDir, in.Agent), in.Role, in.HookCommand)
+	return writeGeminiHome(geminiHome(in.StateDir, in.Agent), in.Role, in.HookCommand, in.MCP)
 }
 
 func geminiHome(stateDir, agent string) string { return filepath.Join(stateDir, "gemini", agent) }

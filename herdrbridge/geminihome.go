@@ -38,8 +38,9 @@ const geminiHookTimeout = 10000
 // endpoint GOOGLE_GEMINI_BASE_URL); a clean role keeps the user's Google
 // login: ~/.gemini's oauth_creds.json and google_accounts.json are linked
 // in, never copied or changed by fleetd. Gemini keeps its sessions there
-// too, so `gemini --resume <id>` finds them after a restart.
-func writeGeminiHome(dir string, role roles.Role, hookCommand func(arg string) string) error {
+// too, so `gemini --resume <id>` finds them after a restart. A main (mcp
+// not nil) gets fleetd's MCP server there (geminiMCP).
+func writeGeminiHome(dir string, role roles.Role, hookCommand func(arg string) string, mcp *MCPServer) error {
 	if hookCommand == nil {
 		return errors.New("gemini: no hook command (Launch.HookCommand)")
 	}
@@ -83,6 +84,9 @@ func writeGeminiHome(dir string, role roles.Role, hookCommand func(arg string) s
 		"context":   map[string]any{"fileFiltering": map[string]any{"respectGitIgnore": false}},
 		"hooks":     hooks,
 	}
+	if mcp != nil {
+		settings["mcpServers"] = geminiMCP(*mcp)
+	}
 	b, err := json.MarshalIndent(settings, "", "  ")
 	if err != nil {
 		return err
@@ -109,6 +113,21 @@ func writeGeminiHome(dir string, role roles.Role, hookCommand func(arg string) s
 		}
 	}
 	return nil
+}
+
+// geminiMCP is fleetd's MCP server in Gemini CLI 0.61.0's settings:
+// trusted, so its tools run without a confirmation dialog (a main's sends
+// and inbox reads are what it is for); MCPToolTimeout for a tool call;
+// the shim's token passed by
+// reference, which Gemini expands from its own environment as it loads
+// the settings (empty without): it starts a stdio server with its
+// environment redacted of every variable named like a token, and the
+// server's own env is how one gets through.
+func geminiMCP(mcp MCPServer) map[string]any {
+	return map[string]any{MCPServerName: map[string]any{
+		"command": mcp.Command, "args": mcp.Args, "trust": true, "timeout": MCPToolTimeout.Milliseconds(),
+		"env": map[string]string{MCPTokenVar: "${" + MCPTokenVar + ":-}"},
+	}}
 }
 
 // geminiShellQuote single-quotes s for sh.

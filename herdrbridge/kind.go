@@ -88,6 +88,10 @@ type Install struct {
 	// HookCommand is the shell command that runs fleetd's hook of that
 	// name (its command-line spelling: "stop", "user-prompt-submit").
 	HookCommand func(arg string) string
+	// MCP is the agent's `fleetd mcp` when its role reads by pull (a
+	// main), nil otherwise: a kind with MCP writes it into the agent's
+	// own configuration; Claude Code gets it with --mcp-config instead.
+	MCP *MCPServer
 }
 
 // kinds are the rooms the engine knows, by name: each one a role may name

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/fleetd/fleetd/roles"
 )
@@ -19,21 +20,41 @@ const MCPDir = "mcp"
 // whether there is one or not.
 const NoMCPFile = "no-mcp-config"
 
-// mcpConfig writes the MCP config a spawned agent of an inbox role (a
-// main: an MCP client nothing can call into) needs to reach the fleet —
-// `fleetd mcp` for this agent, at this host's shim — and returns its path,
-// or "" for an agent that needs none (not an inbox role, or a command
-// that is not claude, which would not take --mcp-config). The agent id and
-// the URL are arguments, not inherited environment: Claude Code does not
-// promise to hand its environment to a stdio server. No secret goes in
-// the file: a shim's token, when the pane has one as FLEET_TOKEN, is
-// passed through by reference, which Claude Code expands (empty without).
-func (b *Bridge) mcpConfig(agent string, role roles.Role, argv []string) (string, error) {
-	if !role.Inbox || len(argv) == 0 || filepath.Base(argv[0]) != "claude" || slices.Contains(argv, "--mcp-config") {
-		return "", nil
-	}
-	if b.cfg.Launch.StateDir == "" {
-		return "", fmt.Errorf("%w for role %q's MCP config", ErrNoStateDir, role.Name)
+// MCPServer is `fleetd mcp` for one agent of an inbox role (a main: an
+// MCP client nothing can call into), at this host's shim: the command
+// and its arguments, which each kind writes into its own configuration
+// for that agent — Claude Code's --mcp-config file (mcpConfig), Codex's
+// config.toml, Gemini's settings.json, OpenCode's opencode.json. The
+// agent id and the URL are arguments, not inherited environment: no CLI
+// promises to hand its whole environment to a stdio server (Codex hands
+// on only a few variables). No secret is written: the shim's token, when
+// the pane has one as MCPTokenVar, is passed through by reference, in
+// each CLI's own way.
+type MCPServer struct {
+	Command string
+	Args    []string
+}
+
+// MCPServerName is the name of fleetd's MCP server in every kind's
+// config: the model sees its tools as the CLI prefixes them with it
+// (Claude Code's mcp__fleetd__send, OpenCode's fleetd_send, …).
+const MCPServerName = "fleetd"
+
+// MCPTokenVar is the pane variable the server's shim token comes from.
+const MCPTokenVar = "FLEET_TOKEN"
+
+// MCPToolTimeout is how long a kind whose CLI limits an MCP tool call
+// lets one of fleetd's run: a blocking send waits for the turn (10
+// minutes unless it names its own timeout), and the CLIs' own limits are
+// shorter (Codex's and OpenCode's a minute, Gemini's ten). A longer task
+// is a send with a timeout, then wait.
+const MCPToolTimeout = 15 * time.Minute
+
+// mcpServer is the agent's `fleetd mcp`, or nil for an agent of a role
+// that does not read by pull.
+func (b *Bridge) mcpServer(agent string, role roles.Role) *MCPServer {
+	if !role.Inbox {
+		return nil
 	}
 	fleetd := b.cfg.Launch.Fleetd
 	if fleetd == "" {
@@ -43,14 +64,31 @@ func (b *Bridge) mcpConfig(agent string, role roles.Role, argv []string) (string
 	if u := b.cfg.Launch.FleetURL; u != "" {
 		args = append(args, "--url", u)
 	}
+	return &MCPServer{Command: fleetd, Args: args}
+}
+
+// mcpConfig writes the MCP config file a spawned claude of an inbox role
+// takes with --mcp-config, and returns its path, or "" for an agent that
+// needs none (not an inbox role, or a command that is not claude, which
+// would not take --mcp-config: the other kinds get the server in the
+// configuration their Install writes). The token goes by reference,
+// which Claude Code expands (empty without).
+func (b *Bridge) mcpConfig(agent string, role roles.Role, argv []string) (string, error) {
+	if !role.Inbox || len(argv) == 0 || filepath.Base(argv[0]) != "claude" || slices.Contains(argv, "--mcp-config") {
+		return "", nil
+	}
+	if b.cfg.Launch.StateDir == "" {
+		return "", fmt.Errorf("%w for role %q's MCP config", ErrNoStateDir, role.Name)
+	}
+	srv := b.mcpServer(agent, role)
 	type server struct {
 		Type    string            `json:"type"`
 		Command string            `json:"command"`
 		Args    []string          `json:"args"`
 		Env     map[string]string `json:"env"`
 	}
-	body, err := json.MarshalIndent(map[string]map[string]server{"mcpServers": {"fleetd": {Type: "stdio", Command: fleetd, Args: args,
-		Env: map[string]string{"FLEET_TOKEN": "${FLEET_TOKEN:-}"}}}}, "", "  ")
+	body, err := json.MarshalIndent(map[string]map[string]server{"mcpServers": {MCPServerName: {Type: "stdio", Command: srv.Command, Args: srv.Args,
+		Env: map[string]string{MCPTokenVar: "${" + MCPTokenVar + ":-}"}}}}, "", "  ")
 	if err != nil {
 		return "", err
 	}

@@ -228,7 +228,7 @@ func (OpenCode) Install(in Install) error {
 		// the sandbox templates do not bind.
 		return fmt.Errorf("opencode: role %q: an opencode role cannot run in a sandbox yet", in.Role.Name)
 	}
-	return writeOpenCodeHome(openCodeDir(in.StateDir, in.Agent), in.Role, in.HookCommand)
+	return writeOpenCodeHome(openCodeDir(in.StateDir, in.Agent), in.Role, in.HookCommand, in.MCP)
 }
 
 func openCodeDir(stateDir, agent string) string { return filepath.Join(stateDir, "opencode", agent) }

@@ -36,11 +36,12 @@ var openCodeHooks = []string{"session-start", "user-prompt-submit", "stop", "sto
 //     plugins (73 s with no registry, before the box is drawn). The plugin
 //     imports nothing from npm.
 //
-// A clean role keeps OpenCode's own login, which lives in the user's data
-// directory, not here; nothing of the user's own configuration is
+// A main (mcp not nil) gets fleetd's MCP server in opencode.json
+// (openCodeMCP). A clean role keeps OpenCode's own login, which lives in
+// the user's data directory, not here; nothing of the user's own configuration is
 // written. Sessions stay in OpenCode's data directory, so opencode
 // --session finds them after a restart.
-func writeOpenCodeHome(dir string, role roles.Role, hookCommand func(arg string) string) error {
+func writeOpenCodeHome(dir string, role roles.Role, hookCommand func(arg string) string, mcp *MCPServer) error {
 	if hookCommand == nil {
 		return errors.New("opencode: no hook command (Launch.HookCommand)")
 	}
@@ -79,6 +80,9 @@ func writeOpenCodeHome(dir string, role roles.Role, hookCommand func(arg string)
 	if model != "" {
 		cfg["model"], cfg["small_model"] = model, model
 	}
+	if mcp != nil {
+		cfg["mcp"] = openCodeMCP(*mcp)
+	}
 	hooks := map[string]string{}
 	for _, h := range openCodeHooks {
 		hooks[h] = hookCommand(h)
@@ -99,6 +103,20 @@ func writeOpenCodeHome(dir string, role roles.Role, hookCommand func(arg string)
 		}
 	}
 	return writeReplacing(filepath.Join(dir, "plugins", "fleetd.js"), []byte(plugin))
+}
+
+// openCodeMCP is fleetd's MCP server in OpenCode 1.18.33's config: a
+// local server, MCPToolTimeout for a tool call (without one the MCP
+// client's own minute applies), the shim's token passed by reference,
+// which OpenCode substitutes from its environment as it loads the config
+// (empty without). OpenCode asks no permission for an MCP tool unless a
+// config says so.
+func openCodeMCP(mcp MCPServer) map[string]any {
+	return map[string]any{MCPServerName: map[string]any{
+		"type": "local", "command": append([]string{mcp.Command}, mcp.Args...), "enabled": true,
+		"timeout":     MCPToolTimeout.Milliseconds(),
+		"environment": map[string]string{MCPTokenVar: "{env:" + MCPTokenVar + "}"},
+	}}
 }
 
 // openCodePlugin is fleetd's plugin for one agent: hooks are the hook

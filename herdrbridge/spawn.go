@@ -196,7 +196,8 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 		cwd = pane.CWD
 	}
 	// A main reaches the fleet through `fleetd mcp`: its claude gets the
-	// config (and a sandbox binds it as {mcp}).
+	// config (and a sandbox binds it as {mcp}); another kind's Install
+	// writes the server into that agent's own configuration.
 	mcpFile, err := b.mcpConfig(req.Name, role, argv)
 	if err != nil {
 		b.undoWorktree(ctx, wt)
@@ -205,7 +206,8 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 	if mcpFile != "" {
 		argv = append(argv, "--mcp-config", mcpFile)
 	}
-	if err := kind.Install(Install{StateDir: b.cfg.Launch.StateDir, Agent: req.Name, Cwd: cwd, Role: role, HookCommand: b.cfg.Launch.HookCommand}); err != nil {
+	if err := kind.Install(Install{StateDir: b.cfg.Launch.StateDir, Agent: req.Name, Cwd: cwd, Role: role, HookCommand: b.cfg.Launch.HookCommand,
+		MCP: b.mcpServer(req.Name, role)}); err != nil {
 		b.undoWorktree(ctx, wt)
 		return events.AgentRegistered{}, closePane(fmt.Errorf("install %s's integration: %w", role.Kind, err))
 	}

@@ -42,5 +42,9 @@ func init() {
 		// /clear, which does the same, for leads (and fresh_context
 		// roles) that speak Claude Code's.
 		commands: []string{"/clear", "/new", "/compact"},
+		// Pi 0.73.1 leaves MCP out on purpose (its README: "No MCP.
+		// Build CLI tools with READMEs … or build an extension that
+		// adds MCP support").
+		noMCP: "Pi has no MCP client by design (its README: \"No MCP\")",
 	})
 }

@@ -299,6 +299,10 @@ type kindSpec struct {
 	baseURLVar string
 	// commands is the default allow-list of explicit commands.
 	commands []string
+	// noMCP says why the kind's CLI cannot be an MCP client, "" when it
+	// can: an inbox role's agents read their inbox and send through
+	// `fleetd mcp`, so such a kind cannot be one.
+	noMCP string
 }
 
 var kindSpecs = map[string]kindSpec{
@@ -469,6 +473,9 @@ func (c Config) Validate() error {
 			// directory, which the sandbox templates do not bind
 			// (docs/codex-composer.md, docs/gemini-composer.md).
 			errs = append(errs, fmt.Errorf("role %q: a %s role cannot run in a sandbox yet", name, r.Kind))
+		}
+		if why := r.spec().noMCP; r.Inbox && why != "" {
+			errs = append(errs, fmt.Errorf("role %q: a %s role cannot be an inbox role (a main): its agents would read their inbox and send through fleetd's MCP server, and %s", name, r.Kind, why))
 		}
 		if r.Kind != "" && !slices.Contains(Kinds, r.Kind) { // "" is claude (a Config built in Go, not parsed)
 			errs = append(errs, fmt.Errorf("role %q: kind %q: this fleetd drives %s (more kinds come as each is verified with its real CLI)", name, r.Kind, strings.Join(Kinds, ", ")))
