@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/fakeapi"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+// kindMain is one main of the test: its agent, role, work directory and
+// the name its CLI gives fleetd's send tool (each prefixes an MCP tool
+// with the server's name its own way).
+type kindMain struct {
+	agent, role, work, kind, sendTool string
+}
+
+// A main of each kind that has MCP — a real Codex, Gemini CLI and
+// OpenCode agent of an inbox role, spawned by fleetd — delegates through
+// `fleetd mcp`, which the bridge wrote into that agent's own config: the
+// fake API answers each main's prompt with a call of the fleetd send tool
+// (under the name its CLI gives it) addressed to a real Claude Code
+// worker; fleetd's log shows the task queued for the worker as that
+// main's, once; and the tool's result the main's CLI hands back to the
+// model is the worker's reply.
+func TestRealKindMainsDelegateThroughFleetdMCP(t *testing.T) {
+	claudeBin := fakeapi.RequireClaude(t)
+	codexBin := fakeapi.RequireCodex(t)
+	geminiBin := fakeapi.RequireGemini(t)
+	openCodeBin := fakeapi.RequireOpenCode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	started := time.Now()
+	mains := []kindMain{
+		// Codex offers the server's tools in a namespace, mcp__fleetd;
+		// the fake answers the marker's whole name in it.
+		{agent: "main-cx", role: "m-codex", work: "work-cx", kind: "codex", sendTool: "mcp__fleetd__send"},
+		{agent: "main-gm", role: "m-gemini", work: "work-gm", kind: "gemini", sendTool: "mcp_fleetd_send"},
+		{agent: "main-oc", role: "m-opencode", work: "work-oc", kind: "opencode", sendTool: "fleetd_send"},
+	}
+	main := map[string]any{"inbox": true, "tier": 1}
+	fleet := startClaudeFleet(t, []string{"work-w", "work-cx", "work-gm", "work-oc"}, func(baseURL string, env map[string]string) map[string]any {
+		return map[string]any{
+			"w-claude":   claudeRole(claudeBin, baseURL, env, map[string]any{"description": "a real Claude Code worker"}),
+			"m-codex":    codexRole(codexBin, baseURL, env, main),
+			"m-gemini":   geminiRole(geminiBin, baseURL, env, main),
+			"m-opencode": openCodeRole(openCodeBin, baseURL, env, main),
+		}
+	}, "--submit-timeout", "30s")
+	seedOpenCodeGlobalConfig(t, fleet.home)
+	fleet.spawn(ctx, "w-1", "w-claude", "work-w")
+	// The CLIs whose session starts with the first prompt are ready once
+	// their box is drawn, which OpenCode took over the bridge's default
+	// minute to do with the two cores busy: each spawn waits up to 3
+	// minutes, the three at once.
+	spawned := make([]error, len(mains))
+	var wg sync.WaitGroup
+	for i, m := range mains {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			spawnCtx, spawnCancel := context.WithTimeout(ctx, 4*time.Minute)
+			defer spawnCancel()
+			spawn := exec.CommandContext(spawnCtx, fleetdBin, "spawn", "--role", m.role, "--name", m.agent, "--cwd", fleet.work(m.work), "--wait", "3m",
+				"--roles", fleet.rolesFile, "--herdr", fleet.herdr.Path(), "--data-dir", fleet.dataDir)
+			spawn.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(),
+				"FLEET_NATS_URL="+fleet.up.url, "FLEET_URL="+fleet.up.http, "FLEET_HOST=testhost", "FLEET_LOG_LEVEL=warn")
+			if out, err := spawn.CombinedOutput(); err != nil {
+				spawned[i] = fmt.Errorf("fleetd spawn %s: %v\n%s", m.agent, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range spawned {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each main's own config names fleetd's MCP server for that main.
+	for path, agent := range map[string]string{
+		filepath.Join(fleet.dataDir, "codex", "main-cx", "config.toml"):               "main-cx",
+		filepath.Join(fleet.dataDir, "gemini", "main-gm", ".gemini", "settings.json"): "main-gm",
+		filepath.Join(fleet.dataDir, "opencode", "main-oc", "opencode.json"):          "main-oc",
+	} {
+		if cfg := readText(t, path); !strings.Contains(cfg, `"mcp"`) || !strings.Contains(cfg, `"`+agent+`"`) {
+			t.Errorf("%s names no fleetd mcp for %s:\n%s", path, agent, cfg)
+		}
+	}
+	fleet.waitReady(ctx, 90*time.Second, "w-1")
+	t.Logf("spawned after %v", time.Since(started).Round(time.Millisecond))
+
+	task := func(m kindMain) string { return "mcp task from the " + m.kind + " main" }
+	results := make([]sendResult, len(mains))
+	for i, m := range mains {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			input, _ := json.Marshal(map[string]any{"to": "w-1", "text": task(m), "timeout": "3m"})
+			results[i] = fleet.send(ctx, leadshim.Message{To: m.agent, Text: fmt.Sprintf("delegate it [tool=%s:%s]", m.sendTool, input), Timeout: "6m"})
+		}()
+	}
+	wg.Wait()
+	t.Logf("the mains' turns done after %v", time.Since(started).Round(time.Millisecond))
+
+	log, _ := connectLog(t, fleet.up.url)
+	from := map[string][]string{}
+	for _, ev := range readEvents(t, ctx, log, "fleet.agent.w-1.queued") {
+		if q, ok := ev.Data.(events.AgentQueued); ok {
+			from[q.Text] = append(from[q.Text], q.From)
+		}
+	}
+	for i, m := range mains {
+		r := results[i]
+		if r.err != nil || r.status != 200 || r.env.Status != string(lifecycle.StateReplied) {
+			t.Errorf("%s's turn: HTTP %d %v: %s\n%s", m.agent, r.status, r.err, r.body, toolsOffered(fleet.api.Requests(), task(m)))
+			continue
+		}
+		// The task went out once, as the main's own.
+		if f := from[task(m)]; !slices.Equal(f, []string{m.agent}) {
+			t.Errorf("turns with %s's task queued for w-1 came from %v, want one, from %s", m.agent, f, m.agent)
+		}
+		// The worker's envelope came back as the tool's result: the
+		// main's model saw w-1's reply, and the main's reply carries it.
+		var result string
+		for _, req := range fleet.api.Requests() {
+			if strings.Contains(req.Prompt, task(m)) && len(req.ToolResults) == 1 {
+				result = req.ToolResults[0].Text
+			}
+		}
+		want := "ECHO: " + task(m)
+		if !strings.Contains(result, `"reply"`) || !strings.Contains(result, want) || !strings.Contains(result, `"w-1"`) {
+			t.Errorf("%s's send tool result %q, want w-1's envelope replying %q\n%s", m.agent, result, want, toolsOffered(fleet.api.Requests(), task(m)))
+		}
+		if !strings.Contains(r.env.Reply, "TOOL_RESULT: ") || !strings.Contains(r.env.Reply, want) {
+			t.Errorf("%s's reply %q does not carry w-1's reply %q", m.agent, r.env.Reply, want)
+		}
+		if a := agentNamed(t, fleet, ctx, m.agent); a.Kind != m.kind {
+			t.Errorf("%s's kind on the roster: %q, want %s", m.agent, a.Kind, m.kind)
+		}
+	}
+	t.Logf("done in %v", time.Since(started).Round(time.Millisecond))
+}
+
+// toolsOffered names, for a failure, the tools of fleetd's server the
+// requests carrying text offered the model.
+func toolsOffered(reqs []fakeapi.Request, text string) string {
+	re := regexp.MustCompile(`"(?:name|namespace)":\s*"([^"]*fleetd[^"]*)"`)
+	seen := map[string]bool{}
+	for _, r := range reqs {
+		if !strings.Contains(r.Prompt, text) {
+			continue
+		}
+		for _, m := range re.FindAllStringSubmatch(string(r.Body), -1) {
+			seen[m[1]] = true
+		}
+	}
+	return fmt.Sprintf("fleetd's tools offered with %q: %v", text, slices.Sorted(maps.Keys(seen)))
+}
