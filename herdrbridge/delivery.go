@@ -378,12 +378,17 @@ func (b *Bridge) plan(t lifecycle.Turn, tg target) (Plan, events.AgentTyped, err
 	return plan, typed, nil
 }
 
-// execute types the plan: an optional "/clear" first, then the pastes, the
-// cursor keys and Enter. wrote reports whether anything reached the pane
-// before an error.
+// execute types the plan: an optional "/clear" first (a LazyClearer
+// kind's own command for a new session), then the pastes, the cursor keys
+// and Enter. wrote reports whether anything reached the pane before an
+// error.
 func (b *Bridge) execute(ctx context.Context, agent string, tg target, typed events.AgentTyped, plan Plan) (wrote bool, err error) {
 	if typed.Clear {
-		if err := b.submit(ctx, tg, typed.Method, "/clear"); err != nil {
+		command := "/clear"
+		if lc, ok := tg.kind.(LazyClearer); ok {
+			command = lc.ClearCommand()
+		}
+		if err := b.submit(ctx, tg, typed.Method, command); err != nil {
 			return false, err
 		}
 		if err := b.awaitClear(ctx, agent, tg); err != nil {
@@ -445,7 +450,9 @@ func (b *Bridge) submit(ctx context.Context, tg target, method, line string) err
 
 // awaitClear waits until the "/clear" typed before a turn took effect: the
 // agent's hooks report a session started by a clear, or (an agent without
-// hooks) its prompt box is empty again.
+// hooks) its prompt box is empty again, or (a LazyClearer kind, whose new
+// session starts only with the prompt about to be typed) its screen shows
+// the new session.
 func (b *Bridge) awaitClear(ctx context.Context, agent string, tg target) error {
 	deadline := b.cfg.Now().Add(b.cfg.CommandTimeout)
 	wait := b.cfg.Poll
@@ -459,6 +466,11 @@ func (b *Bridge) awaitClear(ctx context.Context, agent string, tg target) error 
 		}
 		if !tg.hooked {
 			if r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: tg.pane, Source: herdrapi.SourceVisible}); err == nil && tg.kind.ParseComposer(r.Text).Empty() {
+				return nil
+			}
+		}
+		if lc, ok := tg.kind.(LazyClearer); ok {
+			if r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: tg.pane, Source: herdrapi.SourceVisible}); err == nil && lc.Cleared(r.Text) {
 				return nil
 			}
 		}

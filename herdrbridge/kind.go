@@ -70,6 +70,21 @@ type EnterDropper interface {
 	Unsubmitted(screen, text string) bool
 }
 
+// LazyClearer is a Kind whose CLI starts the new session a clear asks
+// for only with the next prompt (a LazySession CLI): no hook can report
+// the clear before the engine types that prompt, so for a fresh_context
+// turn the engine types the kind's own command for a new session and
+// sees it take effect on screen instead of waiting for a SessionStart
+// whose source is "clear".
+type LazyClearer interface {
+	// ClearCommand is the CLI's command that starts a new session.
+	ClearCommand() string
+	// Cleared reports whether screen shows a new session, its empty
+	// composer waiting for the session's first prompt: what the command
+	// leaves, and what no earlier session's screen shows.
+	Cleared(screen string) bool
+}
+
 // EnterAgainConfirm is how long a dropped Enter's screen must stay as it
 // is (a second look) before the engine presses Enter once more: a CLI
 // that took the Enter but has not yet drawn it would have drawn it by

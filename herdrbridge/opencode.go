@@ -194,6 +194,25 @@ func (OpenCode) HandOver(path string, size int, why string) string {
 	return fmt.Sprintf("Your prompt for this turn is the whole content of the file %s (%d bytes; it came as a file because %s). Read all of it and act on it as if it had been typed here.", path, size, why)
 }
 
+// ClearCommand is "/new": OpenCode's TUI leaves the session for its
+// start screen, and creates the new session with the next prompt
+// (measured with 1.18.33), so a fresh_context turn starts with no earlier
+// context. Its plugin hears of the new session only when that prompt
+// creates it, too late to say the clear took effect before the prompt is
+// typed, so the engine reads it off the screen (Cleared).
+func (OpenCode) ClearCommand() string { return "/new" }
+
+// openCodeLogo is a row of the logo OpenCode draws above the box on its
+// start screen, and on no session's screen.
+const openCodeLogo = "█▀▀█ █▀▀█ █▀▀█ █▀▀▄"
+
+// Cleared reports the start screen a /new leaves: the logo above an
+// empty box. A session's screen (the conversation, the sidebar) has no
+// logo, so a /new not yet run never reads as done.
+func (k OpenCode) Cleared(screen string) bool {
+	return strings.Contains(screen, openCodeLogo) && k.ParseComposer(screen).Empty()
+}
+
 // ClearKeys: Ctrl-C clears a draft (on an empty box it would quit, which
 // recovery never presses).
 func (OpenCode) ClearKeys() []string { return []string{"ctrl+c"} }
