@@ -242,11 +242,6 @@ func (OpenCode) Install(in Install) error {
 	if in.StateDir == "" {
 		return fmt.Errorf("opencode: %w for the agent's config directory", ErrNoStateDir)
 	}
-	if in.Role.Sandbox != "" {
-		// Its config directory sits in fleetd's state directory, which
-		// the sandbox templates do not bind.
-		return fmt.Errorf("opencode: role %q: an opencode role cannot run in a sandbox yet", in.Role.Name)
-	}
 	return writeOpenCodeHome(openCodeDir(in.StateDir, in.Agent), in.Role, in.HookCommand, in.MCP)
 }
 

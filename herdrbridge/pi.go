@@ -232,11 +232,6 @@ func (Pi) Install(in Install) error {
 	if in.StateDir == "" {
 		return fmt.Errorf("pi: %w for the agent's directory", ErrNoStateDir)
 	}
-	if in.Role.Sandbox != "" {
-		// Its directory and sessions are in fleetd's state directory,
-		// which the sandbox templates do not bind.
-		return fmt.Errorf("pi: role %q: a pi agent cannot run in a sandbox yet", in.Role.Name)
-	}
 	return writePiHome(piHome(in.StateDir, in.Agent), in.Role, in.HookCommand)
 }
 

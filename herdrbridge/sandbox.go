@@ -68,7 +68,26 @@ func (b *Bridge) sandboxArgv(sb roles.Sandbox, role roles.Role, agent string, co
 	if wt.Path != "" {
 		dir, gitDir = wt.Path, wt.GitDir
 	}
-	argv, err := sb.Expand(roles.LaunchVars{Command: command, Env: env, Unset: roles.Unsets(env), Values: map[string]string{
+	// The agent's config home ({config}): where its kind's CLI keeps its
+	// config and sessions, fleetd's hook files there read-only. A bind
+	// needs its source: a directory the CLI would make itself is made
+	// here (a file, ~/.claude.json, must exist).
+	var config []roles.ConfigPath
+	if k, err := KindOf(role.Kind); err == nil {
+		if h, ok := k.(ConfigHomer); ok {
+			config = h.ConfigHome(b.cfg.Launch.StateDir, agent, env)
+		}
+	}
+	if sb.UsesConfig() {
+		for _, c := range config {
+			if c.Write && c.Dir {
+				if err := os.MkdirAll(c.Path, 0o700); err != nil {
+					return nil, fmt.Errorf("sandbox: the agent's config home: %w", err)
+				}
+			}
+		}
+	}
+	argv, err := sb.Expand(roles.LaunchVars{Command: command, Env: env, Unset: role.Unsets(env), Config: config, Values: map[string]string{
 		"worktree": dir, "gitdir": gitDir, "home": home, "state": b.cfg.Launch.StateDir, "spool": b.cfg.Launch.SpoolDir,
 		"settings": b.cfg.Launch.Settings, "fleetd": fleetd, "creds": creds, "mcp": mcpFile, "herdr": b.client.Path(), "agent": agent, "role": role.Name,
 	}})
@@ -89,7 +108,7 @@ func (b *Bridge) sandboxArgv(sb roles.Sandbox, role roles.Role, agent string, co
 	// pane's shell, which keeps herdr's environment but is not the agent.
 	// The template's own unsets still hold inside the sandbox.
 	pre := []string{"env"}
-	for _, k := range roles.Unsets(env) {
+	for _, k := range role.Unsets(env) {
 		pre = append(pre, "-u", k)
 	}
 	pre = append(pre, SandboxVar+"="+sb.Name)

@@ -206,7 +206,7 @@ func TestASpawnThatCannotStartLeavesNothingBehind(t *testing.T) {
 	t.Run("the bwrap profile in a home Claude Code never ran in", func(t *testing.T) {
 		fleettest.RequireBwrap(t)
 		f := newWTFleet(t)
-		home := t.TempDir() // no ~/.claude, no ~/.claude.json: bubblewrap cannot bind them
+		home := t.TempDir() // no ~/.claude.json: bubblewrap cannot bind it (the ~/.claude directory fleetd makes)
 		b := f.newBridge(func(c *herdrbridge.BridgeConfig) {
 			f.config(c)
 			r, _ := c.Roles.Get("w-wt")
@@ -214,8 +214,8 @@ func TestASpawnThatCannotStartLeavesNothingBehind(t *testing.T) {
 			c.Roles.Roles["w-bwrap"] = r
 		})
 		_, err := b.Spawn(context.Background(), herdrbridge.SpawnRequest{Role: "w-bwrap", Name: "w-1"})
-		if !errors.Is(err, herdrbridge.ErrSandboxExited) || !strings.Contains(err.Error(), "Can't find source path "+home+"/.claude:") {
-			t.Fatalf("Spawn: %v, want ErrSandboxExited with bubblewrap's word on %s/.claude", err, home)
+		if !errors.Is(err, herdrbridge.ErrSandboxExited) || !strings.Contains(err.Error(), "Can't find source path "+home+"/.claude.json:") {
+			t.Fatalf("Spawn: %v, want ErrSandboxExited with bubblewrap's word on %s/.claude.json", err, home)
 		}
 		if strings.Contains(err.Error(), "--unsetenv") {
 			t.Errorf("the error quotes the typed command, not just what the sandbox said: %v", err)

@@ -89,7 +89,7 @@ func TestTheBwrapProfileConfinesTheAgentToItsWorktree(t *testing.T) {
 	base := fleettest.OutsideTmp(t)
 	p := func(parts ...string) string { return filepath.Join(append([]string{base}, parts...)...) }
 	for _, d := range []string{p("state", "worktrees", "w-1"), p("state", "worktrees", "w-2"), p("state", "spool"), p("state", "nats"), p("state", "auth", "agents"), p("state", "mcp"),
-		p("repo", ".git"), p("home", ".claude"), p("bin")} {
+		p("repo", ".git"), p("home", ".claude"), p("bin"), p("state", "codex", "w-1"), p("state", "codex", "w-2")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,8 @@ func TestTheBwrapProfileConfinesTheAgentToItsWorktree(t *testing.T) {
 	for path, text := range map[string]string{p("state", "nats", "secret"): "s", p("state", "worktrees", "w-2", "theirs.txt"): "t",
 		p("state", "claude-settings.json"): "{}", p("home", ".claude.json"): "{}",
 		p("state", "auth", "agents", "agent-w-1.nk"): "SU-own", p("state", "auth", "gateway-h1.nk"): "SU-gateway",
-		p("state", "mcp", "w-1.json"): `{"mcpServers":{}}`} {
+		p("state", "mcp", "w-1.json"):            `{"mcpServers":{}}`,
+		p("state", "codex", "w-1", "hooks.json"): "{}", p("state", "codex", "w-2", "hooks.json"): "{}"} {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -128,10 +129,14 @@ func TestTheBwrapProfileConfinesTheAgentToItsWorktree(t *testing.T) {
 			"home": p("home", "probe"), "repo checkout": p("repo", "probe"), "state": p("state", "probe"),
 			"settings": p("state", "claude-settings.json"), "own key": p("state", "auth", "agents", "agent-w-1.nk"),
 			"mcp config": p("state", "mcp", "w-1.json"),
+			// Another kind's config home, in the state directory: its
+			// CLI writes there, but not fleetd's hooks.
+			"config home": p("state", "codex", "w-1", "rollout.jsonl"), "own hooks": p("state", "codex", "w-1", "hooks.json"),
 		},
 		Read: map[string]string{"settings (read)": p("state", "claude-settings.json"), "another worktree": p("state", "worktrees", "w-2", "theirs.txt"),
 			"fleetd's state": p("state", "nats", "secret"), "own key (read)": p("state", "auth", "agents", "agent-w-1.nk"),
-			"the gateway's key": p("state", "auth", "gateway-h1.nk"), "mcp config (read)": p("state", "mcp", "w-1.json")},
+			"the gateway's key": p("state", "auth", "gateway-h1.nk"), "mcp config (read)": p("state", "mcp", "w-1.json"),
+			"own hooks (read)": p("state", "codex", "w-1", "hooks.json"), "another's config home": p("state", "codex", "w-2", "hooks.json")},
 		Exec:    map[string]string{"fleetd": "/bin/true"},
 		Connect: map[string]string{"herdr": herdr},
 	})
@@ -139,7 +144,11 @@ func TestTheBwrapProfileConfinesTheAgentToItsWorktree(t *testing.T) {
 		"spool": p("state", "spool"), "settings": p("state", "claude-settings.json"), "fleetd": probe, "creds": p("state", "auth", "agents", "agent-w-1.nk"), "mcp": p("state", "mcp", "w-1.json"), "herdr": herdr, "agent": "w-1", "role": "r"}
 	run := func(t *testing.T, guarded map[string]string) probeResult {
 		t.Helper()
-		argv, err := roles.Bwrap.Expand(roles.LaunchVars{Command: []string{probe}, Env: guarded, Unset: roles.Unsets(guarded), Values: values})
+		// Claude Code's config home and a Codex agent's, at once: what
+		// {config} binds is the same for every kind.
+		config := []roles.ConfigPath{{Path: p("home", ".claude"), Write: true, Dir: true}, {Path: p("home", ".claude.json"), Write: true},
+			{Path: p("state", "codex", "w-1"), Write: true, Dir: true}, {Path: p("state", "codex", "w-1", "hooks.json")}}
+		argv, err := roles.Bwrap.Expand(roles.LaunchVars{Command: []string{probe}, Env: guarded, Unset: roles.Unsets(guarded), Config: config, Values: values})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +178,8 @@ func TestTheBwrapProfileConfinesTheAgentToItsWorktree(t *testing.T) {
 	want := map[string]bool{"worktree": true, "gitdir": true, "claude state": true, "claude config": true, "spool": true,
 		"home": false, "repo checkout": false, "settings": false,
 		"settings (read)": true, "another worktree": false, "fleetd's state": false, "fleetd": true, "herdr": false,
-		"own key": false, "own key (read)": true, "the gateway's key": false, "mcp config": false, "mcp config (read)": true}
+		"own key": false, "own key (read)": true, "the gateway's key": false, "mcp config": false, "mcp config (read)": true,
+		"config home": true, "own hooks": false, "own hooks (read)": true, "another's config home": false}
 	for name, ok := range want {
 		if got, tried := r.OK[name]; !tried || got != ok {
 			t.Errorf("%s: could=%t (tried %t), want %t", name, got, tried, ok)

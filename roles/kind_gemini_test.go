@@ -61,9 +61,6 @@ func TestAGeminiRoleHasGeminisLaunchAndBoundary(t *testing.T) {
 	for _, file := range []string{
 		`{"roles":{"x":{"kind":"gemini","env":{"GEMINI_API_KEY":"k"}}}}`,
 		`{"roles":{"x":{"kind":"gemini","env_class":"gateway","base_url":"http://a","env":{"GOOGLE_GEMINI_BASE_URL":"http://b"}}}}`,
-		// Its GEMINI_CLI_HOME is in fleetd's state directory, which no
-		// sandbox template binds.
-		`{"roles":{"x":{"kind":"gemini","sandbox":"bwrap"}}}`,
 	} {
 		if _, err := roles.Parse([]byte(file)); err == nil {
 			t.Errorf("accepted %s", file)

@@ -468,12 +468,6 @@ func (c Config) Validate() error {
 		if !nameRE().MatchString(name) {
 			errs = append(errs, fmt.Errorf("role %q: name must match %s", name, nameRE()))
 		}
-		if (r.Kind == KindCodex || r.Kind == KindGemini) && r.Sandbox != "" {
-			// Its CODEX_HOME (GEMINI_CLI_HOME) sits in fleetd's state
-			// directory, which the sandbox templates do not bind
-			// (docs/codex-composer.md, docs/gemini-composer.md).
-			errs = append(errs, fmt.Errorf("role %q: a %s role cannot run in a sandbox yet", name, r.Kind))
-		}
 		if why := r.spec().noMCP; r.Inbox && why != "" {
 			errs = append(errs, fmt.Errorf("role %q: a %s role cannot be an inbox role (a main): its agents would read their inbox and send through fleetd's MCP server, and %s", name, r.Kind, why))
 		}
@@ -536,8 +530,15 @@ func (c Config) Validate() error {
 			}
 		}
 		if r.Sandbox != "" {
-			if _, err := c.Sandbox(r.Sandbox); err != nil {
+			sb, err := c.Sandbox(r.Sandbox)
+			switch {
+			case err != nil:
 				errs = append(errs, fmt.Errorf("role %q: %w", name, err))
+			case r.Kind != "" && r.Kind != KindClaude && !sb.UsesConfig():
+				// Its config home (CODEX_HOME, …) sits in fleetd's state
+				// directory: a template that does not bind it leaves the
+				// agent without its hooks and sessions.
+				errs = append(errs, fmt.Errorf("role %q: %w %q: a %s agent needs its config home bound: the template has no %s", name, ErrSandbox, sb.Name, r.Kind, ConfigPlaceholder))
 			}
 		}
 	}

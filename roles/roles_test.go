@@ -46,12 +46,13 @@ func TestInvalidFilesReportEveryProblem(t *testing.T) {
 	  "z": {"env_class":"weird","cap":-1},
 	  "s": {"may_spawn":["ghost"]},
 	  "n": {"kind":"nano"},
-	  "cs": {"kind":"codex","sandbox":"bwrap"}
-	}}`))
+	  "cs": {"kind":"codex","sandbox":"box"}
+	},
+	"sandboxes": {"box": {"launch": ["box", "{command}"]}}}`))
 	if err == nil {
 		t.Fatal("invalid file accepted")
 	}
-	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, `"v"`, "weird", "negative", `may_spawn names "ghost"`, `kind "nano": this fleetd drives claude, codex`, "a codex role cannot run in a sandbox yet"} {
+	for _, want := range []string{"Bad Name", `"g"`, `"c"`, `"e"`, `"k"`, `"v"`, "weird", "negative", `may_spawn names "ghost"`, `kind "nano": this fleetd drives claude, codex`, "a codex agent needs its config home bound"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,8 +26,13 @@ var ErrSandbox = errors.New("sandbox")
 // Placeholders: {command} — a word of its own, required — is the agent's
 // command (the role's, filled in); {env} — a word of its own — passes the
 // guarded environment, each variable as Env says, and drops each
-// subscription-boundary variable the agent must not carry as Unset says.
-// Within any word: {worktree} the agent's worktree (its working
+// subscription-boundary variable the agent must not carry as Unset says;
+// {config} — a word of its own — binds the agent's own config home: each
+// path its kind's CLI keeps its config and state in (Claude Code's
+// ~/.claude and ~/.claude.json, a Codex agent's CODEX_HOME, …), writable
+// as Bind says, and the files of fleetd's integration in it (hooks,
+// plugin, extension) read-only as ROBind says, so one template serves
+// every kind. Within any word: {worktree} the agent's worktree (its working
 // directory when the role has none), {gitdir} the repository's git
 // directory (the worktree when there is none), {home} the agent's HOME,
 // {state} fleetd's state directory, {spool} the hooks' spool, {settings}
@@ -57,6 +63,26 @@ type Sandbox struct {
 	// {name}, e.g. ["--unsetenv", "{name}"]. Empty: nothing to remove,
 	// because the sandbox starts from an empty environment.
 	Unset []string `json:"unset,omitempty"`
+	// Bind is how {config} makes one path of the agent's config home
+	// writable inside: words with {path}, e.g. ["--bind", "{path}",
+	// "{path}"]; ROBind how it makes one read-only, e.g. ["--ro-bind",
+	// "{path}", "{path}"]. Both are needed when the template uses
+	// {config}.
+	Bind   []string `json:"bind,omitempty"`
+	ROBind []string `json:"ro_bind,omitempty"`
+}
+
+// ConfigPath is one path of an agent's config home, for {config}.
+type ConfigPath struct {
+	Path string
+	// Write: the CLI writes there (its sessions, rollouts, logs, its own
+	// settings); else it only reads it (fleetd's hooks, plugin or
+	// extension, inside a writable directory: bound after the writable
+	// paths, so it stays read-only, and the agent cannot unhook itself).
+	Write bool
+	// Dir: a directory, which fleetd makes when it is missing (a bind
+	// needs its source); a file must exist.
+	Dir bool
 }
 
 // Placeholders a template may use within a word.
@@ -66,6 +92,7 @@ var wordPlaceholders = []string{"{worktree}", "{gitdir}", "{home}", "{state}", "
 const (
 	CommandPlaceholder = "{command}"
 	EnvPlaceholder     = "{env}"
+	ConfigPlaceholder  = "{config}"
 )
 
 // Compiled on first use, not as every fleetd process (each hook run) starts.
@@ -74,16 +101,18 @@ var placeholderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCom
 // Bwrap is the sandbox fleetd ships, named "bwrap" unless the roles file
 // defines its own: bubblewrap with everything read-only but the agent's
 // worktree (and the repository's git directory, so the agent can
-// commit), its Claude Code state (~/.claude, ~/.claude.json) and the
-// hooks' spool; a private /tmp; fleetd's state directory hidden (the
-// NATS store, keys, other agents' worktrees) but for the hooks settings,
-// the spool and the agent's own NATS key, which its hooks need; herdr's socket masked, so the agent cannot type into
-// other panes; the boundary variables it must not carry removed. It
-// shares the host's network (the hooks reach NATS on loopback) and
-// process view is its own.
+// commit), its config home ({config}: Claude Code's ~/.claude and
+// ~/.claude.json, another kind's own directory in fleetd's state
+// directory, fleetd's hook files there read-only) and the hooks' spool;
+// a private /tmp; fleetd's state directory hidden (the NATS store, keys,
+// other agents' worktrees and config homes) but for the hooks settings,
+// the spool and the agent's own NATS key, which its hooks need; herdr's
+// socket masked, so the agent cannot type into other panes; the boundary
+// variables it must not carry removed. It shares the host's network (the
+// hooks reach NATS on loopback) and process view is its own.
 var Bwrap = Sandbox{
 	Name:        "bwrap",
-	Description: "bubblewrap: all read-only but the agent's worktree, git dir, Claude state and spool; private /tmp; fleetd's state and herdr's socket hidden",
+	Description: "bubblewrap: all read-only but the agent's worktree, git dir, config home and spool; private /tmp; fleetd's state and herdr's socket hidden",
 	Launch: []string{
 		"bwrap",
 		"--die-with-parent", // the sandbox ends with its pane
@@ -95,8 +124,7 @@ var Bwrap = Sandbox{
 		"--tmpfs", "{state}", // fleetd's state (NATS store, keys, other worktrees) hidden
 		"--bind", "{worktree}", "{worktree}", // …but the agent's worktree
 		"--bind", "{gitdir}", "{gitdir}", // and the git dir its commits go to
-		"--bind", "{home}/.claude", "{home}/.claude", // Claude Code's own state (it must exist)
-		"--bind", "{home}/.claude.json", "{home}/.claude.json",
+		"{config}",                     // the agent's config home: Claude Code's ~/.claude, a Codex agent's CODEX_HOME, …
 		"--bind", "{spool}", "{spool}", // where the hooks spool when NATS is away
 		"--ro-bind", "{settings}", "{settings}",
 		"--ro-bind", "{fleetd}", "{fleetd}",
@@ -108,7 +136,9 @@ var Bwrap = Sandbox{
 		"--",
 		"{command}",
 	},
-	Unset: []string{"--unsetenv", "{name}"},
+	Unset:  []string{"--unsetenv", "{name}"},
+	Bind:   []string{"--bind", "{path}", "{path}"},
+	ROBind: []string{"--ro-bind", "{path}", "{path}"},
 }
 
 // builtinSandboxes are the sandboxes a roles file may name without
@@ -127,12 +157,12 @@ func (s Sandbox) Validate() error {
 		case CommandPlaceholder:
 			commands++
 			continue
-		case EnvPlaceholder:
+		case EnvPlaceholder, ConfigPlaceholder:
 			continue
 		}
 		for _, p := range placeholderRE().FindAllString(w, -1) {
 			switch {
-			case p == CommandPlaceholder || p == EnvPlaceholder:
+			case p == CommandPlaceholder || p == EnvPlaceholder || p == ConfigPlaceholder:
 				errs = append(errs, fmt.Errorf("%w %q: %s must be a word of its own, not part of %q", ErrSandbox, s.Name, p, w))
 			case !slices.Contains(wordPlaceholders, p):
 				errs = append(errs, fmt.Errorf("%w %q: unknown placeholder %s in %q (known: %s, %s, %s)", ErrSandbox, s.Name, p, w,
@@ -145,21 +175,46 @@ func (s Sandbox) Validate() error {
 	if commands != 1 {
 		errs = append(errs, fmt.Errorf("%w %q: the template must hold the word %s exactly once (it has it %d times): it is where the agent's command goes", ErrSandbox, s.Name, CommandPlaceholder, commands))
 	}
-	if n := strings.Count(strings.Join(s.Launch, "\x00"), "\x00"+EnvPlaceholder+"\x00"); n > 1 {
-		errs = append(errs, fmt.Errorf("%w %q: %s more than once", ErrSandbox, s.Name, EnvPlaceholder))
+	for _, p := range []string{EnvPlaceholder, ConfigPlaceholder} {
+		if n := countWord(s.Launch, p); n > 1 {
+			errs = append(errs, fmt.Errorf("%w %q: %s more than once", ErrSandbox, s.Name, p))
+		}
 	}
-	for field, words := range map[string][]string{"env": s.Env, "unset": s.Unset} {
+	if s.UsesConfig() && (len(s.Bind) == 0 || len(s.ROBind) == 0) {
+		errs = append(errs, fmt.Errorf("%w %q: uses %s but does not say how to bind a path (bind and ro_bind, e.g. [\"--bind\", \"{path}\", \"{path}\"])", ErrSandbox, s.Name, ConfigPlaceholder))
+	}
+	for field, words := range map[string][]string{"env": s.Env, "unset": s.Unset, "bind": s.Bind, "ro_bind": s.ROBind} {
 		joined := strings.Join(words, " ")
-		if len(words) > 0 && !strings.Contains(joined, "{name}") {
-			errs = append(errs, fmt.Errorf("%w %q: %s %q names no {name}", ErrSandbox, s.Name, field, joined))
+		want := "{name}"
+		if field == "bind" || field == "ro_bind" {
+			want = "{path}"
+		}
+		if len(words) > 0 && !strings.Contains(joined, want) {
+			errs = append(errs, fmt.Errorf("%w %q: %s %q names no %s", ErrSandbox, s.Name, field, joined, want))
 		}
 		for _, p := range placeholderRE().FindAllString(joined, -1) {
-			if p != "{name}" && (p != "{value}" || field != "env") {
-				errs = append(errs, fmt.Errorf("%w %q: %s uses %s (env may use {name} and {value}, unset {name})", ErrSandbox, s.Name, field, p))
+			if p != want && (p != "{value}" || field != "env") {
+				errs = append(errs, fmt.Errorf("%w %q: %s uses %s (env may use {name} and {value}, unset {name}, bind and ro_bind {path})", ErrSandbox, s.Name, field, p))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// UsesConfig reports whether the template binds the agent's config home
+// ({config}): every kind but Claude Code keeps it in fleetd's state
+// directory, which a sandbox may hide ({state}), so without it only a
+// template that binds ~/.claude itself can run an agent.
+func (s Sandbox) UsesConfig() bool { return countWord(s.Launch, ConfigPlaceholder) > 0 }
+
+func countWord(words []string, w string) int {
+	n := 0
+	for _, x := range words {
+		if x == w {
+			n++
+		}
+	}
+	return n
 }
 
 // LaunchVars are the values fleetd fills into a sandbox template for one
@@ -172,6 +227,8 @@ type LaunchVars struct {
 	// boundary variables it must not carry.
 	Env   map[string]string
 	Unset []string
+	// Config is the agent's config home, for {config}.
+	Config []ConfigPath
 	// The values of the word placeholders, by name without braces:
 	// worktree, gitdir, home, state, spool, settings, fleetd, creds, mcp,
 	// herdr, agent, role.
@@ -206,6 +263,27 @@ func (s Sandbox) Expand(v LaunchVars) ([]string, error) {
 				out = append(out, fill(s.Unset, k, "")...)
 			}
 			continue
+		case ConfigPlaceholder:
+			// The writable paths first: a read-only one inside a
+			// writable directory is bound over it.
+			for _, write := range []bool{true, false} {
+				for _, c := range v.Config {
+					if c.Write != write {
+						continue
+					}
+					if !filepath.IsAbs(c.Path) {
+						return nil, fmt.Errorf("%w %q: the agent's config path %q is not absolute", ErrSandbox, s.Name, c.Path)
+					}
+					pattern := s.ROBind
+					if write {
+						pattern = s.Bind
+					}
+					for _, w := range pattern {
+						out = append(out, strings.ReplaceAll(w, "{path}", c.Path))
+					}
+				}
+			}
+			continue
 		}
 		var missing error
 		w = placeholderRE().ReplaceAllStringFunc(w, func(p string) string {
@@ -232,12 +310,16 @@ func fill(pattern []string, name, value string) []string {
 	return out
 }
 
-// Unsets lists the boundary variables (BoundaryVars) a pane launched
+// Unsets lists Claude Code's boundary variables (BoundaryVars) a pane
+// launched with env must not carry: Role.Unsets of a Claude Code role.
+func Unsets(env map[string]string) []string { return Role{Kind: KindClaude}.Unsets(env) }
+
+// Unsets lists the boundary variables of the role's kind a pane launched
 // with env must not carry: all of them but those env sets, which CheckEnv
 // has allowed. A sandbox drops them, so none reaches the agent from
 // herdr's own environment either.
-func Unsets(env map[string]string) []string {
-	return slices.DeleteFunc(slices.Clone(BoundaryVars), func(k string) bool {
+func (r Role) Unsets(env map[string]string) []string {
+	return slices.DeleteFunc(slices.Clone(r.spec().boundary), func(k string) bool {
 		_, set := env[k]
 		return set
 	})

@@ -95,8 +95,9 @@ func TestTheBwrapProfileExpands(t *testing.T) {
 		"spool": "/d/spool", "settings": "/d/claude-settings.json", "fleetd": "/usr/bin/fleetd", "creds": "/d/auth/agents/agent-w-1.nk", "mcp": "/d/mcp/w-1.json", "herdr": "/home/u/.config/herdr/herdr.sock",
 		"agent": "w-1", "role": "w-box"}
 	cleanEnv := map[string]string{"FLEET_AGENT_ID": "w-1"}
+	claudeHome := []roles.ConfigPath{{Path: "/home/u/.claude", Write: true, Dir: true}, {Path: "/home/u/.claude.json", Write: true}}
 	argv, err := roles.Bwrap.Expand(roles.LaunchVars{Command: []string{"claude", "--settings", "/d/claude-settings.json"},
-		Env: cleanEnv, Unset: roles.Unsets(cleanEnv), Values: values})
+		Env: cleanEnv, Unset: roles.Unsets(cleanEnv), Config: claudeHome, Values: values})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,5 +165,71 @@ func TestAContainerGetsTheGuardedEnvironmentByName(t *testing.T) {
 		"-v /w:/w -v /g:/g -v /sp:/sp -v /d/s.json:/d/s.json:ro -v /f:/f:ro -w /w ghcr.io/acme/backend-agent:1 claude --settings /d/s.json"
 	if got := strings.Join(argv, " "); got != want {
 		t.Errorf("argv\n%s\nwant\n%s", got, want)
+	}
+}
+
+// Another kind's config home fills {config} the same way: its writable
+// directories first, then fleetd's files in them read-only (bound over
+// them, so they stay so); its own boundary variables are removed.
+func TestTheBwrapProfileBindsAnyKindsConfigHome(t *testing.T) {
+	values := map[string]string{"worktree": "/d/worktrees/cx-1", "gitdir": "/src/app/.git", "home": "/home/u", "state": "/d",
+		"spool": "/d/spool", "settings": "/d/claude-settings.json", "fleetd": "/usr/bin/fleetd", "creds": "/d/no-nats-key", "mcp": "/d/no-mcp-config", "herdr": "/run/herdr.sock",
+		"agent": "cx-1", "role": "w-codex"}
+	codex := roles.Role{Kind: roles.KindCodex}
+	env := map[string]string{"FLEET_AGENT_ID": "cx-1", "CODEX_HOME": "/d/codex/cx-1"}
+	argv, err := roles.Bwrap.Expand(roles.LaunchVars{Command: []string{"codex"}, Env: env, Unset: codex.Unsets(env),
+		Config: []roles.ConfigPath{{Path: "/d/codex/cx-1/hooks.json"}, {Path: "/d/codex/cx-1", Write: true, Dir: true}}, Values: values})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Join(argv, " ")
+	if want := " --tmpfs /d --bind /d/worktrees/cx-1 /d/worktrees/cx-1 --bind /src/app/.git /src/app/.git --bind /d/codex/cx-1 /d/codex/cx-1 --ro-bind /d/codex/cx-1/hooks.json /d/codex/cx-1/hooks.json --bind /d/spool "; !strings.Contains(line, want) {
+		t.Errorf("the codex agent's launch lacks %q:\n%s", want, line)
+	}
+	if strings.Contains(line, ".claude") {
+		t.Errorf("a codex agent gets Claude Code's state:\n%s", line)
+	}
+	if got, want := strings.Count(line, "--unsetenv"), len(roles.CodexBoundaryVars); got != want || !strings.Contains(line, "--unsetenv OPENAI_API_KEY") {
+		t.Errorf("%d variables removed for a clean codex role, want Codex's %d:\n%s", got, want, line)
+	}
+	if _, err := roles.Bwrap.Expand(roles.LaunchVars{Command: []string{"codex"}, Config: []roles.ConfigPath{{Path: "rel", Write: true}}, Values: values}); !errors.Is(err, roles.ErrSandbox) {
+		t.Errorf("a relative config path: %v, want ErrSandbox", err)
+	}
+}
+
+// Every kind may run in the shipped sandbox; a kind that keeps its config
+// home in fleetd's state directory may not run in one that does not bind
+// it ({config}), and a template with {config} says how to bind.
+func TestEveryKindRunsInASandboxThatBindsItsConfigHome(t *testing.T) {
+	for _, kind := range roles.Kinds {
+		if _, err := roles.Parse([]byte(`{"roles":{"x":{"kind":"` + kind + `","sandbox":"bwrap"}}}`)); err != nil {
+			t.Errorf("a %s role in bwrap: %v", kind, err)
+		}
+	}
+	box := `"sandboxes":{"box":{"launch":["box","--bind","{home}/.claude","{command}"]}}`
+	if _, err := roles.Parse([]byte(`{` + box + `,"roles":{"x":{"sandbox":"box"}}}`)); err != nil {
+		t.Errorf("a claude role in a template binding ~/.claude itself: %v", err)
+	}
+	for _, kind := range []string{roles.KindCodex, roles.KindGemini, roles.KindOpenCode, roles.KindPi} {
+		_, err := roles.Parse([]byte(`{` + box + `,"roles":{"x":{"kind":"` + kind + `","sandbox":"box"}}}`))
+		if !errors.Is(err, roles.ErrSandbox) || !strings.Contains(err.Error(), "a "+kind+" agent needs its config home bound: the template has no {config}") {
+			t.Errorf("a %s role in a sandbox without {config}: %v", kind, err)
+		}
+	}
+	_, err := roles.Parse([]byte(`{"sandboxes":{
+	  "no-bind": {"launch":["box","{config}","{command}"]},
+	  "twice": {"launch":["box","{config}","{config}","{command}"],"bind":["-v","{path}:{path}"],"ro_bind":["-v","{path}:{path}:ro"]},
+	  "bad-bind": {"launch":["box","{config}","{command}"],"bind":["-v","{name}"],"ro_bind":["-v","{path}:{path}:ro"]},
+	  "inline": {"launch":["box","-v={config}","{command}"]}
+	},"roles":{}}`))
+	for _, want := range []string{
+		`"no-bind": uses {config} but does not say how to bind a path`,
+		`"twice": {config} more than once`,
+		`"bad-bind": bind "-v {name}" names no {path}`,
+		`"inline": {config} must be a word of its own`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %s:\n%v", want, err)
+		}
 	}
 }
