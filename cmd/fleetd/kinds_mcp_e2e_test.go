@@ -22,11 +22,14 @@ import (
 )
 
 // kindMain is one main of the test: its agent, role, work directory and
-// the name its CLI gives fleetd's send tool (each prefixes an MCP tool
-// with the server's name its own way).
+// how its CLI names fleetd's tools (each prefixes an MCP tool with the
+// server's name its own way).
 type kindMain struct {
-	agent, role, work, kind, sendTool string
+	agent, role, work, kind, toolPrefix string
 }
+
+// tool is the name the main's model calls fleetd's tool by.
+func (m kindMain) tool(name string) string { return m.toolPrefix + name }
 
 // A main of each kind that has MCP — a real Codex, Gemini CLI and
 // OpenCode agent of an inbox role, spawned by fleetd — delegates through
@@ -35,7 +38,10 @@ type kindMain struct {
 // (under the name its CLI gives it) addressed to a real Claude Code
 // worker; fleetd's log shows the task queued for the worker as that
 // main's, once; and the tool's result the main's CLI hands back to the
-// model is the worker's reply.
+// model is the worker's reply. Then each main sends the next one a note,
+// which goes to that main's durable inbox (it reads by pull), and each
+// reads its own inbox with the fleetd inbox tool: the note is there, from
+// the main that sent it.
 func TestRealKindMainsDelegateThroughFleetdMCP(t *testing.T) {
 	claudeBin := fakeapi.RequireClaude(t)
 	codexBin := fakeapi.RequireCodex(t)
@@ -47,9 +53,9 @@ func TestRealKindMainsDelegateThroughFleetdMCP(t *testing.T) {
 	mains := []kindMain{
 		// Codex offers the server's tools in a namespace, mcp__fleetd;
 		// the fake answers the marker's whole name in it.
-		{agent: "main-cx", role: "m-codex", work: "work-cx", kind: "codex", sendTool: "mcp__fleetd__send"},
-		{agent: "main-gm", role: "m-gemini", work: "work-gm", kind: "gemini", sendTool: "mcp_fleetd_send"},
-		{agent: "main-oc", role: "m-opencode", work: "work-oc", kind: "opencode", sendTool: "fleetd_send"},
+		{agent: "main-cx", role: "m-codex", work: "work-cx", kind: "codex", toolPrefix: "mcp__fleetd__"},
+		{agent: "main-gm", role: "m-gemini", work: "work-gm", kind: "gemini", toolPrefix: "mcp_fleetd_"},
+		{agent: "main-oc", role: "m-opencode", work: "work-oc", kind: "opencode", toolPrefix: "fleetd_"},
 	}
 	main := map[string]any{"inbox": true, "tier": 1}
 	fleet := startClaudeFleet(t, []string{"work-w", "work-cx", "work-gm", "work-oc"}, func(baseURL string, env map[string]string) map[string]any {
@@ -102,18 +108,30 @@ func TestRealKindMainsDelegateThroughFleetdMCP(t *testing.T) {
 	fleet.waitReady(ctx, 90*time.Second, "w-1")
 	t.Logf("spawned after %v", time.Since(started).Round(time.Millisecond))
 
-	task := func(m kindMain) string { return "mcp task from the " + m.kind + " main" }
-	results := make([]sendResult, len(mains))
-	for i, m := range mains {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			input, _ := json.Marshal(map[string]any{"to": "w-1", "text": task(m), "timeout": "3m"})
-			results[i] = fleet.send(ctx, leadshim.Message{To: m.agent, Text: fmt.Sprintf("delegate it [tool=%s:%s]", m.sendTool, input), Timeout: "6m"})
-		}()
+	// turns sends each main the prompt of its own, all at once, and
+	// returns their answers in the mains' order.
+	turns := func(prompt func(m kindMain) string) []sendResult {
+		results := make([]sendResult, len(mains))
+		var wg sync.WaitGroup
+		for i, m := range mains {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = fleet.send(ctx, leadshim.Message{To: m.agent, Text: prompt(m), Timeout: "6m"})
+			}()
+		}
+		wg.Wait()
+		return results
 	}
-	wg.Wait()
-	t.Logf("the mains' turns done after %v", time.Since(started).Round(time.Millisecond))
+	call := func(m kindMain, tool string, input any) string {
+		b, _ := json.Marshal(input)
+		return fmt.Sprintf("[tool=%s:%s]", m.tool(tool), b)
+	}
+	task := func(m kindMain) string { return "mcp task from the " + m.kind + " main" }
+	results := turns(func(m kindMain) string {
+		return "delegate it " + call(m, "send", map[string]any{"to": "w-1", "text": task(m), "timeout": "3m"})
+	})
+	t.Logf("the mains' delegations done after %v", time.Since(started).Round(time.Millisecond))
 
 	log, _ := connectLog(t, fleet.up.url)
 	from := map[string][]string{}
@@ -149,6 +167,45 @@ func TestRealKindMainsDelegateThroughFleetdMCP(t *testing.T) {
 		}
 		if a := agentNamed(t, fleet, ctx, m.agent); a.Kind != m.kind {
 			t.Errorf("%s's kind on the roster: %q, want %s", m.agent, a.Kind, m.kind)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	// A ring of notes: each main's send to the next main goes to that
+	// main's inbox, not into its pane; then each reads its inbox.
+	next := func(i int) kindMain { return mains[(i+1)%len(mains)] }
+	note := func(m kindMain) string { return "a note from the " + m.kind + " main" }
+	results = turns(func(m kindMain) string {
+		i := slices.IndexFunc(mains, func(o kindMain) bool { return o.agent == m.agent })
+		return "pass it on " + call(m, "send", map[string]any{"to": next(i).agent, "text": note(m)})
+	})
+	for i, m := range mains {
+		if r := results[i]; r.status != 200 || r.env.Status != string(lifecycle.StateReplied) || !strings.Contains(r.env.Reply, `"inbox": true`) {
+			t.Errorf("%s's send to %s: HTTP %d: %s; want it delivered to the inbox", m.agent, next(i).agent, r.status, r.body)
+		}
+	}
+	results = turns(func(m kindMain) string { return "read it " + call(m, "inbox", map[string]any{"max": 10}) })
+	t.Logf("the mains' inboxes read after %v", time.Since(started).Round(time.Millisecond))
+	for i, m := range mains {
+		prev := mains[(i+len(mains)-1)%len(mains)]
+		var pulled struct {
+			Messages []struct{ From, Text string }
+		}
+		// Each CLI hands the tool's JSON to the model in its own
+		// wrapping (Codex after "Output:", Gemini in <untrusted_context>).
+		r := results[i]
+		_, result, _ := strings.Cut(r.env.Reply, "\nTOOL_RESULT: ")
+		if a, b := strings.Index(result, "{"), strings.LastIndex(result, "}"); a >= 0 && b > a {
+			result = result[a : b+1]
+		}
+		if r.status != 200 || json.Unmarshal([]byte(result), &pulled) != nil {
+			t.Errorf("%s's inbox read: HTTP %d: %s", m.agent, r.status, r.body)
+			continue
+		}
+		if !slices.ContainsFunc(pulled.Messages, func(msg struct{ From, Text string }) bool { return msg.From == prev.agent && msg.Text == note(prev) }) {
+			t.Errorf("%s's inbox held %+v, want %s's note %q", m.agent, pulled.Messages, prev.agent, note(prev))
 		}
 	}
 	t.Logf("done in %v", time.Since(started).Round(time.Millisecond))
