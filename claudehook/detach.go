@@ -43,15 +43,17 @@ func DetachFinisher(exe string, args ...string) func([]byte) error {
 
 // Finish is the detached half of a Stop hook: the payload comes from the
 // file the hook left (removed here), and the transcript gets seconds, not
-// a second. It never fails: like the hook, it spools what it cannot append.
-func Finish(ctx context.Context, event, file string, env func(string) string) {
+// a second. usageOnly: the hook appended the reply, and the finisher
+// appends the turn's usage event. It never fails: like the hook, it
+// spools what it cannot append.
+func Finish(ctx context.Context, event, file string, usageOnly bool, env func(string) string) {
 	payload, err := os.ReadFile(file)
 	os.Remove(file)
 	if err != nil {
 		return
 	}
 	_ = Run(ctx, event, bytes.NewReader(payload), env, Options{
-		Timeout: 10 * time.Second, TranscriptWait: 6 * time.Second, NoHerdr: true,
+		Timeout: 10 * time.Second, TranscriptWait: 6 * time.Second, NoHerdr: true, UsageOnly: usageOnly,
 	})
 }
 
@@ -64,6 +66,9 @@ type Invocation struct {
 	// Finish is the payload file a Stop hook left for its detached
 	// finisher (--finish): the run is the finisher's.
 	Finish string
+	// UsageOnly: the finisher appends only the turn's usage
+	// (--usage-only), the hook having appended its reply.
+	UsageOnly bool
 	// Timeout bounds the run (Options.Timeout).
 	Timeout time.Duration
 	// NoHerdr skips the pane.report_agent request.
@@ -79,14 +84,15 @@ type Invocation struct {
 // so every problem is said on stderr and the command exits 0.
 func (in Invocation) Exec(ctx context.Context, stdin io.Reader, stderr io.Writer, env func(string) string) {
 	if in.Finish != "" {
-		Finish(ctx, in.Event, in.Finish, env)
+		Finish(ctx, in.Event, in.Finish, in.UsageOnly, env)
 		return
 	}
-	var detach func([]byte) error
+	var detach, detachUsage func([]byte) error
 	if len(in.Self) > 0 {
 		detach = DetachFinisher(in.Self[0], in.Self[1:]...)
+		detachUsage = DetachFinisher(in.Self[0], append(slices.Clip(in.Self[1:]), "--usage-only")...)
 	}
-	err := Run(ctx, in.Event, stdin, env, Options{Timeout: in.Timeout, NoHerdr: in.NoHerdr, Stderr: stderr, Detach: detach})
+	err := Run(ctx, in.Event, stdin, env, Options{Timeout: in.Timeout, NoHerdr: in.NoHerdr, Stderr: stderr, Detach: detach, DetachUsage: detachUsage})
 	if err != nil {
 		fmt.Fprintln(stderr, "fleetd hook:", err)
 	}

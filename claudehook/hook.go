@@ -49,9 +49,19 @@ type Options struct {
 	// only after its hooks return, so waiting inside the hook can never
 	// see it; the finisher can. If Detach fails, the hook goes on itself.
 	Detach func(payload []byte) error
-	// QuickWait is how long a hook with Detach waits before detaching.
-	// Default 200 ms.
+	// QuickWait is how long a hook with Detach waits before detaching,
+	// for a kind whose reply is read from the transcript. Default 200 ms.
+	// A kind whose payload carries the reply whole waits for nothing: its
+	// reply goes at once, usage pending, and its finisher (DetachUsage)
+	// appends the usage.
 	QuickWait time.Duration
+	// DetachUsage hands a Stop hook's payload, once its reply is
+	// appended usage pending, to a detached finisher that appends the
+	// turn's usage event (UsageOnly) when the transcript shows it.
+	DetachUsage func(payload []byte) error
+	// UsageOnly: this run is a DetachUsage finisher's; a Stop hook
+	// appends only the turn's usage event, when its transcript has one.
+	UsageOnly bool
 	// Stderr receives notes (spooled, replayed, herdr trouble). Default
 	// io.Discard.
 	Stderr io.Writer
@@ -148,21 +158,35 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	if read == nil {
 		transcript = ""
 	}
-	if hook == Stop && transcript != "" && o.Detach != nil {
+	// pending: the reply goes now, without its usage, which the
+	// transcript does not show yet; a detached finisher appends it.
+	var pending bool
+	if hook == Stop && transcript != "" && o.Detach != nil && !o.UsageOnly {
 		quick := o
 		quick.TranscriptWait, quick.Stderr = o.QuickWait, io.Discard
+		now := p.LastAssistantMessage != "" && !replyInTranscript[kind] && o.DetachUsage != nil
+		if now {
+			// One look, no wait: Claude Code may write the turn's usage
+			// only after its hooks return, and the reply is in the
+			// payload whole.
+			quick.TranscriptWait = time.Nanosecond
+		}
 		if u, err := waitUsage(ctx, read, transcript, p.PromptID, quick); (err == nil && !u.Ended) || errors.Is(err, fs.ErrNotExist) {
-			derr := o.Detach(raw)
-			if derr == nil {
+			if now {
+				pending = true
+			} else if derr := o.Detach(raw); derr == nil {
 				fmt.Fprintf(o.Stderr, "fleetd hook: the transcript has not shown the reply yet; a detached finisher will append it with its usage\n")
 				return nil
+			} else {
+				fmt.Fprintf(o.Stderr, "fleetd hook: detach (going on here): %v\n", derr)
 			}
-			fmt.Fprintf(o.Stderr, "fleetd hook: detach (going on here): %v\n", derr)
+		} else if now {
+			usage = u
 		}
 	}
 	h := hookRun{agent: agent, host: hostToken(env), pane: env("HERDR_PANE_ID"), now: o.Now, newID: o.NewID}
 	var inspected chan struct{}
-	if path := env("FLEET_WORKTREE"); hook == Stop && path != "" {
+	if path := env("FLEET_WORKTREE"); hook == Stop && path != "" && !o.UsageOnly {
 		// Where the agent's branch stands after the turn, read while the
 		// transcript is awaited.
 		inspected = make(chan struct{})
@@ -171,7 +195,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 			h.worktree = inspectWorktree(ctx, path, env("FLEET_WORKTREE_BASE"), o.Stderr)
 		}()
 	}
-	if hook == Stop && transcript != "" {
+	if hook == Stop && transcript != "" && !pending && !usage.Ended {
 		if usage, err = waitUsage(ctx, read, transcript, p.PromptID, o); err != nil {
 			fmt.Fprintf(o.Stderr, "fleetd hook: no usage for the reply: %v\n", err)
 		}
@@ -182,12 +206,37 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	if inspected != nil {
 		<-inspected
 	}
+	if o.UsageOnly {
+		if hook != Stop || usage.Tokens == (events.Tokens{}) && usage.CostUSD == 0 {
+			return nil
+		}
+		return deliver(ctx, []events.Event{h.event(events.AgentUsage{PromptID: p.PromptID, SessionID: p.SessionID,
+			Model: usage.Model, Tokens: usage.Tokens, CostUSD: usage.CostUSD})}, env, o)
+	}
 	evs := h.build(hook, p, usage)
+	if pending && len(evs) > 0 {
+		if r, ok := evs[0].Data.(events.AgentReplied); ok {
+			r.UsagePending = true
+			evs[0].Data = r
+		}
+	}
 	if len(evs) == 0 {
 		return nil
 	}
-	return deliver(ctx, evs, env, o)
+	err = deliver(ctx, evs, env, o)
+	if pending {
+		// After the reply is stored (or spooled): its usage joins a
+		// reply the views already have.
+		if derr := o.DetachUsage(raw); derr != nil {
+			fmt.Fprintf(o.Stderr, "fleetd hook: the turn's usage will not be counted: %v\n", derr)
+		}
+	}
+	return err
 }
+
+// replyInTranscript are the kinds whose Stop payload may not carry the
+// reply whole (Gemini CLI's): their hook waits for the transcript.
+var replyInTranscript = map[string]bool{"gemini": true}
 
 // waitUsage reads the turn's usage once the transcript shows the turn
 // ended, or after o.TranscriptWait with what is there by then. Claude Code

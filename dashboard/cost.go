@@ -81,31 +81,45 @@ func newCosts(src source, by string, from, to time.Time) *costs {
 		groups: map[string]*CostRow{}, seen: map[string]bool{}, src: src}
 }
 
-// add counts one replied event, in the group by says.
+// add counts one replied event (a turn), or the usage event of a reply
+// that came before its usage, in the group by says.
 func (c *costs) add(ctx context.Context, ev events.Event) {
 	c.seq = max(c.seq, ev.Seq)
-	d, ok := ev.Data.(events.AgentReplied)
-	if !ok || c.seen[ev.ID] {
+	var (
+		turns   int
+		session string
+		tokens  events.Tokens
+		usd     float64
+	)
+	switch d := ev.Data.(type) {
+	case events.AgentReplied:
+		turns, session, tokens, usd = 1, d.SessionID, d.Tokens, d.CostUSD
+	case events.AgentUsage:
+		session, tokens, usd = d.SessionID, d.Tokens, d.CostUSD
+	default:
+		return
+	}
+	if c.seen[ev.ID] {
 		return
 	}
 	c.seen[ev.ID] = true
-	key := c.key(ctx, ev, d)
+	key := c.key(ctx, ev, session)
 	g, ok := c.groups[key]
 	if !ok {
 		g = &CostRow{Key: key}
 		c.groups[key] = g
 	}
 	for _, r := range []*CostRow{g, &c.report.Total} {
-		r.Turns++
-		r.Tokens = r.Tokens.Add(d.Tokens)
-		r.CostUSD += d.CostUSD
+		r.Turns += turns
+		r.Tokens = r.Tokens.Add(tokens)
+		r.CostUSD += usd
 	}
 	if ev.Time.After(c.report.To) {
 		c.report.To = ev.Time
 	}
 }
 
-func (c *costs) key(ctx context.Context, ev events.Event, d events.AgentReplied) string {
+func (c *costs) key(ctx context.Context, ev events.Event, sessionID string) string {
 	views := c.src.views
 	turn := func() (lifecycle.Turn, bool) {
 		t, ok, err := views.Turn(ctx, lifecycle.TurnID(ev))
@@ -120,13 +134,13 @@ func (c *costs) key(ctx context.Context, ev events.Event, d events.AgentReplied)
 			return t.Role
 		}
 	case BySession:
-		if d.SessionID != "" {
+		if sessionID != "" {
 			for _, s := range views.Sessions() {
-				if s.SessionID == d.SessionID {
+				if s.SessionID == sessionID {
 					return s.Name
 				}
 			}
-			return d.SessionID
+			return sessionID
 		}
 	case ByJob:
 		if t, ok := turn(); ok && t.Job != "" {
@@ -158,8 +172,9 @@ func (c *costs) done() CostReport {
 	return r
 }
 
-// repliedSubject is every agent's replied events.
-const repliedSubject = "fleet.agent.*.replied"
+// costSubjects are every agent's replied events and the usage events of
+// replies that came before their usage.
+var costSubjects = []string{"fleet.agent.*.replied", "fleet.agent.*.usage"}
 
 // cost reads the window's replied events up to the view's point and sums
 // them; it returns the sums so far, for a live view to go on adding to.
@@ -177,15 +192,19 @@ func (s *Server) cost(ctx context.Context, src source, by, since string) (*costs
 		return c, nil
 	}
 	if end == 0 {
-		if end, err = s.cfg.Log.LastSeq(ctx, repliedSubject); err != nil {
-			return nil, err
+		for _, subj := range costSubjects {
+			last, err := s.cfg.Log.LastSeq(ctx, subj)
+			if err != nil {
+				return nil, err
+			}
+			end = max(end, last)
 		}
 	}
 	c.seq = end
 	if end == 0 {
 		return c, nil
 	}
-	q := events.Query{Subjects: []string{repliedSubject}, Since: from, ToSeq: end}
+	q := events.Query{Subjects: costSubjects, Since: from, ToSeq: end}
 	for ev, err := range s.cfg.Log.Read(ctx, q) {
 		if err != nil {
 			return nil, fmt.Errorf("read replies: %w", err)

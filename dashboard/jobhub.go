@@ -195,7 +195,7 @@ func (h *jobHub) load(ctx context.Context) (*events.Follower, error) {
 		}
 	}
 	h.board = b
-	return s.follow(ctx, "fleet.job.>", end+1)
+	return s.follow(ctx, end+1, "fleet.job.>")
 }
 
 // run loads the board, then folds each job event as it comes and, at

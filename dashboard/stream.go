@@ -207,8 +207,8 @@ func (s *Server) liveFold(ctx context.Context, sp spec, out *sse) error {
 }
 
 // follow tails subject from seq on, for a live view of the log.
-func (s *Server) follow(ctx context.Context, subject string, from uint64) (*events.Follower, error) {
-	return s.cfg.Log.Follow(ctx, events.Query{Subjects: []string{subject}, FromSeq: from, Prefetch: 64, Buffer: 64})
+func (s *Server) follow(ctx context.Context, from uint64, subjects ...string) (*events.Follower, error) {
+	return s.cfg.Log.Follow(ctx, events.Query{Subjects: subjects, FromSeq: from, Prefetch: 64, Buffer: 64})
 }
 
 // liveLog shows the newest events, then puts new ones on top as they
@@ -233,7 +233,7 @@ func (s *Server) liveLog(ctx context.Context, sp spec, out *sse) error {
 			pending = pending[len(pending)-s.cfg.LogRows:]
 		}
 	}
-	return s.tail(ctx, out, sp.Subject, end+1, keep, func(time.Time) error {
+	return s.tail(ctx, out, []string{sp.Subject}, end+1, keep, func(time.Time) error {
 		if len(pending) == 0 {
 			return nil
 		}
@@ -297,13 +297,13 @@ func (s *Server) liveCost(ctx context.Context, sp spec, out *sse) error {
 	if err != nil {
 		return err
 	}
-	return s.liveLogView(ctx, sp, out, repliedSubject, c.seq, func(ev events.Event) { c.add(ctx, ev) },
+	return s.liveLogView(ctx, sp, out, costSubjects, c.seq, func(ev events.Event) { c.add(ctx, ev) },
 		func() any { return c.done() })
 }
 
-// liveLogView renders a view built from events of subject up to end,
+// liveLogView renders a view built from events of subjects up to end,
 // then applies each later event and renders again, paced.
-func (s *Server) liveLogView(ctx context.Context, sp spec, out *sse, subject string, end uint64, apply func(events.Event), model func() any) error {
+func (s *Server) liveLogView(ctx context.Context, sp spec, out *sse, subjects []string, end uint64, apply func(events.Event), model func() any) error {
 	p := &pacer{batch: s.cfg.Batch, dirty: true}
 	render := func() ([]byte, error) {
 		return s.exec(sp, source{views: s.cfg.Fleet, now: s.cfg.Now()}, model())
@@ -311,7 +311,7 @@ func (s *Server) liveLogView(ctx context.Context, sp spec, out *sse, subject str
 	if err := p.show(out, render); err != nil {
 		return err
 	}
-	return s.tail(ctx, out, subject, end+1, func(ev events.Event) {
+	return s.tail(ctx, out, subjects, end+1, func(ev events.Event) {
 		apply(ev)
 		p.dirty = true
 	}, func(now time.Time) error {
@@ -322,10 +322,10 @@ func (s *Server) liveLogView(ctx context.Context, sp spec, out *sse, subject str
 	})
 }
 
-// tail follows subject from seq from on and serves a live stream of its
+// tail follows subjects from seq from on and serves a live stream of its
 // events (see pump); it ends with the follower's error when that fails.
-func (s *Server) tail(ctx context.Context, out *sse, subject string, from uint64, onEvent func(events.Event), onTick func(time.Time) error) error {
-	f, err := s.follow(ctx, subject, from)
+func (s *Server) tail(ctx context.Context, out *sse, subjects []string, from uint64, onEvent func(events.Event), onTick func(time.Time) error) error {
+	f, err := s.follow(ctx, from, subjects...)
 	if err != nil {
 		return err
 	}

@@ -239,6 +239,9 @@ func stepOf(ev events.Event, first bool) (Step, bool) {
 		}
 	case events.AgentReplied:
 		st.Step, st.Detail = StepReplied, fmt.Sprintf("tokens %d in / %d out, %s", d.Tokens.In, d.Tokens.Out, usd(d.CostUSD))
+		if d.UsagePending {
+			st.Detail = "usage read after the reply"
+		}
 	case events.AgentFailed:
 		st.Step, st.Detail = StepFailed, strings.TrimSuffix(d.Reason+": "+d.Message, ": ")
 	default:

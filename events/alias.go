@@ -47,6 +47,9 @@ type AgentReleased = eventcore.AgentReleased
 // AgentReplied is eventcore.AgentReplied.
 type AgentReplied = eventcore.AgentReplied
 
+// AgentUsage is eventcore.AgentUsage.
+type AgentUsage = eventcore.AgentUsage
+
 // AgentRestart is eventcore.AgentRestart.
 type AgentRestart = eventcore.AgentRestart
 
@@ -186,6 +189,7 @@ const (
 	TypeAgentRegistered  = eventcore.TypeAgentRegistered
 	TypeAgentReleased    = eventcore.TypeAgentReleased
 	TypeAgentReplied     = eventcore.TypeAgentReplied
+	TypeAgentUsage       = eventcore.TypeAgentUsage
 	TypeAgentRestart     = eventcore.TypeAgentRestart
 	TypeAgentSession     = eventcore.TypeAgentSession
 	TypeAgentStatus      = eventcore.TypeAgentStatus

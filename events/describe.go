@@ -50,6 +50,8 @@ func Describe(ev Event) string {
 		if w := d.Worktree; w.Head != "" {
 			fmt.Fprintf(&b, " %s@%.8s ahead=%d dirty=%d", w.Branch, w.Head, w.Ahead, w.Dirty)
 		}
+	case AgentUsage:
+		fmt.Fprintf(&b, " prompt_id=%s tokens=%d/%d", d.PromptID, d.Tokens.In, d.Tokens.Out)
 	case AgentFailed:
 		fmt.Fprintf(&b, "%s %s: %s", turn, d.Reason, d.Message)
 	case AgentSession:

@@ -74,21 +74,25 @@ type Tokens struct {
 // Times are null until they happen; Reason and Message are set only for a
 // failed turn.
 type Envelope struct {
-	ID          string     `json:"id"`
-	Agent       string     `json:"agent"`
-	Role        string     `json:"role"`
-	Kind        string     `json:"kind,omitempty"` // the agent's CLI ("claude", …)
-	Model       string     `json:"model"`
-	SessionID   string     `json:"session_id"`
-	Status      string     `json:"status"`
-	Reply       string     `json:"reply"`
-	Tokens      Tokens     `json:"tokens"`
-	QueuedAt    *time.Time `json:"queued_at"`
-	SubmittedAt *time.Time `json:"submitted_at"`
-	RepliedAt   *time.Time `json:"replied_at"`
-	DurationMS  int64      `json:"duration_ms"`
-	Reason      string     `json:"reason,omitempty"`
-	Message     string     `json:"message,omitempty"`
+	ID        string `json:"id"`
+	Agent     string `json:"agent"`
+	Role      string `json:"role"`
+	Kind      string `json:"kind,omitempty"` // the agent's CLI ("claude", …)
+	Model     string `json:"model"`
+	SessionID string `json:"session_id"`
+	Status    string `json:"status"`
+	Reply     string `json:"reply"`
+	Tokens    Tokens `json:"tokens"`
+	// UsagePending: the reply came before the agent's transcript showed
+	// what the turn cost; Tokens are zero here and the turn's view
+	// (GET /message/{id}, the dashboard, fleetd cost) has them a moment later.
+	UsagePending bool       `json:"usage_pending,omitempty"`
+	QueuedAt     *time.Time `json:"queued_at"`
+	SubmittedAt  *time.Time `json:"submitted_at"`
+	RepliedAt    *time.Time `json:"replied_at"`
+	DurationMS   int64      `json:"duration_ms"`
+	Reason       string     `json:"reason,omitempty"`
+	Message      string     `json:"message,omitempty"`
 	// Stalled says why a turn that is not final cannot progress now (the
 	// log lost, the store full); empty otherwise.
 	Stalled string `json:"stalled,omitempty"`
@@ -149,7 +153,7 @@ func timePtr(t time.Time) *time.Time {
 func (s *Server) envelope(t lifecycle.Turn) Envelope {
 	e := Envelope{
 		ID: t.ID, Agent: t.Agent, Role: t.Role, Model: t.Model, SessionID: t.SessionID,
-		Status: string(t.State), Reply: t.Reply, Tokens: Tokens{In: t.Tokens.In, Out: t.Tokens.Out},
+		Status: string(t.State), Reply: t.Reply, Tokens: Tokens{In: t.Tokens.In, Out: t.Tokens.Out}, UsagePending: t.UsagePending,
 		QueuedAt: timePtr(t.QueuedAt), SubmittedAt: timePtr(t.SubmittedAt), RepliedAt: timePtr(t.RepliedAt),
 		DurationMS: t.Duration().Milliseconds(), Reason: t.Reason, Message: t.Message,
 	}

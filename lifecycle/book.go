@@ -287,7 +287,13 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 		}
 		t.State = StateReplied
 		t.RepliedAt = ev.Time
-		t.Reply, t.Model, t.Tokens, t.CostUSD = d.Reply, d.Model, d.Tokens, d.CostUSD
+		t.Reply = d.Reply
+		if !d.UsagePending || t.Tokens == (events.Tokens{}) {
+			// Else a usage event that came first (it was not spooled,
+			// the reply was) has set them already.
+			t.Model, t.Tokens, t.CostUSD = d.Model, d.Tokens, d.CostUSD
+		}
+		t.UsagePending = d.UsagePending && t.Tokens == (events.Tokens{})
 		if d.PromptID != "" {
 			t.PromptID = d.PromptID
 		}
@@ -295,6 +301,22 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 			t.SessionID = d.SessionID
 		}
 		b.agent(ev.Subject).inFlight = ""
+		return b.touch(t, ev), true
+
+	case events.AgentUsage:
+		// The usage of a turn in flight: its reply, usage pending, is
+		// not applied yet (it sat in a spool the usage did not). The
+		// usage of a replied turn is UsageApplied's business: the Book
+		// forgets ended turns.
+		a := b.agents[ev.Subject]
+		if a == nil || d.PromptID == "" {
+			return Turn{}, false
+		}
+		t := b.turns[a.inFlight]
+		if t == nil || t.PromptID != d.PromptID {
+			return Turn{}, false
+		}
+		UsageApplied(t, d)
 		return b.touch(t, ev), true
 
 	case events.AgentFailed:
@@ -443,4 +465,12 @@ func remove(ids []string, id string) []string {
 		return slices.Delete(ids, i, i+1)
 	}
 	return ids
+}
+
+// UsageApplied sets a turn's tokens and cost from its usage event.
+func UsageApplied(t *Turn, d events.AgentUsage) {
+	t.Tokens, t.CostUSD, t.UsagePending = d.Tokens, d.CostUSD, false
+	if d.Model != "" {
+		t.Model = d.Model
+	}
 }

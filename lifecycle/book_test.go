@@ -392,3 +392,26 @@ func TestSamePrompt(t *testing.T) {
 		})
 	}
 }
+
+// A usage event stored before its reply (the reply sat in a spool, the
+// usage did not) gives the turn in flight its tokens; the reply, usage
+// pending, keeps them and ends the turn with its usage not pending. A
+// usage event for another prompt touches nothing.
+func TestAUsageBeforeItsReplyIsKeptByTheReply(t *testing.T) {
+	s := newScript(t)
+	s.apply("T1", "w1", "T1", events.AgentQueued{Text: "hi", From: "lead"})
+	s.apply("e2", "w1", "T1", events.AgentTyped{Pane: "p1"})
+	s.apply("e3", "w1", "", events.AgentSubmitted{Via: "hook", PromptID: "p1"})
+	if s.apply("e4", "w1", "", events.AgentUsage{PromptID: "other", Tokens: events.Tokens{In: 1}}) {
+		t.Error("a usage event of another prompt changed a turn")
+	}
+	tok := events.Tokens{In: 50, Out: 5}
+	if !s.apply("e5", "w1", "", events.AgentUsage{PromptID: "p1", Model: "m", Tokens: tok, CostUSD: 0.1}) {
+		t.Fatal("the usage of the turn in flight was not applied")
+	}
+	s.apply("e6", "w1", "", events.AgentReplied{Reply: "ok", PromptID: "p1", UsagePending: true})
+	tu, ok := s.book.Turn("T1")
+	if !ok || tu.State != lifecycle.StateReplied || tu.Tokens != tok || tu.CostUSD != 0.1 || tu.Model != "m" || tu.UsagePending {
+		t.Errorf("turn %+v, want replied with the usage that came first", tu)
+	}
+}

@@ -99,6 +99,9 @@ type Turn struct {
 	Reply     string        `json:"reply,omitempty"`
 	Tokens    events.Tokens `json:"tokens"`
 	CostUSD   float64       `json:"cost_usd,omitempty"`
+	// UsagePending: the turn replied before its usage could be read; a
+	// usage event brings Tokens and CostUSD.
+	UsagePending bool `json:"usage_pending,omitempty"`
 	// OtherPrompts are prompt ids the agent's hooks reported for other
 	// prompts while this turn was in flight (a prompt Claude took late,
 	// after its turn was given up on, or one typed by hand): their events

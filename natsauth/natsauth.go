@@ -129,7 +129,7 @@ func InboxPrefix(name string) string { return natscreds.InboxPrefix(name) }
 // exited, deferred and attention come from the gateway that owns the pane
 // (or the shim and router): an agent writing them could point its turns at
 // another agent's pane.
-var HookKinds = []string{"submitted", "replied", "failed", "session", "status"}
+var HookKinds = []string{"submitted", "replied", "usage", "failed", "session", "status"}
 
 // AdminPermissions: everything. The admin provisions the fabric (the FLEET
 // stream, the KV buckets, the router's durable consumers) and is the only

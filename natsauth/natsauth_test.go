@@ -184,6 +184,7 @@ func fetchOne(c jetstream.Consumer, what string) (jetstream.Msg, error) {
 var hookData = map[string]events.Data{
 	"submitted": events.AgentSubmitted{Via: "hook", PromptID: "p1"},
 	"replied":   events.AgentReplied{Reply: "done", PromptID: "p1"},
+	"usage":     events.AgentUsage{PromptID: "p1", Tokens: events.Tokens{In: 1}},
 	"failed":    events.AgentFailed{Reason: "agent_error"},
 	"session":   events.AgentSession{SessionID: "s1", State: "started"},
 	"status":    events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"},
@@ -203,7 +204,7 @@ var gatewayData = map[string]events.Data{
 func TestTheKindsAreTheHooksAndTheGatewaysWithNoneLeftOver(t *testing.T) {
 	var kinds []string
 	for _, ty := range []events.Type{events.TypeAgentRegistered, events.TypeAgentStatus, events.TypeAgentQueued,
-		events.TypeAgentTyped, events.TypeAgentSubmitted, events.TypeAgentReplied, events.TypeAgentFailed,
+		events.TypeAgentTyped, events.TypeAgentSubmitted, events.TypeAgentReplied, events.TypeAgentUsage, events.TypeAgentFailed,
 		events.TypeAgentSession, events.TypeAgentExited, events.TypeAgentDeferred, events.TypeAgentAttention} {
 		kinds = append(kinds, ty.Kind())
 	}

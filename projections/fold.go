@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,7 +45,15 @@ type agentRow struct {
 	recentSums []uint64
 	// Usage is the agent's usage in rolling windows (Views.Usage).
 	Usage *usage `json:"usage,omitempty"`
+	// awaitingUsage are the agent's replied turns whose usage event has
+	// not come, oldest first, at most maxAwaitingUsage (a finisher that
+	// has not appended it by then is gone). Not stored: the ended turns
+	// it names are in the cache, which a checkpoint does not keep.
+	awaitingUsage []string
 }
+
+// maxAwaitingUsage bounds agentRow.awaitingUsage.
+const maxAwaitingUsage = 8
 
 // seen reports whether the event id was already applied to the agent, and
 // remembers it if not.
@@ -383,10 +392,59 @@ func (m *materializer) apply(ev events.Event, b *batch) {
 	case events.RoleBudgetWarning:
 		m.st.roleUsage(ev.Subject).warned(d.Limit, d.Percent, ev.Time)
 	case events.AgentRegistered, events.AgentStatusChanged, events.AgentQueued, events.AgentTyped,
-		events.AgentSubmitted, events.AgentReplied, events.AgentFailed, events.AgentSession, events.AgentExited,
+		events.AgentSubmitted, events.AgentReplied, events.AgentUsage, events.AgentFailed, events.AgentSession, events.AgentExited,
 		events.AgentDeferred, events.AgentAttention, events.AgentBudgetWarning, events.AgentReleased, events.AgentRestart:
 		m.agentEvent(ev, d, b)
 	}
+}
+
+// usageOfEnded gives a replied turn of a the tokens and cost of its usage
+// event: the turn is in the cache of ended turns, its view written again.
+func (m *materializer) usageOfEnded(a *agentRow, ev events.Event, d events.AgentUsage, b *batch) {
+	for i, id := range a.awaitingUsage {
+		t, ok := m.cache.get(id)
+		if !ok {
+			continue
+		}
+		if t.PromptID != d.PromptID {
+			continue
+		}
+		a.awaitingUsage = slices.Delete(a.awaitingUsage, i, i+1)
+		lifecycle.UsageApplied(&t, d)
+		t.LastSeq = ev.Seq
+		m.cache.add(t)
+		m.dirty.turn(t)
+		b.changes = append(b.changes, Change{Kind: KindTurn, Key: t.ID, Seq: b.seq})
+		return
+	}
+}
+
+// spent counts a turn's tokens and cost (a reply's, or its usage event's)
+// for the agent, its budget windows and its role's, and its session,
+// which it returns.
+func (m *materializer) spent(a *agentRow, ev events.Event, sessionID, model string, tokens events.Tokens, usd float64, b *batch) *sessionRow {
+	a.Tokens = a.Tokens.Add(tokens)
+	a.CostUSD += usd
+	// The budget windows: the agent's own, and its role's.
+	spend := Spend{Tokens: BudgetTokens(tokens), USD: usd}
+	a.usage().add(ev.Time, spend)
+	if a.Role != "" {
+		m.st.roleUsage(a.Role).add(ev.Time, spend)
+	}
+	if sessionID != "" && a.SessionID == "" {
+		a.SessionID = sessionID
+	}
+	s := m.sessionOf(a, "", b)
+	s.Tokens = s.Tokens.Add(tokens)
+	s.CostUSD += usd
+	if model != "" {
+		s.Model = model
+	}
+	if sessionID != "" && s.SessionID == "" {
+		s.SessionID, s.Resume = sessionID, resumable(sessionID)
+	}
+	m.activity(s, ev.Time)
+	return s
 }
 
 func (m *materializer) agentRow(id string) *agentRow {
@@ -412,7 +470,7 @@ func (m *materializer) touchAgent(a *agentRow, b *batch) {
 // idempotent in the Book.
 func dedupes(d events.Data) bool {
 	switch d.(type) {
-	case events.AgentRegistered, events.AgentSubmitted, events.AgentReplied, events.AgentFailed,
+	case events.AgentRegistered, events.AgentSubmitted, events.AgentReplied, events.AgentUsage, events.AgentFailed,
 		events.AgentSession, events.AgentExited, events.AgentBudgetWarning, events.AgentRestart:
 		return true
 	}
@@ -443,30 +501,22 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		if w := d.Worktree; w.Head != "" {
 			a.Worktree.Branch, a.Worktree.Head, a.Worktree.Dirty, a.Worktree.Ahead = w.Branch, w.Head, w.Dirty, w.Ahead
 		}
-		a.Tokens = a.Tokens.Add(d.Tokens)
-		a.CostUSD += d.CostUSD
-		// The budget windows: the agent's own, and its role's.
-		spend := Spend{Tokens: BudgetTokens(d.Tokens), USD: d.CostUSD}
-		a.usage().add(ev.Time, spend)
-		if a.Role != "" {
-			m.st.roleUsage(a.Role).add(ev.Time, spend)
-		}
-		if d.SessionID != "" && a.SessionID == "" {
-			a.SessionID = d.SessionID
-		}
-		s := m.sessionOf(a, "", b)
-		s.Tokens = s.Tokens.Add(d.Tokens)
-		s.CostUSD += d.CostUSD
+		s := m.spent(a, ev, d.SessionID, d.Model, d.Tokens, d.CostUSD, b)
 		if applied && t.State == lifecycle.StateReplied {
 			s.Turns++
+			if t.UsagePending && t.PromptID != "" {
+				if len(a.awaitingUsage) == maxAwaitingUsage {
+					a.awaitingUsage = a.awaitingUsage[1:]
+				}
+				a.awaitingUsage = append(a.awaitingUsage, t.ID)
+			}
 		}
-		if d.Model != "" {
-			s.Model = d.Model
+	case events.AgentUsage:
+		// A reply's usage, come after it: counted as the reply's own.
+		if _, applied := m.turnEvent(ev, b); !applied {
+			m.usageOfEnded(a, ev, d, b)
 		}
-		if d.SessionID != "" && s.SessionID == "" {
-			s.SessionID, s.Resume = d.SessionID, resumable(d.SessionID)
-		}
-		m.activity(s, ev.Time)
+		m.spent(a, ev, d.SessionID, d.Model, d.Tokens, d.CostUSD, b)
 	case events.AgentSession:
 		m.session(a, ev, d, b)
 	case events.AgentBudgetWarning:

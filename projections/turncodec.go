@@ -98,6 +98,7 @@ func (w *turnWriter) turn(b []byte, t *lifecycle.Turn) []byte {
 	b = appendInt(b, `,"cache_creation":`, t.Tokens.CacheCreation, true)
 	b = append(b, '}')
 	b = w.float(b, `,"cost_usd":`, t.CostUSD)
+	b = appendBool(b, `,"usage_pending":true`, t.UsagePending)
 	b = w.strs(b, `,"other_prompts":[`, t.OtherPrompts)
 	b = w.str(b, `,"reason":`, t.Reason, true)
 	b = w.str(b, `,"message":`, t.Message, true)

@@ -1,11 +1,14 @@
 package projections_test
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/internal/checkfor"
+	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/projections"
 )
 
@@ -135,4 +138,46 @@ func TestUsageSurvivesACheckpointAndARebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("rebuilt", rebuilt)
+}
+
+// A reply appended before its usage could be read (usage pending) ends
+// the turn at once; the usage event that follows gives that turn, its
+// agent, session and budget windows the tokens and cost, counted once,
+// and the turn's view (memory and KV) says usage is no longer pending. A
+// usage event of no known prompt counts for the agent but no turn.
+func TestAUsageEventCompletesTheReplyThatCameBeforeIt(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow, FlushInterval: 10 * time.Millisecond}))
+	turn := events.NewULIDSource(time.Now)()
+	e.append(t, events.Event{Subject: "w-1", Time: u0, Data: events.AgentRegistered{Agent: "w-1", Host: "h", Role: "w"}})
+	e.append(t, queued("w-1", turn, "count"))
+	e.append(t, events.Event{Subject: "w-1", CorrelationID: turn, Time: u0.Add(time.Second), Data: events.AgentTyped{Pane: "p1", Method: "agent.prompt"}})
+	e.append(t, events.Event{Subject: "w-1", Time: u0.Add(2 * time.Second), Data: events.AgentSubmitted{Via: "hook", PromptID: "p1"}})
+	ack := e.append(t, events.Event{Subject: "w-1", Time: u0.Add(3 * time.Second), Data: events.AgentReplied{Reply: "done", PromptID: "p1", UsagePending: true}})
+	waitSeq(t, p, ack.Seq)
+	if tu, ok, err := p.Turn(t.Context(), turn); err != nil || !ok || tu.State != lifecycle.StateReplied || !tu.UsagePending || tu.Tokens != (events.Tokens{}) {
+		t.Fatalf("after the reply: %+v %v %v, want replied, usage pending", tu, ok, err)
+	}
+	tok := events.Tokens{In: 120, Out: 7, CacheCreation: 3}
+	e.append(t, events.Event{Subject: "w-1", Time: u0.Add(3100 * time.Millisecond), Data: events.AgentUsage{PromptID: "p1", Model: "m1", Tokens: tok, CostUSD: 0.25}})
+	ack = e.append(t, events.Event{Subject: "w-1", Time: u0.Add(4 * time.Second), Data: events.AgentUsage{PromptID: "nobody", Tokens: events.Tokens{In: 1}}})
+	waitSeq(t, p, ack.Seq)
+
+	tu, ok, err := p.Turn(t.Context(), turn)
+	if err != nil || !ok || tu.UsagePending || tu.Tokens != tok || tu.CostUSD != 0.25 || tu.Model != "m1" || tu.State != lifecycle.StateReplied {
+		t.Errorf("after its usage: %+v %v %v, want its tokens and cost, usage not pending", tu, ok, err)
+	}
+	if a, _ := p.Agent("w-1"); a.Tokens != (events.Tokens{In: 121, Out: 7, CacheCreation: 3}) || a.CostUSD != 0.25 {
+		t.Errorf("agent tokens %+v cost %v, want both usages counted once", a.Tokens, a.CostUSD)
+	}
+	if got, want := p.Usage(projections.KindRole, "w").In(time.Hour, u0.Add(time.Minute)), (projections.Spend{Tokens: 131, USD: 0.25}); got != want {
+		t.Errorf("role usage %+v, want %+v", got, want)
+	}
+	checkfor.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
+		kt, err := kvGet[lifecycle.Turn](e.js, projections.BucketTurns, turn)
+		if err != nil || kt.UsagePending || kt.Tokens != tok {
+			return fmt.Errorf("kv turn %+v %v", kt, err)
+		}
+		return nil
+	})
 }

@@ -41,6 +41,7 @@ func parse(args []string) (claudehook.Invocation, bool) {
 	fs.DurationVar(&in.Timeout, "timeout", 2*time.Second, "bound on the whole hook run")
 	fs.BoolVar(&in.NoHerdr, "no-herdr", false, "do not report the pane's state to herdr (pane.report_agent)")
 	fs.StringVar(&in.Finish, "finish", "", "finish a Stop hook detached: the payload file a hook left (internal)")
+	fs.BoolVar(&in.UsageOnly, "usage-only", false, "with --finish: append only the turn's usage, its reply already appended (internal)")
 	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' {
 		fs.Usage()
 		return in, false

@@ -168,48 +168,80 @@ func TestTheHookSpoolsWhenNATSIsDownAndAlwaysExitsZero(t *testing.T) {
 	}
 }
 
-// A Stop hook whose transcript has not shown the reply yet exits at once
-// and leaves the reply to a detached finisher — `fleetd-hook stop
-// --finish FILE` for the new binary — which appends it, with its usage,
-// once the transcript has it.
-func TestTheHooksDetachedFinisherAppendsTheReply(t *testing.T) {
-	srv, log := fleettest.StartLog(t, events.Options{}, natstest.WithTCP())
-	dir := t.TempDir()
-	path := filepath.Join(dir, "t.jsonl")
-	user := `{"type":"user","promptId":"p9","sessionId":"s9","uuid":"u1","message":{"role":"user","content":"task"}}` + "\n"
-	if err := os.WriteFile(path, []byte(user), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	payload := fmt.Sprintf(`{"session_id":"9d8c7b6a-5f4e-4d3c-8b2a-190817263544","transcript_path":%q,"cwd":"/w","prompt_id":"p9","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"ECHO: task"}`, path)
-	out, err := execHook(t, hookCmds[0].argv("stop"), paneEnv("w-9", srv.ClientURL(), filepath.Join(dir, "spool")), payload)
-	if err != nil {
-		t.Fatalf("hook: %v\n%s", err, out)
-	}
-	replies := func() []events.AgentReplied {
-		var rs []events.AgentReplied
-		for _, ev := range eventstest.ReadAll(t, log, events.Query{Subjects: []string{"fleet.agent.w-9.replied"}}) {
-			rs = append(rs, ev.Data.(events.AgentReplied))
-		}
-		return rs
-	}
-	if rs := replies(); len(rs) != 0 {
-		t.Fatalf("the hook appended %+v before the transcript showed the reply; want it left to the finisher", rs)
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(`{"type":"assistant","sessionId":"s9","uuid":"u2","message":{"id":"m1","model":"claude-opus-5-5","role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"ECHO: task"}],"usage":{"input_tokens":120,"output_tokens":7}}}` + "\n")
-	f.Close()
-	var rs []events.AgentReplied
-	checkfor.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
-		if rs = replies(); len(rs) == 0 {
-			return errors.New("no reply after the transcript caught up")
-		}
-		return nil
-	})
-	if len(rs) != 1 || rs[0].Reply != "ECHO: task" || rs[0].Tokens.In != 120 || rs[0].Tokens.Out != 7 {
-		t.Errorf("replies %+v, want one echo with 120/7 tokens", rs)
+// A Stop hook whose transcript has not shown the turn's end yet does not
+// wait for it. Its payload carries the reply whole: the hook appends the
+// reply at once, usage pending, and a detached finisher — `fleetd-hook
+// stop --finish FILE --usage-only` — appends the turn's usage event once
+// the transcript has it. A payload without the reply (Gemini CLI's may
+// not carry it whole) leaves the reply itself to the finisher, which
+// appends it with its usage.
+func TestTheHooksDetachedFinisherAppendsWhatTheTranscriptLags(t *testing.T) {
+	for _, tc := range []struct {
+		name, reply string
+	}{
+		{name: "the reply in the payload", reply: "ECHO: task"},
+		{name: "no reply in the payload", reply: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, log := fleettest.StartLog(t, events.Options{}, natstest.WithTCP())
+			dir := t.TempDir()
+			path := filepath.Join(dir, "t.jsonl")
+			user := `{"type":"user","promptId":"p9","sessionId":"s9","uuid":"u1","message":{"role":"user","content":"task"}}` + "\n"
+			if err := os.WriteFile(path, []byte(user), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			payload := fmt.Sprintf(`{"session_id":"9d8c7b6a-5f4e-4d3c-8b2a-190817263544","transcript_path":%q,"cwd":"/w","prompt_id":"p9","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":%q}`, path, tc.reply)
+			out, err := execHook(t, hookCmds[0].argv("stop"), paneEnv("w-9", srv.ClientURL(), filepath.Join(dir, "spool")), payload)
+			if err != nil {
+				t.Fatalf("hook: %v\n%s", err, out)
+			}
+			read := func(kind string) []events.Event {
+				return eventstest.ReadAll(t, log, events.Query{Subjects: []string{"fleet.agent.w-9." + kind}})
+			}
+			rs := read("replied")
+			if tc.reply != "" {
+				if len(rs) != 1 || rs[0].Data.(events.AgentReplied).Reply != tc.reply || !rs[0].Data.(events.AgentReplied).UsagePending {
+					t.Fatalf("the hook appended %+v; want the reply at once, usage pending", rs)
+				}
+			} else if len(rs) != 0 {
+				t.Fatalf("the hook appended %+v before the transcript showed the reply; want it left to the finisher", rs)
+			}
+			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(`{"type":"assistant","sessionId":"s9","uuid":"u2","message":{"id":"m1","model":"claude-opus-5-5","role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"ECHO: task"}],"usage":{"input_tokens":120,"output_tokens":7}}}` + "\n")
+			f.Close()
+			if tc.reply != "" {
+				var us []events.Event
+				checkfor.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+					if us = read("usage"); len(us) == 0 {
+						return errors.New("no usage event after the transcript caught up")
+					}
+					return nil
+				})
+				u := us[0].Data.(events.AgentUsage)
+				if len(us) != 1 || u.PromptID != "p9" || u.Tokens.In != 120 || u.Tokens.Out != 7 || u.Model != "claude-opus-5-5" {
+					t.Errorf("usage events %+v, want one for p9 with 120/7 tokens", us)
+				}
+				if rs := read("replied"); len(rs) != 1 {
+					t.Errorf("%d replies, want the hook's one", len(rs))
+				}
+				return
+			}
+			checkfor.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+				if rs = read("replied"); len(rs) == 0 {
+					return errors.New("no reply after the transcript caught up")
+				}
+				return nil
+			})
+			if r := rs[0].Data.(events.AgentReplied); len(rs) != 1 || r.Reply != tc.reply || r.Tokens.In != 120 || r.Tokens.Out != 7 || r.UsagePending {
+				t.Errorf("replies %+v, want one with 120/7 tokens", rs)
+			}
+			if us := read("usage"); len(us) != 0 {
+				t.Errorf("usage events %+v beside a reply that has its usage", us)
+			}
+		})
 	}
 }
 

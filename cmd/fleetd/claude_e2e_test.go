@@ -105,13 +105,17 @@ func TestRealClaudeWorkersAnswerThroughTheFabric(t *testing.T) {
 			t.Errorf("%s: session_id %q, want %s's session %q", m.To, e.SessionID, e.Agent, sessions[e.Agent])
 		}
 		// Model and tokens come from Claude Code's transcript, which it
-		// writes asynchronously: under load the Stop hook can run before
-		// the reply's line is on disk (the hook waits up to 1s, then
-		// reports none). At least one turn must carry them (below).
-		if e.Tokens.In > 0 && e.Tokens.Out > 0 && e.Model != "" {
+		// writes asynchronously: the Stop hook often runs before the
+		// reply's line is on disk, and the reply goes at once, usage
+		// pending; the hook's finisher appends the usage. Every turn has
+		// them once settled.
+		if e.UsagePending && (e.Tokens.In != 0 || e.Tokens.Out != 0) {
+			t.Errorf("%s: usage pending with tokens %+v", m.To, e.Tokens)
+		}
+		if s := fleet.settled(ctx, e); s.Tokens.In > 0 && s.Tokens.Out > 0 && s.Model != "" {
 			withUsage++
 		} else {
-			t.Logf("%s: no usage in the transcript by the time the Stop hook ran: tokens %+v model %q", m.To, e.Tokens, e.Model)
+			t.Errorf("%s: no usage after the turn settled: tokens %+v model %q", m.To, s.Tokens, s.Model)
 		}
 		if e.QueuedAt == nil || e.SubmittedAt == nil || e.RepliedAt == nil ||
 			e.SubmittedAt.Before(*e.QueuedAt) || e.RepliedAt.Before(*e.SubmittedAt) {
@@ -258,8 +262,24 @@ func (f *claudeFleet) checkTurnEvents(ctx context.Context, all []events.Event, t
 		t.Fatalf("turn %s: %d replied events with prompt_id %s, want 1", e.ID, len(replied), sub.PromptID)
 	}
 	rep := replied[0]
-	if rep.Reply != e.Reply || rep.SessionID != e.SessionID || rep.Model != e.Model || rep.Tokens.In != e.Tokens.In || rep.Tokens.Out != e.Tokens.Out {
-		t.Errorf("turn %s: replied event %+v, want the envelope's reply, session, model and tokens", e.ID, rep)
+	switch {
+	case rep.Reply != e.Reply || rep.SessionID != e.SessionID || rep.Tokens.In != e.Tokens.In || rep.Tokens.Out != e.Tokens.Out || rep.UsagePending != e.UsagePending:
+		t.Errorf("turn %s: replied event %+v, want the envelope's reply, session, tokens and usage pending", e.ID, rep)
+	case !rep.UsagePending && rep.Model != e.Model:
+		// A reply usage pending has no model: the envelope has the
+		// roster's.
+		t.Errorf("turn %s: replied event's model %q, envelope's %q", e.ID, rep.Model, e.Model)
+	case rep.UsagePending:
+		// Its usage event, for its prompt, once.
+		var usage int
+		for _, ev := range all {
+			if d, ok := ev.Data.(events.AgentUsage); ok && ev.Subject == e.Agent && d.PromptID == sub.PromptID {
+				usage++
+			}
+		}
+		if usage > 1 {
+			t.Errorf("turn %s: %d usage events for prompt %s, want at most one", e.ID, usage, sub.PromptID)
+		}
 	}
 
 	// The turn projection (KV fleet_turns, written behind the fold).
@@ -495,6 +515,37 @@ func (f *claudeFleet) send(ctx context.Context, m leadshim.Message) sendResult {
 		r.err = json.Unmarshal(r.body, &r.env)
 	}
 	return r
+}
+
+// settled is a replied turn's envelope once its usage is in: at once
+// when the reply carried it, else as GET /message/{id} has it after the
+// usage event the hook's finisher appends (within 10 s).
+func (f *claudeFleet) settled(ctx context.Context, e leadshim.Envelope) leadshim.Envelope {
+	f.t.Helper()
+	if !e.UsagePending {
+		return e
+	}
+	checkfor.Eventually(f.t, 10*time.Second, 50*time.Millisecond, func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.up.http+"/message/"+e.ID, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var got leadshim.Envelope
+		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+			return err
+		}
+		if got.UsagePending {
+			return fmt.Errorf("turn %s: usage still pending", e.ID)
+		}
+		e = got
+		return nil
+	})
+	return e
 }
 
 // transcriptPromptIDs returns the promptId of every user line of the

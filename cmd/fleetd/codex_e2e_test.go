@@ -80,7 +80,7 @@ func TestRealCodexReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 	t.Logf("%d cases after %v", len(cases), time.Since(started).Round(time.Millisecond))
 
 	// Its tokens come from Codex's rollout file.
-	if r := fleet.send(ctx, leadshim.Message{To: "cx-1", Text: "count my tokens", Timeout: "90s"}); r.status != 200 || r.env.Tokens.In == 0 || r.env.Tokens.Out == 0 {
+	if r := fleet.send(ctx, leadshim.Message{To: "cx-1", Text: "count my tokens", Timeout: "90s"}); r.status != 200 || fleet.settled(ctx, r.env).Tokens.In == 0 || fleet.settled(ctx, r.env).Tokens.Out == 0 {
 		t.Errorf("a Codex turn's tokens: HTTP %d %+v, want some in and out", r.status, r.env.Tokens)
 	}
 

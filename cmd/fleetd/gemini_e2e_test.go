@@ -118,7 +118,7 @@ func TestRealGeminiReceivesAnyTextExactlyAndComesBackResumed(t *testing.T) {
 	fleet.checkText(ctx, log, "gm-new", textCase{text: "first:\nsecond line\nthird line\nfourth line", status: 200, delivery: "paste"}, fleet.work("work-gm-new"))
 
 	// Its tokens come from Gemini's session file.
-	if r := fleet.send(ctx, leadshim.Message{To: "gm-1", Text: "count my tokens", Timeout: "90s"}); r.status != 200 || r.env.Tokens.In == 0 || r.env.Tokens.Out == 0 {
+	if r := fleet.send(ctx, leadshim.Message{To: "gm-1", Text: "count my tokens", Timeout: "90s"}); r.status != 200 || fleet.settled(ctx, r.env).Tokens.In == 0 || fleet.settled(ctx, r.env).Tokens.Out == 0 {
 		t.Errorf("a Gemini turn's tokens: HTTP %d %+v, want some in and out", r.status, r.env.Tokens)
 	}
 

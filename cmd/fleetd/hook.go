@@ -20,6 +20,9 @@ type HookCmd struct {
 	Timeout time.Duration `help:"Bound on the whole hook run." default:"2s"`
 	NoHerdr bool          `help:"Do not report the pane's state to herdr (pane.report_agent)."`
 	Finish  string        `hidden:"" help:"Finish a Stop hook detached: the payload file a hook left, waiting for the transcript." type:"path"`
+	// UsageOnly: with --finish, the hook appended the reply; the
+	// finisher appends the turn's usage.
+	UsageOnly bool `hidden:"" help:"With --finish: append only the turn's usage."`
 }
 
 // Run handles one hook, or replays the spool.
@@ -31,7 +34,7 @@ func (c *HookCmd) Run(ctx context.Context, g *Globals) error {
 	if exe, err := os.Executable(); err == nil {
 		self = []string{exe, "hook", c.Event}
 	}
-	claudehook.Invocation{Event: c.Event, Finish: c.Finish, Timeout: c.Timeout, NoHerdr: c.NoHerdr, Self: self}.
+	claudehook.Invocation{Event: c.Event, Finish: c.Finish, UsageOnly: c.UsageOnly, Timeout: c.Timeout, NoHerdr: c.NoHerdr, Self: self}.
 		Exec(ctx, os.Stdin, os.Stderr, os.Getenv)
 	return nil
 }

@@ -136,9 +136,9 @@ func BenchmarkHookBinary(b *testing.B) {
 
 // Claude Code may write the reply's transcript line only after its Stop
 // hook returns — or, on a loaded machine, the whole transcript of a
-// session's first turn. The hook then exits at once and a detached
-// finisher appends the reply with the usage the transcript shows once
-// written.
+// session's first turn. The hook then appends the reply (whole in its
+// payload) at once, usage pending, and a detached finisher appends the
+// turn's usage event once the transcript shows it.
 func TestStopHookDetachesWhenTheTranscriptLagsAndTheReplyCarriesItsUsage(t *testing.T) {
 	t.Run("the reply's line comes late", func(t *testing.T) { testTranscriptLags(t, true) })
 	t.Run("the transcript comes late", func(t *testing.T) { testTranscriptLags(t, false) })
@@ -169,8 +169,8 @@ func testTranscriptLags(t *testing.T, userFirst bool) {
 		}
 		return rs
 	}
-	if rs := replies(); len(rs) != 0 {
-		t.Fatalf("the hook appended %+v before the transcript showed the reply; want it left to the finisher", rs)
+	if rs := replies(); len(rs) != 1 || rs[0].Reply != "ECHO: task" || !rs[0].UsagePending || rs[0].Tokens != (events.Tokens{}) {
+		t.Fatalf("the hook appended %+v; want the reply at once, usage pending", rs)
 	}
 	// Claude writes the reply's line (and the user's, if it had not)
 	// after the hook has returned.
@@ -184,18 +184,19 @@ func testTranscriptLags(t *testing.T, userFirst bool) {
 	}
 	f.WriteString(assistant)
 	f.Close()
-	var rs []events.AgentReplied
+	var us []events.Event
 	checkfor.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
-		if rs = replies(); len(rs) == 0 {
-			return errors.New("no reply after the transcript caught up")
+		us = eventstest.ReadAll(t, log, events.Query{Subjects: []string{"fleet.agent.w-9.usage"}})
+		if len(us) == 0 {
+			return errors.New("no usage event after the transcript caught up")
 		}
 		return nil
 	})
-	if len(rs) != 1 {
-		t.Fatalf("%d replies after the transcript caught up, want 1", len(rs))
+	if u := us[0].Data.(events.AgentUsage); len(us) != 1 || u.Tokens.In != 120 || u.Tokens.Out != 7 || u.Model != "claude-opus-5-5" || u.PromptID != "p9" {
+		t.Errorf("usage events %+v, want one for p9 with 120/7 tokens and the model", us)
 	}
-	if r := rs[0]; r.Reply != "ECHO: task" || r.Tokens.In != 120 || r.Tokens.Out != 7 || r.Model != "claude-opus-5-5" || r.PromptID != "p9" {
-		t.Errorf("reply %+v, want the echo with 120/7 tokens and the model", r)
+	if rs := replies(); len(rs) != 1 {
+		t.Errorf("%d replies, want the hook's one", len(rs))
 	}
 }
 

@@ -56,7 +56,8 @@ func readData(t Type, raw []byte) (Data, bool) {
 			r.key("tokens") && r.lit("{") && r.restart() &&
 			r.int64("in", &v.Tokens.In, false) && r.int64("out", &v.Tokens.Out, false) &&
 			r.int64("cache_read", &v.Tokens.CacheRead, true) && r.int64("cache_creation", &v.Tokens.CacheCreation, true) &&
-			r.lit("}") && r.float("cost_usd", &v.CostUSD) && r.str("transcript", &v.Transcript, true)
+			r.lit("}") && r.float("cost_usd", &v.CostUSD) && r.bool("usage_pending", &v.UsagePending) &&
+			r.str("transcript", &v.Transcript, true)
 		if !ok {
 			return nil, false
 		}

@@ -61,6 +61,7 @@ func NewRegistry(opts ...RegistryOption) *Registry {
 	Register[AgentTyped](r)
 	Register[AgentSubmitted](r)
 	Register[AgentReplied](r)
+	Register[AgentUsage](r)
 	Register[AgentFailed](r)
 	Register[AgentSession](r)
 	Register[AgentExited](r)

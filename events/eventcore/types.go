@@ -43,6 +43,7 @@ const (
 	TypeAgentTyped      Type = "fleet.agent.typed"
 	TypeAgentSubmitted  Type = "fleet.agent.submitted"
 	TypeAgentReplied    Type = "fleet.agent.replied"
+	TypeAgentUsage      Type = "fleet.agent.usage"
 	TypeAgentFailed     Type = "fleet.agent.failed"
 	TypeAgentSession    Type = "fleet.agent.session"
 	TypeAgentExited     Type = "fleet.agent.exited"
@@ -351,16 +352,33 @@ type AgentSubmitted struct {
 
 // AgentReplied: the agent's Stop hook fired; the turn is over.
 type AgentReplied struct {
-	Reply      string  `json:"reply" limit:"text"`
-	PromptID   string  `json:"prompt_id,omitempty"`
-	SessionID  string  `json:"session_id,omitempty"`
-	Model      string  `json:"model,omitempty"`
-	Tokens     Tokens  `json:"tokens"`
-	CostUSD    float64 `json:"cost_usd,omitempty"`
-	Transcript string  `json:"transcript,omitempty" limit:"line"`
+	Reply     string  `json:"reply" limit:"text"`
+	PromptID  string  `json:"prompt_id,omitempty"`
+	SessionID string  `json:"session_id,omitempty"`
+	Model     string  `json:"model,omitempty"`
+	Tokens    Tokens  `json:"tokens"`
+	CostUSD   float64 `json:"cost_usd,omitempty"`
+	// UsagePending: the transcript did not show the turn's usage when
+	// the reply was appended; a usage event for PromptID follows (the
+	// hook's detached finisher waits for the transcript, so the reply
+	// never does).
+	UsagePending bool   `json:"usage_pending,omitempty"`
+	Transcript   string `json:"transcript,omitempty" limit:"line"`
 	// Worktree is where the agent's branch stood when the turn ended
 	// (Branch, Head, Dirty, Ahead), for an agent with a worktree.
 	Worktree Worktree `json:"worktree,omitzero"`
+}
+
+// AgentUsage: what a turn whose reply came with UsagePending cost, read
+// from the agent's transcript once it showed the turn's end. It joins
+// the reply by PromptID; budgets and cost count it as they count a
+// reply's own tokens.
+type AgentUsage struct {
+	PromptID  string  `json:"prompt_id"`
+	SessionID string  `json:"session_id,omitempty"`
+	Model     string  `json:"model,omitempty"`
+	Tokens    Tokens  `json:"tokens"`
+	CostUSD   float64 `json:"cost_usd,omitempty"`
 }
 
 // Failure reasons of DESIGN.md's turn lifecycle.
@@ -574,6 +592,7 @@ func (AgentQueued) EventType() Type        { return TypeAgentQueued }
 func (AgentTyped) EventType() Type         { return TypeAgentTyped }
 func (AgentSubmitted) EventType() Type     { return TypeAgentSubmitted }
 func (AgentReplied) EventType() Type       { return TypeAgentReplied }
+func (AgentUsage) EventType() Type         { return TypeAgentUsage }
 func (AgentFailed) EventType() Type        { return TypeAgentFailed }
 func (AgentSession) EventType() Type       { return TypeAgentSession }
 func (AgentExited) EventType() Type        { return TypeAgentExited }

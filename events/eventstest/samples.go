@@ -25,6 +25,7 @@ func Samples(agent string) []events.Event {
 		a(events.AgentSubmitted{PromptID: "f592f45d", SessionID: "4f52", Via: "hook", Prompt: "write the tests"}),
 		a(events.AgentReplied{Reply: "done: 3 tests", PromptID: "f592f45d", SessionID: "4f52", Model: "claude-opus-5-5", Tokens: events.Tokens{In: 120, Out: 40, CacheRead: 5}, CostUSD: 0.0123,
 			Worktree: events.Worktree{Branch: "fleet/" + agent, Head: "d4e5f6", Dirty: 1, Ahead: 2}}),
+		a(events.AgentUsage{PromptID: "f592f45d", SessionID: "4f52", Model: "claude-opus-5-5", Tokens: events.Tokens{In: 120, Out: 40, CacheCreation: 7}, CostUSD: 0.0123}),
 		a(events.AgentFailed{Reason: events.ReasonIndeterminate, Message: "no submission seen"}),
 		a(events.AgentSession{SessionID: "4f52", State: "started", Source: "startup", TranscriptPath: "/tmp/t.jsonl", Model: "claude-opus-5-5"}),
 		a(events.AgentExited{Pane: "w1:p2", Reason: "pane_exited", Worktree: events.Worktree{Path: "/src/wt/" + agent, Kept: "1 uncommitted file"}}),
