@@ -255,7 +255,8 @@ func (s *Sessions) Ensure(ctx context.Context, spec SessionSpec) (Binding, error
 }
 
 // conversationTokens is what one Claude conversation of the session has
-// used: the tokens (in+out) of the replies carrying its session id, on any
+// used: the tokens (in+out) of the replies carrying its session id, and of
+// the usage events of replies that went before their usage, on any
 // incarnation of the session. It reads the log rather than the session
 // row so that a fresh conversation starts from zero whatever the
 // projection does with the row's totals.
@@ -263,11 +264,13 @@ func (s *Sessions) conversationTokens(ctx context.Context, name, sessionID strin
 	var subjects []string
 	for _, a := range s.cfg.Views.Roster() {
 		if a.Session == name {
-			subj, err := events.AgentSubject(a.Agent, "replied")
-			if err != nil {
-				return 0, err
+			for _, kind := range []string{"replied", "usage"} {
+				subj, err := events.AgentSubject(a.Agent, kind)
+				if err != nil {
+					return 0, err
+				}
+				subjects = append(subjects, subj)
 			}
-			subjects = append(subjects, subj)
 		}
 	}
 	if len(subjects) == 0 {
@@ -278,8 +281,15 @@ func (s *Sessions) conversationTokens(ctx context.Context, name, sessionID strin
 		if err != nil {
 			return 0, fmt.Errorf("tokens of session %s: %w", name, err)
 		}
-		if d := ev.Data.(events.AgentReplied); d.SessionID == sessionID {
-			used += d.Tokens.In + d.Tokens.Out
+		switch d := ev.Data.(type) {
+		case events.AgentReplied:
+			if d.SessionID == sessionID {
+				used += d.Tokens.In + d.Tokens.Out
+			}
+		case events.AgentUsage:
+			if d.SessionID == sessionID {
+				used += d.Tokens.In + d.Tokens.Out
+			}
 		}
 	}
 	return used, nil
