@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetd/fleetd/agentapi"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/events/eventstest"
 	"github.com/fleetd/fleetd/gateway"
@@ -42,11 +43,22 @@ type f5Fleet struct {
 	env       []string
 }
 
-func startF5(t *testing.T, idleTTL time.Duration) *f5Fleet {
+func startF5(t *testing.T, idleTTL time.Duration, runtime string) *f5Fleet {
 	t.Helper()
 	dir := t.TempDir()
 	fx := &f5Fleet{t: t, dir: dir, dataDir: filepath.Join(dir, "data"), rolesFile: filepath.Join(dir, "roles.json")}
-	fx.herdr = herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t)})
+	cfg := herdrtest.Config{Validator: herdrschema.Schema(t)}
+	if runtime == "agentapi" {
+		// The agentapi runtime's panes, as `fleetd agentapi-host`
+		// serves them: each agent under its own agentapi server.
+		requireAgentapi(t)
+		cfg.Start = func(spec herdrtest.StartSpec) (herdrtest.Terminal, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return agentapi.StartTerminal(ctx, agentapi.TerminalConfig{Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, Cols: spec.Cols, Rows: spec.Rows})
+		}
+	}
+	fx.herdr = herdrtest.Start(t, cfg)
 
 	// Roles: mains and workers are simulated Claude Codes that can resume
 	// ({resume}); their panes carry what `fleetd orchestrate --spawn` needs
@@ -171,7 +183,8 @@ func replied(tasks []events.JobTask) bool {
 }
 
 // F5: orchestrator → 2 mains → 4 workers, every agent a simulated Claude
-// Code in a herdr pane, every tier the same `fleetd orchestrate` command.
+// Code in a herdr pane — and again with every agent under agentapi —,
+// every tier the same `fleetd orchestrate` command.
 // The orchestrator is killed mid-job and resumed without re-sending what
 // was done; every prompt is exactly its instructions plus its recorded
 // slice; the final rollup carries every worker's result; and a main
@@ -180,7 +193,13 @@ func TestAThreeLevelRunInHerdrPanesSurvivesKillAndResumesSessions(t *testing.T) 
 	if testing.Short() {
 		t.Skip("three-level run over real panes (about 30 s)")
 	}
-	fx := startF5(t, 2*time.Second)
+	for _, runtime := range []string{"herdr", "agentapi"} {
+		t.Run(runtime, func(t *testing.T) { testThreeLevelRun(t, runtime) })
+	}
+}
+
+func testThreeLevelRun(t *testing.T, runtime string) {
+	fx := startF5(t, 2*time.Second, runtime)
 	subA := fx.writeJSON("sub-a.json", `{"goal":"part A",
 		"context":[{"key":"a1-notes","tags":["a1"],"text":"notes for A1"},{"key":"a2-notes","tags":["a2"],"text":"notes for A2"}],
 		"tasks":[{"id":"wa1","to":"session:wa1","instructions":"implement A1 [delay=200ms]","context":{"keys":["a1-notes"]}},
