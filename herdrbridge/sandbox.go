@@ -139,12 +139,15 @@ func sandboxedEnvs(envs []map[string]string) []map[string]string {
 
 // awaitSandbox watches a sandboxed agent's pane once its launch is typed.
 // It returns nil as soon as the agent's hooks report its session started
-// (they reach the fleet from inside the sandbox) or, when they have not
+// (they reach the fleet from inside the sandbox), or — for a kind whose
+// session starts only with its first prompt, so whose hooks say nothing
+// before — its empty composer is on screen (Codex, OpenCode: not
+// SandboxStartWait later), or, when neither has come
 // after SandboxStartWait, nil too: the sandbox runs, its agent is slow or
 // cannot reach NATS yet, and the roster will tell. It returns an error
 // wrapping ErrSandboxExited when the pane shows the sandbox ended first,
 // with what it printed.
-func (b *Bridge) awaitSandbox(ctx context.Context, agent, pane string, after uint64) error {
+func (b *Bridge) awaitSandbox(ctx context.Context, agent, pane string, after uint64, kind Kind) error {
 	subject, err := events.AgentSubject(agent, "session")
 	if err != nil {
 		return err
@@ -162,6 +165,9 @@ func (b *Bridge) awaitSandbox(ctx context.Context, agent, pane string, after uin
 		case errors.Is(err, herdrapi.ErrPaneNotFound):
 			return fmt.Errorf("%w: its pane %s closed", ErrSandboxExited, pane)
 		case err == nil:
+			if kind.LazySession() && kind.ParseComposer(r.Text).Empty() {
+				return nil
+			}
 			if m := sandboxExitRE().FindStringSubmatchIndex(r.Text); m != nil {
 				said := r.Text[:m[0]]
 				if i := strings.LastIndex(said, sandboxStartLine); i >= 0 {

@@ -244,7 +244,7 @@ func (b *Bridge) Spawn(ctx context.Context, req SpawnRequest) (events.AgentRegis
 		return events.AgentRegistered{}, exited(fmt.Errorf("launch %s: %w", argv[0], err))
 	}
 	if role.Sandbox != "" {
-		if err := b.awaitSandbox(ctx, req.Name, pane.PaneID, ack.Seq); err != nil {
+		if err := b.awaitSandbox(ctx, req.Name, pane.PaneID, ack.Seq, kind); err != nil {
 			return events.AgentRegistered{}, exited(fmt.Errorf("sandbox %s: %w", role.Sandbox, err))
 		}
 	}
