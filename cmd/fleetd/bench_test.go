@@ -14,14 +14,11 @@ import (
 	"github.com/fleetd/fleetd/fakeapi"
 )
 
-// fleetd bench --quick --json (at the hidden tiny size) runs every stage
-// in both SyncAlways settings and reports every row with a measured value
-// and a verdict.
-func TestBenchPrintsEveryRow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the whole fabric twice (~40 s)")
-	}
-	cmd := exec.Command(fleetdBin, "bench", "--quick", "--json", "--size", "tiny", "--kinds", "none")
+// runBench runs `fleetd bench args…` (with --json among them) in a home
+// of its own and returns its output and report.
+func runBench(t *testing.T, args ...string) ([]byte, bench.Report) {
+	t.Helper()
+	cmd := exec.Command(fleetdBin, append([]string{"bench"}, args...)...)
 	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -33,6 +30,17 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
 	}
+	return out, rep
+}
+
+// fleetd bench --quick --json (at the hidden tiny size) runs every stage
+// in both SyncAlways settings and reports every row with a measured value
+// and a verdict.
+func TestBenchPrintsEveryRow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole fabric twice (~40 s)")
+	}
+	out, rep := runBench(t, "--quick", "--json", "--size", "tiny", "--kinds", "none")
 	want := []string{
 		"whole turn: sim-agent", "agent floor, do-nothing hooks: sim-agent", "agent floor, do-nothing hooks, Enter after herdr's pause: sim-agent", "events per turn: sim-agent", "herdr screen reads per turn, time: sim-agent", "completion:",
 		"fabric overhead per turn", "log hop:", "process hop: log hop after a pause", "process hop: HTTP request", "process hop: herdr call", "whole turn: real Claude Code", "whole turn: real Codex", "whole turn: real Gemini CLI", "whole turn: real OpenCode", "whole turn: real Pi", "fan-out:", "hook:",
@@ -166,18 +174,7 @@ func TestBenchRunsTheFabricUnderBothRuntimes(t *testing.T) {
 	}
 	requireAgentapi(t)
 	fakeapi.RequireClaude(t)
-	cmd := exec.Command(fleetdBin, "bench", "--stages", "fabric", "--sync", "off", "--size", "tiny", "--kinds", "claude", "--runtime", "both", "--json")
-	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench failed: %v\n%s\n%s", err, out, stderr.String())
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("bench --json: %v\n%s", err, out)
-	}
+	_, rep := runBench(t, "--stages", "fabric", "--sync", "off", "--size", "tiny", "--kinds", "claude", "--runtime", "both", "--json")
 	names := map[string]bool{}
 	for i, r := range rep.Rows {
 		names[r.Name] = true
