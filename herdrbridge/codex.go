@@ -131,6 +131,24 @@ func (Codex) HandOver(path string, size int, why string) string {
 	return fmt.Sprintf("Your prompt for this turn is the whole content of the file %s (%d bytes; it came as a file because %s). Read all of it and act on it as if it had been typed here.", path, size, why)
 }
 
+// ClearCommand is "/clear" ("clear the terminal and start a new chat"):
+// Codex 0.169.0 starts the new thread, and runs its SessionStart hook
+// (source "clear"), only with the next prompt, so the engine cannot wait
+// for the hook before typing that prompt; it reads the clear off the
+// screen (Cleared).
+func (Codex) ClearCommand() string { return "/clear" }
+
+// codexLogo is the top row of the logo Codex draws under its banner on a
+// new chat's screen, and on no screen of a chat that has a turn.
+const codexLogo = "⣀⣤⣤⣤⣀⣀"
+
+// Cleared reports a new chat's screen, what /clear leaves: the logo above
+// an empty composer. A chat with a turn shows the banner without the
+// logo, so a /clear not yet run never reads as done.
+func (k Codex) Cleared(screen string) bool {
+	return strings.Contains(screen, codexLogo) && k.ParseComposer(screen).Empty()
+}
+
 // ClearKeys: Ctrl-C clears a draft (on an empty composer it would quit,
 // which recovery never presses).
 func (Codex) ClearKeys() []string { return []string{"ctrl+c"} }
