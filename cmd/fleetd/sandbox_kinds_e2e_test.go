@@ -166,17 +166,28 @@ func TestRealSandboxedAgentsOfEveryKindWorkOnlyInTheirWorktrees(t *testing.T) {
 
 			// Its shell tool, inside the sandbox: a write in its
 			// worktree; writes into the repository's checkout and the
-			// home; another agent's worktree and another kind's config
-			// home; its own config home, and fleetd's hook file there.
+			// home; fleetd's data dir (other agents' worktrees, fleetd's
+			// launchers); its own config home, and fleetd's hook file
+			// there. Each path relative to its worktree, where the
+			// command runs: a short text keeps on one row of the
+			// composer (on a loaded machine Gemini has taken the Enter
+			// after a wrapped paste for a newline).
 			own := ownConfig(dataDir, k.kind, k.agent)
 			outside, inHome := filepath.Join(repo, "outside-"+k.kind+".txt"), filepath.Join(fleet.home, "outside-"+k.kind+".txt")
+			rel := func(path string) string {
+				r, err := filepath.Rel(worktreeOf(k.agent), path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
 			commands := []string{
 				"echo " + k.kind + " was here > mine.txt && cat mine.txt",
-				"echo x > " + outside + " || echo WRITE-FAILED",
-				"echo x > " + inHome + " || echo WRITE-FAILED",
-				"ls " + filepath.Join(dataDir, "worktrees") + " && ls " + filepath.Join(dataDir, "launch") + " || echo NOT-THERE",
-				"touch " + own.dir + "/sandbox-probe && echo CONFIG-WRITABLE",
-				"echo x >> " + own.hooks + " || echo HOOKS-READ-ONLY",
+				"echo x > " + rel(outside) + " || echo WRITE-FAILED",
+				"echo x > " + rel(inHome) + " || echo WRITE-FAILED",
+				"ls " + rel(filepath.Join(dataDir, "worktrees")) + " && ls " + rel(filepath.Join(dataDir, "launch")) + " || echo NOT-THERE",
+				"touch " + rel(own.dir) + "/sandbox-probe && echo CONFIG-WRITABLE",
+				"echo x >> " + rel(own.hooks) + " || echo HOOKS-READ-ONLY",
 			}
 			// One command a turn: a longer text may go as a file
 			// (Codex types at most 1 KiB), whose markers the fake
