@@ -56,6 +56,12 @@ type Terminal struct {
 	closed bool
 }
 
+// screenLag bounds how far agentapi's screen lags its terminal: it
+// samples the screen every 25 ms (its snapshotInterval), each sample
+// waiting until the program has not drawn for 16 ms, at most 48 ms
+// (termexec.ReadScreen).
+const screenLag = 25*time.Millisecond + 48*time.Millisecond + 7*time.Millisecond
+
 // StartTerminal starts cfg's program under a new agentapi server on a
 // free port and returns once its API answers; ctx bounds the start only.
 func StartTerminal(ctx context.Context, cfg TerminalConfig) (*Terminal, error) {
@@ -113,6 +119,33 @@ func (t *Terminal) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// Sync implements herdrtest.Syncer: it returns once agentapi has sampled
+// its terminal after the call and the pane's reader has taken the screen
+// the pump wrote of it. Without it a read right after an agent's hook
+// reported could show the screen from before the hook ran: Gemini's
+// SessionStart hook of a resumed session reported while the screen still
+// showed its empty composer, drawn before the hook's "Executing Hook" row
+// and before Gemini cleared the screen to resume, and a prompt typed then
+// was lost.
+func (t *Terminal) Sync(ctx context.Context) error {
+	select {
+	case <-time.After(screenLag):
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.srv.Done():
+		return nil
+	}
+	// An empty write is a barrier: io.Pipe hands it to the reader as a
+	// read of nothing, after every screen the pump wrote before it (pipe
+	// writes are taken in turn), so the reader has taken those and come
+	// back for more. Nothing but the pump writes a screen, so none is
+	// ever drawn out of order.
+	if _, err := t.pw.Write(nil); err != nil {
+		return fmt.Errorf("agentapi screen: %w", err)
+	}
+	return nil
 }
 
 // Close stops reading the screen; the program is not signalled (the

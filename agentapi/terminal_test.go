@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,9 @@ import (
 	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
 	"github.com/fleetd/fleetd/internal/checkfor"
 )
+
+// A read of an agentapi pane first brings its screen to now.
+var _ herdrtest.Syncer = (*agentapi.Terminal)(nil)
 
 // agentapiHerdr is a herdr-protocol server, checked against herdr's
 // schema, whose panes run under real agentapi servers: the agentapi
@@ -122,5 +126,43 @@ func TestAgentapiPanesSpeakHerdrsProtocol(t *testing.T) {
 	}
 	if len(ins) == 0 || strings.Contains(ins[0], "200~") {
 		t.Errorf("the shell's line went framed or not at all: %v", ins)
+	}
+}
+
+// A read of an agentapi pane shows what its program drew before
+// anything it did after: agentapi samples the screen every 25 ms, so
+// without Sync a read made as soon as the program's side effect is seen
+// (as the engine reads right after an agent's hook reported) showed the
+// screen from before. Here the side effect is a file the shell touches
+// right after printing.
+func TestAReadShowsWhatTheProgramDrewBeforeItActed(t *testing.T) {
+	_, c := agentapiHerdr(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	ws, err := c.CreateWorkspace(ctx, herdrapi.CreateRequest{CWD: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pane := ws.RootPane.PaneID
+	for i := range 5 {
+		mark := filepath.Join(dir, fmt.Sprintf("mark-%d", i))
+		// The quotes keep the echo of the line from holding the words.
+		if err := c.SendInput(ctx, pane, fmt.Sprintf(`printf 'DRA''WN-%%d\n' %d; touch %s`, i, mark), "enter"); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkfor.Poll(10*time.Second, time.Millisecond, func() error {
+			_, err := os.Stat(mark)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("DRAWN-%d", i); !strings.Contains(r.Text, want) {
+			t.Fatalf("read once %s existed, the screen lacks %q:\n%s", mark, want, r.Text)
+		}
 	}
 }

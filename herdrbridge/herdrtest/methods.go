@@ -503,9 +503,26 @@ func (c *call) paneRead() (any, error) {
 		return nil, err
 	}
 	s := c.s
+	if p.Source == "visible" || p.Source == "detection" {
+		s.syncScreen(c.ctx, p.PaneID)
+	}
 	return s.withPane(func() (*pane, error) { return s.paneLocked(p.PaneID) }, func(pn *pane) any {
 		return result("pane_read", "read", s.readLocked(pn, p))
 	})
+}
+
+// syncScreen waits until the pane's screen is as new as the request
+// when its terminal lags (Syncer), outside the server's lock: the pane's
+// output takes it to put what the terminal read on the screen. A failure
+// leaves the screen as the output brought it.
+func (s *Server) syncScreen(ctx context.Context, paneID string) {
+	pn, err := s.livePane(paneID)
+	if err != nil {
+		return
+	}
+	if sy, ok := pn.tty.(Syncer); ok {
+		sy.Sync(ctx)
+	}
 }
 
 // livePane resolves a pane id without holding the lock afterwards, for

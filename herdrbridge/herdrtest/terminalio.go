@@ -1,6 +1,7 @@
 package herdrtest
 
 import (
+	"context"
 	"os"
 	"os/exec"
 
@@ -35,6 +36,22 @@ type Terminal interface {
 	Foreground() int
 	// Wait waits until the program has exited.
 	Wait() error
+}
+
+// Syncer is a Terminal whose output lags its program's screen: package
+// agentapi's is the screen agentapi samples every 25 ms, once the
+// program has stopped drawing for 16 ms (at most 48 ms later). An agent's
+// hook can report before that sample shows what the agent drew before it
+// ran the hook (Gemini's "Executing Hook" row, then its screen cleared to
+// resume a session), and the engine reads the screen right after the
+// report: pane.read (visible, detection) first waits for a Syncer, so
+// that it shows the screen as of the request, as a herdr pane's emulator,
+// fed as the program writes, does.
+type Syncer interface {
+	// Sync returns once Read has returned the output that shows the
+	// program's screen as of the call, and has been called again (the
+	// server puts each read on the pane's screen before the next).
+	Sync(ctx context.Context) error
 }
 
 // StartSpec is a pane's program: its command line, its whole
