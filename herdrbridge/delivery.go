@@ -452,27 +452,29 @@ func (b *Bridge) submit(ctx context.Context, tg target, method, line string) err
 // agent's hooks report a session started by a clear, or (an agent without
 // hooks) its prompt box is empty again, or (a LazyClearer kind, whose new
 // session starts only with the prompt about to be typed) its screen shows
-// the new session.
+// the new session. A clear its hooks reported is done once the screen
+// also shows the empty composer and no work: the CLI may still be at it
+// (Gemini CLI 0.61.0 runs its SessionStart hook after reporting it, shown
+// as "Executing Hook", and a paste meanwhile was lost whole, measured).
 func (b *Bridge) awaitClear(ctx context.Context, agent string, tg target) error {
 	deadline := b.cfg.Now().Add(b.cfg.CommandTimeout)
 	wait := b.cfg.Poll
+	lc, lazy := tg.kind.(LazyClearer)
 	for {
 		b.mu.Lock()
 		a := b.agents[agent]
 		done, ch := a != nil && a.clears > tg.clears, b.agentLocked(agent).changed
 		b.mu.Unlock()
-		if done {
+		r, rerr := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: tg.pane, Source: herdrapi.SourceVisible})
+		settled := rerr == nil && tg.kind.ParseComposer(r.Text).Empty() && !tg.kind.Working(r.Text)
+		switch {
+		case done && (settled || rerr != nil):
+			// A screen that cannot be read leaves the hooks' word.
 			return nil
-		}
-		if !tg.hooked {
-			if r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: tg.pane, Source: herdrapi.SourceVisible}); err == nil && tg.kind.ParseComposer(r.Text).Empty() {
-				return nil
-			}
-		}
-		if lc, ok := tg.kind.(LazyClearer); ok {
-			if r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: tg.pane, Source: herdrapi.SourceVisible}); err == nil && lc.Cleared(r.Text) {
-				return nil
-			}
+		case !tg.hooked && rerr == nil && tg.kind.ParseComposer(r.Text).Empty():
+			return nil
+		case lazy && settled && lc.Cleared(r.Text):
+			return nil
 		}
 		if b.cfg.Now().After(deadline) {
 			return fmt.Errorf("the /clear typed first was not seen to take effect within %s", b.cfg.CommandTimeout)
