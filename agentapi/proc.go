@@ -111,3 +111,10 @@ func listensOn(pid, port int) (owned, known bool) {
 	}
 	return false, true
 }
+
+// procReadable reports whether this system's /proc shows sockets at all
+// (procRoot/self/net/tcp): where it does not, listensOn can tell nothing.
+func procReadable() bool {
+	_, err := os.Stat(filepath.Join(procRoot, "self", "net", "tcp"))
+	return err == nil
+}

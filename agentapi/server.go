@@ -244,9 +244,18 @@ func (s *Server) waitListening(ctx context.Context, timeout time.Duration) error
 			continue // the exit is handled above
 		default:
 		}
-		if owned, known := listensOn(s.cmd.Process.Pid, s.port); owned || !known {
+		owned, known := listensOn(s.cmd.Process.Pid, s.port)
+		switch {
+		case owned:
 			return nil
+		case !known && !procReadable():
+			return nil // no /proc to ask: take the answer as this process's
 		}
+		// Not this process's listener, or its /proc entries already
+		// gone: it is exiting (a port another server holds), and its
+		// exit is handled above. Before, an entry gone between the
+		// answer and the look was taken as ownership of the other
+		// server's port.
 	}
 }
 
