@@ -122,8 +122,12 @@ type Inboxes struct {
 	// server hands them out again after AckWait.
 	held map[string]map[string]jetstream.Msg
 	// read is, by agent, the last acknowledged-through record written
-	// here, so an Ack that does not move the ack floor writes none.
+	// here (or, once loaded, read from the log), so an Ack that does not
+	// move the ack floor writes none.
 	read map[string]uint64
+	// readLoaded says read[agent] holds the log's record too: a pull
+	// never hands out what that record says was acknowledged.
+	readLoaded map[string]bool
 }
 
 // New returns the inboxes over cfg. It does no I/O.
@@ -132,7 +136,7 @@ func New(cfg Config) (*Inboxes, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Inboxes{cfg: cfg, held: map[string]map[string]jetstream.Msg{}, read: map[string]uint64{}}, nil
+	return &Inboxes{cfg: cfg, held: map[string]map[string]jetstream.Msg{}, read: map[string]uint64{}, readLoaded: map[string]bool{}}, nil
 }
 
 // Post appends m to m.To's inbox and returns it with its id, time and
@@ -292,6 +296,25 @@ func (b *Inboxes) roomForOne(ctx context.Context) error {
 	return nil
 }
 
+// loadRead reads agent's acknowledged-through record from the log once.
+func (b *Inboxes) loadRead(ctx context.Context, agent string) error {
+	b.mu.Lock()
+	loaded := b.readLoaded[agent]
+	b.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	through, err := b.readThrough(ctx, agent)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.read[agent] = max(b.read[agent], through)
+	b.readLoaded[agent] = true
+	b.mu.Unlock()
+	return nil
+}
+
 // readThrough is the Through of agent's last acknowledged-through record,
 // 0 when there is none.
 func (b *Inboxes) readThrough(ctx context.Context, agent string) (uint64, error) {
@@ -355,6 +378,9 @@ func (b *Inboxes) Pull(ctx context.Context, agent string, max int, wait time.Dur
 	if err != nil {
 		return nil, err
 	}
+	if err := b.loadRead(ctx, agent); err != nil {
+		return nil, err
+	}
 	out, err := b.fetch(ctx, agent, cons, max, 0)
 	if err != nil || len(out) > 0 || wait <= 0 {
 		return out, err
@@ -392,6 +418,18 @@ func (b *Inboxes) fetch(ctx context.Context, agent string, cons jetstream.Consum
 			// Not an inbox message (junk published on the subject): no
 			// reader can use it, so it is not handed out again.
 			_ = msg.Term()
+			continue
+		}
+		b.mu.Lock()
+		done := m.Seq != 0 && m.Seq <= b.read[agent]
+		b.mu.Unlock()
+		if done {
+			// Acknowledged before, as the log's record says, though the
+			// consumer hands it out again: nats-server keeps a
+			// consumer's acks in memory a moment before its store, and
+			// a kill -9 of its process (fleetd up, embedded) in that
+			// moment forgets them. Acknowledged again, not handed out.
+			_ = msg.DoubleAck(ctx)
 			continue
 		}
 		b.hold(agent, m.ID, msg)
