@@ -423,7 +423,11 @@ func (fx *f5Fleet) waitClosed(names ...string) {
 		for _, name := range names {
 			s := fx.session(name)
 			a, _ := fx.gw.Views.Agent(s.Agent)
-			if s.State != projections.SessionClosed || !a.Exited {
+			// Under agentapi the pane's shell can show in the foreground
+			// a moment before the pane is gone, and the gateway records
+			// the session's end (died) first: ended, not closed, and as
+			// resumable (resumed by name below).
+			if s.State != projections.SessionClosed && s.State != projections.SessionEnded || !a.Exited || s.Resume == "" {
 				return fmt.Errorf("session %s is %q on %s (exited %v)", name, s.State, s.Agent, a.Exited)
 			}
 		}
