@@ -275,7 +275,7 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 		var ack events.Ack
 		var err error
 		switch {
-		case rerr == nil && c.Empty() && idle && b.commandDone(t.Command, f, now.Sub(start)):
+		case rerr == nil && c.Empty() && idle && commandDone(t.Command, f, now.Sub(start)):
 			if _, err = b.append(ctx, agent, turn, events.AgentSubmitted{Via: "screen"}, guard(agent, f.lastSeq)); err == nil {
 				ack, err = b.append(ctx, agent, turn, events.AgentReplied{})
 			}
@@ -311,9 +311,13 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 
 // commandDone reports whether what the agent showed since the command was
 // typed completes it: /clear and /compact start a session (an agent with
-// hooks reports it); another command is done once its box stayed empty a
-// moment with no work seen.
-func (b *Bridge) commandDone(command string, f inFlight, since time.Duration) bool {
+// hooks reports it); another command that started a session (Pi's,
+// Codex's and OpenCode's /new) is done once that session is reported;
+// any other is done once its box stayed empty a moment with no work seen.
+// The session is the sure sign: a /new may flash "working" in herdr for a
+// moment, or not, as the screen was sampled, and a work flash alone would
+// hold the turn until CommandTimeout.
+func commandDone(command string, f inFlight, since time.Duration) bool {
 	name := roles.CommandName(command)
 	if f.hooked && (name == "/clear" || name == "/compact") {
 		for _, s := range f.sessions {
@@ -322,6 +326,9 @@ func (b *Bridge) commandDone(command string, f inFlight, since time.Duration) bo
 			}
 		}
 		return false
+	}
+	if f.hooked && len(f.sessions) > 0 {
+		return true
 	}
 	return !f.working && since >= time.Second
 }
