@@ -15,8 +15,8 @@ import (
 // that agent's own configuration — `fleetd mcp --agent <id> --url <shim>`,
 // its tools allowed without a dialog, a tool call allowed MCPToolTimeout,
 // the shim's token passed by reference and never written — and an agent
-// of a role that reads by push gets none. (A pi main is refused by
-// roles.Validate: Pi has no MCP client.)
+// of a role that reads by push gets none. Pi, which has no MCP client,
+// gets fleetd's extension with the agent's `fleetd mcp` in it.
 func TestAMainOfEachKindGetsTheFleetdMCPServerInItsOwnConfig(t *testing.T) {
 	mcp := &MCPServer{Command: "/opt/fleetd", Args: []string{"mcp", "--agent", "main-1", "--url", "http://127.0.0.1:8765"}}
 	hook := func(arg string) string { return "'/x/fleetd-hook' " + arg }
@@ -101,6 +101,25 @@ default_tools_approval_mode = "approve"
 		b, _ = os.ReadFile(filepath.Join(install(OpenCode{}, role, nil), "opencode", "main-1", "opencode.json"))
 		if strings.Contains(string(b), `"mcp"`) {
 			t.Errorf("a worker's opencode.json has an MCP server:\n%s", b)
+		}
+	})
+
+	t.Run("pi", func(t *testing.T) {
+		role := gateway(roles.KindPi, "fake-model", "http://127.0.0.1:9")
+		ext := func(m *MCPServer) string {
+			b, err := os.ReadFile(filepath.Join(install(Pi{}, role, m), "pi", "agents", "main-1", "extensions", "fleetd.ts"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		want := `const mcpServer: { command: string; args: string[]; server: string } = {"args":["mcp","--agent","main-1","--url","http://127.0.0.1:8765"],"command":"/opt/fleetd","server":"fleetd"};`
+		if got := ext(mcp); !strings.Contains(got, want) || !strings.Contains(got, "await mcpTools(pi);") || strings.Contains(got, "__") {
+			t.Errorf("a main's fleetd.ts lacks\n%s\n(or its tools are not registered, or a placeholder is left); it holds:\n%s", want, got)
+		}
+		role.Inbox = false
+		if got := ext(nil); strings.Contains(got, "mcpServer") || strings.Contains(got, "registerTool") || strings.Contains(got, "__") {
+			t.Errorf("a worker's fleetd.ts speaks MCP:\n%s", got)
 		}
 	})
 }

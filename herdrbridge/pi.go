@@ -232,7 +232,7 @@ func (Pi) Install(in Install) error {
 	if in.StateDir == "" {
 		return fmt.Errorf("pi: %w for the agent's directory", ErrNoStateDir)
 	}
-	return writePiHome(piHome(in.StateDir, in.Agent), in.Role, in.HookCommand)
+	return writePiHome(piHome(in.StateDir, in.Agent), in.Role, in.HookCommand, in.MCP)
 }
 
 func piHome(stateDir, agent string) string { return filepath.Join(stateDir, "pi", "agents", agent) }

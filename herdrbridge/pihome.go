@@ -33,7 +33,7 @@ const piGatewayProvider = "fleet"
 // base_url speaking Anthropic Messages, the role's model its default. A
 // clean role keeps Pi's own logins: the user's auth.json is linked in,
 // never copied or changed. Nothing of the user's own ~/.pi is written.
-func writePiHome(dir string, role roles.Role, hookCommand func(arg string) string) error {
+func writePiHome(dir string, role roles.Role, hookCommand func(arg string) string, mcp *MCPServer) error {
 	if hookCommand == nil {
 		return errors.New("pi: no hook command (Launch.HookCommand)")
 	}
@@ -72,7 +72,7 @@ func writePiHome(dir string, role roles.Role, hookCommand func(arg string) strin
 	if err := writeReplacing(filepath.Join(dir, "settings.json"), b); err != nil {
 		return err
 	}
-	ext, err := piExtension(hookCommand)
+	ext, err := piExtension(hookCommand, mcp)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,9 @@ func userPiAuth() string {
 // prompt, so the submission is in the log before the model is asked.
 // A prompt_id of the extension's own joins a turn's UserPromptSubmit and
 // Stop; only prompts typed into the editor (source "interactive") count.
-func piExtension(hookCommand func(arg string) string) (string, error) {
+// For a main (mcp not nil) it also gives Pi, which has no MCP client by
+// design, the tools of the agent's `fleetd mcp` (piMCPSource).
+func piExtension(hookCommand func(arg string) string, mcp *MCPServer) (string, error) {
 	cmds := map[string]string{}
 	for _, h := range piHooks {
 		cmds[h.name] = hookCommand(h.arg)
@@ -124,7 +126,15 @@ func piExtension(hookCommand func(arg string) string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.Replace(piExtensionSource, "__HOOKS__", string(b), 1), nil
+	src := strings.Replace(piExtensionSource, "__HOOKS__", string(b), 1)
+	if mcp == nil {
+		return strings.Replace(src, "__MCP__", "// Not a main: no fleet tools.\nasync function mcpTools(_pi: any) {}\n", 1), nil
+	}
+	b, err = json.Marshal(map[string]any{"command": mcp.Command, "args": mcp.Args, "server": MCPServerName})
+	if err != nil {
+		return "", err
+	}
+	return strings.Replace(src, "__MCP__", strings.Replace(piMCPSource, "__SERVER__", string(b), 1), 1), nil
 }
 
 // piExtensionSource is the extension, measured with Pi 0.73.1: session
@@ -134,6 +144,8 @@ func piExtension(hookCommand func(arg string) string) (string, error) {
 // text blocks, and a turn that ended in an error or was interrupted is a
 // StopFailure. It adds /clear, which starts a new session as /new does,
 // and keeps a session resumable before its first reply (holdSession).
+// __MCP__ is piMCPSource for a main, a mcpTools that does nothing
+// otherwise.
 const piExtensionSource = `// Written by fleetd for one agent; rewritten at each (re)start.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -180,7 +192,9 @@ function releaseSession(ctx: any) {
 	try { unlinkSync(p); } catch {}
 }
 
-export default function (pi: any) {
+__MCP__
+export default async function (pi: any) {
+	await mcpTools(pi);
 	let promptID = "";
 	const base = (ctx: any) => ({
 		session_id: ctx.sessionManager.getSessionId(),
@@ -232,5 +246,152 @@ export default function (pi: any) {
 		if (!(event.reason in reasons)) return;
 		await run("SessionEnd", { ...base(ctx), reason: reasons[event.reason] });
 	});
+}
+`
+
+// piMCPSource is the part of fleetd's Pi extension a main gets: a small
+// MCP client (JSON-RPC lines over the stdio of the agent's own `fleetd
+// mcp`) that gives Pi each tool the server lists, named "fleetd_<tool>"
+// (OpenCode's spelling), and the server's instructions at the end of the
+// system prompt. One server, so a Pi main has the tools, arguments and
+// answers every other main has. Pi waits for an extension's async factory
+// before its session starts, so the tools are there for the first prompt;
+// a server that could not start is retried at the next session start and
+// at each call, and a call to a server gone mid-call fails as a tool error
+// that says so (the model sees it; fleetd's log has the send or not).
+const piMCPSource = `
+const mcpServer: { command: string; args: string[]; server: string } = __SERVER__;
+
+class MCPClient {
+	child: any = null;
+	ready: Promise<any> | null = null;
+	next = 1;
+	pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
+	stderr = "";
+	instructions = "";
+
+	start(): Promise<any> {
+		if (this.ready) return this.ready;
+		const child = spawn(mcpServer.command, mcpServer.args, { stdio: ["pipe", "pipe", "pipe"] });
+		this.child = child;
+		let buf = "";
+		child.stdout.setEncoding("utf8");
+		child.stdout.on("data", (d: string) => {
+			buf += d;
+			for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+				const line = buf.slice(0, i);
+				buf = buf.slice(i + 1);
+				this.answer(line);
+			}
+		});
+		child.stderr.setEncoding("utf8");
+		child.stderr.on("data", (d: string) => { this.stderr = (this.stderr + d).slice(-2000); });
+		child.stdin.on("error", () => {});
+		const gone = (why: string) => {
+			if (this.child !== child) return;
+			this.child = null;
+			this.ready = null;
+			const err = new Error("fleetd mcp " + why + (this.stderr.trim() ? ": " + this.stderr.trim() : ""));
+			for (const p of this.pending.values()) p.reject(err);
+			this.pending.clear();
+		};
+		child.on("error", (e: Error) => gone("could not start (" + e.message + ")"));
+		child.on("exit", (code: number | null, signal: string | null) => gone("exited (" + (signal ?? code) + ")"));
+		this.ready = this.call("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "fleetd-pi", version: "1" } })
+			.then((init: any) => {
+				this.instructions = init?.instructions ?? "";
+				this.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+				return init;
+			});
+		this.ready.catch(() => { child.kill(); });
+		return this.ready;
+	}
+
+	close() {
+		const child = this.child;
+		this.child = null;
+		this.ready = null;
+		for (const p of this.pending.values()) p.reject(new Error("fleetd mcp closed: the session ended"));
+		this.pending.clear();
+		child?.stdin.end();
+		child?.kill();
+	}
+
+	send(msg: any) {
+		this.child?.stdin.write(JSON.stringify(msg) + "\n");
+	}
+
+	answer(line: string) {
+		let msg: any;
+		try { msg = JSON.parse(line); } catch { return; }
+		const p = typeof msg?.id === "number" ? this.pending.get(msg.id) : undefined;
+		if (!p || msg.method) return;
+		this.pending.delete(msg.id);
+		if (msg.error) p.reject(new Error("fleetd mcp: " + (msg.error.message ?? JSON.stringify(msg.error))));
+		else p.resolve(msg.result);
+	}
+
+	call(method: string, params: any, signal?: AbortSignal): Promise<any> {
+		if (!this.child) return Promise.reject(new Error("fleetd mcp is not running" + (this.stderr.trim() ? ": " + this.stderr.trim() : "")));
+		const id = this.next++;
+		return new Promise((resolve, reject) => {
+			this.pending.set(id, { resolve, reject });
+			signal?.addEventListener("abort", () => {
+				if (!this.pending.delete(id)) return;
+				this.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "interrupted" } });
+				reject(new Error("interrupted"));
+			}, { once: true });
+			this.send({ jsonrpc: "2.0", id, method, params });
+		});
+	}
+}
+
+// mcpTools gives this extension runtime its own client: Pi makes a new
+// runtime, calling the factory again, for each session (/new, /clear,
+// a resume), and tears the old one down with session_shutdown, which
+// ends its ` + "`fleetd mcp`" + `.
+async function mcpTools(pi: any) {
+	const fleetd = new MCPClient();
+	let registered = false;
+	const register = async () => {
+		await fleetd.start();
+		const listed = await fleetd.call("tools/list", {});
+		for (const tool of listed?.tools ?? []) {
+			const about = String(tool.description ?? tool.name);
+			pi.registerTool({
+				name: mcpServer.server + "_" + tool.name,
+				label: mcpServer.server + " " + tool.name,
+				description: about,
+				promptSnippet: about.split(". ")[0].slice(0, 160),
+				parameters: tool.inputSchema ?? { type: "object", properties: {} },
+				async execute(_id: string, params: any, signal?: AbortSignal) {
+					await fleetd.start();
+					const res = await fleetd.call("tools/call", { name: tool.name, arguments: params ?? {} }, signal);
+					const text = (res?.content ?? []).map((c: any) => c.type === "text" ? c.text : JSON.stringify(c)).join("\n");
+					if (res?.isError) throw new Error(text || "fleetd " + tool.name + " failed");
+					return { content: [{ type: "text", text }], details: {} };
+				},
+			});
+		}
+		registered = true;
+	};
+	pi.on("before_agent_start", async (event: any) => {
+		if (!fleetd.instructions) return;
+		return { systemPrompt: event.systemPrompt + "\n\n" + fleetd.instructions };
+	});
+	pi.on("session_start", async (_event: any, ctx: any) => {
+		if (registered) return;
+		try {
+			await register();
+		} catch (e: any) {
+			ctx.ui?.notify?.("fleetd: this main has no fleet tools: " + e.message, "error");
+		}
+	});
+	pi.on("session_shutdown", async () => { fleetd.close(); });
+	try {
+		await register();
+	} catch {
+		// Said at session start, when Pi can show it.
+	}
 }
 `

@@ -41,10 +41,10 @@ func init() {
 		// Pi starts a new session with /new; fleetd's extension adds
 		// /clear, which does the same, for leads (and fresh_context
 		// roles) that speak Claude Code's.
-		commands: []string{"/clear", "/new", "/compact"},
 		// Pi 0.73.1 leaves MCP out on purpose (its README: "No MCP.
-		// Build CLI tools with READMEs … or build an extension that
-		// adds MCP support").
-		noMCP: "Pi has no MCP client by design (its README: \"No MCP\")",
+		// … build an extension that adds MCP support"): a main's
+		// tools come from fleetd's extension, which speaks MCP to the
+		// agent's `fleetd mcp` and gives Pi each of its tools.
+		commands: []string{"/clear", "/new", "/compact"},
 	})
 }

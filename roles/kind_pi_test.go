@@ -59,14 +59,10 @@ func TestAPiRoleHasPisLaunchAndBoundary(t *testing.T) {
 	}
 }
 
-// An inbox pi role (a main) is refused, saying why: a main reads its
-// inbox and sends through fleetd's MCP server, and Pi has no MCP client.
-func TestAnInboxPiRoleIsRefused(t *testing.T) {
-	_, err := roles.Parse([]byte(`{"roles":{"main":{"kind":"pi","inbox":true}}}`))
-	if err == nil || !strings.Contains(err.Error(), `role "main"`) || !strings.Contains(err.Error(), "No MCP") {
-		t.Errorf("an inbox pi role: %v, want refused for Pi's missing MCP", err)
-	}
-	for _, kind := range []string{"claude", "codex", "gemini", "opencode"} {
+// An inbox role (a main) of every kind is accepted: Pi, which has no MCP
+// client, gets fleetd's tools through fleetd's extension.
+func TestAnInboxRoleOfEveryKindIsAccepted(t *testing.T) {
+	for _, kind := range []string{"claude", "codex", "gemini", "opencode", "pi"} {
 		if _, err := roles.Parse([]byte(`{"roles":{"main":{"kind":"` + kind + `","inbox":true}}}`)); err != nil {
 			t.Errorf("an inbox %s role: %v", kind, err)
 		}

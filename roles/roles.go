@@ -299,10 +299,6 @@ type kindSpec struct {
 	baseURLVar string
 	// commands is the default allow-list of explicit commands.
 	commands []string
-	// noMCP says why the kind's CLI cannot be an MCP client, "" when it
-	// can: an inbox role's agents read their inbox and send through
-	// `fleetd mcp`, so such a kind cannot be one.
-	noMCP string
 }
 
 var kindSpecs = map[string]kindSpec{
@@ -467,9 +463,6 @@ func (c Config) Validate() error {
 		r := c.Roles[name]
 		if !nameRE().MatchString(name) {
 			errs = append(errs, fmt.Errorf("role %q: name must match %s", name, nameRE()))
-		}
-		if why := r.spec().noMCP; r.Inbox && why != "" {
-			errs = append(errs, fmt.Errorf("role %q: a %s role cannot be an inbox role (a main): its agents would read their inbox and send through fleetd's MCP server, and %s", name, r.Kind, why))
 		}
 		if r.Kind != "" && !slices.Contains(Kinds, r.Kind) { // "" is claude (a Config built in Go, not parsed)
 			errs = append(errs, fmt.Errorf("role %q: kind %q: this fleetd drives %s (more kinds come as each is verified with its real CLI)", name, r.Kind, strings.Join(Kinds, ", ")))

@@ -31,9 +31,11 @@ type kindMain struct {
 // tool is the name the main's model calls fleetd's tool by.
 func (m kindMain) tool(name string) string { return m.toolPrefix + name }
 
-// A main of each kind that has MCP — a real Codex, Gemini CLI and
-// OpenCode agent of an inbox role, spawned by fleetd — delegates through
-// `fleetd mcp`, which the bridge wrote into that agent's own config: the
+// A main of each kind but Claude Code (tested on its own) — a real Codex,
+// Gemini CLI, OpenCode and Pi agent of an inbox role, spawned by fleetd —
+// delegates through `fleetd mcp`, which the bridge wrote into that
+// agent's own config (Pi, which has no MCP client, gets its tools from
+// fleetd's extension, which speaks MCP to `fleetd mcp`): the
 // fake API answers each main's prompt with a call of the fleetd send tool
 // (under the name its CLI gives it) addressed to a real Claude Code
 // worker; fleetd's log shows the task queued for the worker as that
@@ -47,6 +49,7 @@ func TestRealKindMainsDelegateThroughFleetdMCP(t *testing.T) {
 	codexBin := fakeapi.RequireCodex(t)
 	geminiBin := fakeapi.RequireGemini(t)
 	openCodeBin := fakeapi.RequireOpenCode(t)
+	piBin := fakeapi.RequirePi(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	started := time.Now()
@@ -56,14 +59,16 @@ func TestRealKindMainsDelegateThroughFleetdMCP(t *testing.T) {
 		{agent: "main-cx", role: "m-codex", work: "work-cx", kind: "codex", toolPrefix: "mcp__fleetd__"},
 		{agent: "main-gm", role: "m-gemini", work: "work-gm", kind: "gemini", toolPrefix: "mcp_fleetd_"},
 		{agent: "main-oc", role: "m-opencode", work: "work-oc", kind: "opencode", toolPrefix: "fleetd_"},
+		{agent: "main-pi", role: "m-pi", work: "work-pi", kind: "pi", toolPrefix: "fleetd_"},
 	}
 	main := map[string]any{"inbox": true, "tier": 1}
-	fleet := startClaudeFleet(t, []string{"work-w", "work-cx", "work-gm", "work-oc"}, func(baseURL string, env map[string]string) map[string]any {
+	fleet := startClaudeFleet(t, []string{"work-w", "work-cx", "work-gm", "work-oc", "work-pi"}, func(baseURL string, env map[string]string) map[string]any {
 		return map[string]any{
 			"w-claude":   claudeRole(claudeBin, baseURL, env, map[string]any{"description": "a real Claude Code worker"}),
 			"m-codex":    codexRole(codexBin, baseURL, env, main),
 			"m-gemini":   geminiRole(geminiBin, baseURL, env, main),
 			"m-opencode": openCodeRole(openCodeBin, baseURL, env, main),
+			"m-pi":       piRole(piBin, baseURL, env, main),
 		}
 	}, "--submit-timeout", "30s")
 	seedOpenCodeGlobalConfig(t, fleet.home)
@@ -97,9 +102,10 @@ func TestRealKindMainsDelegateThroughFleetdMCP(t *testing.T) {
 	}
 	// Each main's own config names fleetd's MCP server for that main.
 	for path, agent := range map[string]string{
-		filepath.Join(fleet.dataDir, "codex", "main-cx", "config.toml"):               "main-cx",
-		filepath.Join(fleet.dataDir, "gemini", "main-gm", ".gemini", "settings.json"): "main-gm",
-		filepath.Join(fleet.dataDir, "opencode", "main-oc", "opencode.json"):          "main-oc",
+		filepath.Join(fleet.dataDir, "codex", "main-cx", "config.toml"):                    "main-cx",
+		filepath.Join(fleet.dataDir, "gemini", "main-gm", ".gemini", "settings.json"):      "main-gm",
+		filepath.Join(fleet.dataDir, "opencode", "main-oc", "opencode.json"):               "main-oc",
+		filepath.Join(fleet.dataDir, "pi", "agents", "main-pi", "extensions", "fleetd.ts"): "main-pi",
 	} {
 		if cfg := readText(t, path); !strings.Contains(cfg, `"mcp"`) || !strings.Contains(cfg, `"`+agent+`"`) {
 			t.Errorf("%s names no fleetd mcp for %s:\n%s", path, agent, cfg)
@@ -207,6 +213,36 @@ func TestRealKindMainsDelegateThroughFleetdMCP(t *testing.T) {
 		if !slices.ContainsFunc(pulled.Messages, func(msg struct{ From, Text string }) bool { return msg.From == prev.agent && msg.Text == note(prev) }) {
 			t.Errorf("%s's inbox held %+v, want %s's note %q", m.agent, pulled.Messages, prev.agent, note(prev))
 		}
+	}
+
+	// Pi makes a new extension runtime for each session: after a /clear
+	// the Pi main still has fleetd's tools, and its runtime's `fleetd mcp`
+	// is one process, the old one ended with its session.
+	pm := mains[len(mains)-1]
+	if r := fleet.send(ctx, leadshim.Message{To: pm.agent, Command: "/clear", Timeout: "2m"}); r.status != 200 || r.env.Status != string(lifecycle.StateReplied) {
+		t.Fatalf("/clear for %s: HTTP %d: %s", pm.agent, r.status, r.body)
+	}
+	r := fleet.send(ctx, leadshim.Message{To: pm.agent, Text: "who is there " + call(pm, "roster", map[string]any{}), Timeout: "3m"})
+	if r.status != 200 || !strings.Contains(r.env.Reply, "TOOL_RESULT: ") || !strings.Contains(r.env.Reply, `"w-1"`) {
+		t.Errorf("%s's roster after /clear: HTTP %d: %s", pm.agent, r.status, r.body)
+	}
+	servers := func() (n int) {
+		cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, c := range cmdlines {
+			b, _ := os.ReadFile(c)
+			if strings.Contains(string(b), "mcp\x00--agent\x00"+pm.agent+"\x00") {
+				n++
+			}
+		}
+		return n
+	}
+	// The old runtime's server ends a moment after its session does.
+	deadline := time.Now().Add(10 * time.Second)
+	for servers() != 1 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := servers(); n != 1 {
+		t.Errorf("%d `fleetd mcp --agent %s` processes after /clear, want 1", n, pm.agent)
 	}
 	t.Logf("done in %v", time.Since(started).Round(time.Millisecond))
 }
