@@ -55,6 +55,9 @@ type Config struct {
 	// SubmitTimeout bounds the wait for proof a typed prompt was
 	// submitted before Enter is pressed again (default 5s).
 	SubmitTimeout time.Duration
+	// StartupGrace bounds a spawned or restarted agent's start (default
+	// 60s, herdrbridge.BridgeConfig.StartupGrace).
+	StartupGrace time.Duration
 	// ExitGrace: how long the turns of an agent whose session ended wait
 	// for a new one (default 30s).
 	ExitGrace time.Duration
@@ -189,7 +192,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--tls-cert/--tls-key: %w", err))
 		}
 	}
-	if c.Heartbeat < 0 || c.HostTTL < 0 || c.IdleTTL < 0 || c.SubmitTimeout < 0 || c.ExitGrace < 0 {
+	if c.Heartbeat < 0 || c.HostTTL < 0 || c.IdleTTL < 0 || c.SubmitTimeout < 0 || c.StartupGrace < 0 || c.ExitGrace < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
 	if c.HostTTL > 0 && c.HostTTL < c.Heartbeat {

@@ -404,7 +404,7 @@ func (g *Gateway) startBridge(runCtx context.Context, spool string) error {
 	}
 	br, err := herdrbridge.NewBridge(herdrbridge.BridgeConfig{
 		Host: g.cfg.Host, SocketPath: socket, Log: g.Log, Roles: g.Roles, Logger: g.log,
-		SubmitTimeout: g.cfg.SubmitTimeout, ExitGrace: g.cfg.ExitGrace, Metrics: g.herdrMetrics,
+		SubmitTimeout: g.cfg.SubmitTimeout, StartupGrace: g.cfg.StartupGrace, ExitGrace: g.cfg.ExitGrace, Metrics: g.herdrMetrics,
 		Launch: herdrbridge.Launch{
 			NATSURL: g.NATSURL(), NATSCreds: g.cfg.Creds, AgentCreds: PaneCreds(g.cfg.Creds), NATSToken: g.PaneToken(),
 			FleetURL: g.ShimURL(),

@@ -38,6 +38,7 @@ type UpCmd struct {
 	HostTTL         time.Duration `name:"host-ttl" help:"A host silent this long (no heartbeat) has its agents marked stale in the roster; keep it a few heartbeats long." default:"15s" env:"FLEET_HOST_TTL"`
 	IdleTTL         time.Duration `name:"idle-ttl" help:"Close a named session's pane once it has been idle this long (0: never); the session stays resumable by name." default:"30m" env:"FLEET_IDLE_TTL"`
 	SubmitTimeout   time.Duration `help:"How long a typed prompt may go without proof of submission before Enter is pressed once more, and as long again before its turn fails as indeterminate; raise it on a slow or loaded host." default:"5s" env:"FLEET_SUBMIT_TIMEOUT"`
+	StartupGrace    time.Duration `help:"How long a spawned or restarted agent may take to start (its session reported, or its empty prompt box drawn for a CLI whose session starts with the first prompt) before its spawn or restart fails; raise it on a slow or loaded host." default:"60s" env:"FLEET_STARTUP_GRACE"`
 	ExitGrace       time.Duration `help:"Turns queued for an agent whose Claude Code session ended fail as agent_exited when no session starts again within this long." default:"30s" env:"FLEET_EXIT_GRACE"`
 	MaxEventReaders int           `help:"Most GET /events streams the lead shim serves at once (more: 429)." default:"64" env:"FLEET_MAX_EVENT_READERS"`
 	MaxConns        int           `help:"Most HTTP connections the lead shim keeps open at once (more are answered 503 and closed)." default:"1024" env:"FLEET_MAX_CONNS"`
@@ -115,6 +116,7 @@ func (c *UpCmd) gatewayConfig(g *Globals) gateway.Config {
 		HostTTL:         c.HostTTL,
 		IdleTTL:         c.IdleTTL,
 		SubmitTimeout:   c.SubmitTimeout,
+		StartupGrace:    c.StartupGrace,
 		ExitGrace:       c.ExitGrace,
 		MaxText:         c.MaxText,
 		MaxEventReaders: c.MaxEventReaders,
