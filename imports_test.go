@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"herdrbridge/herdrapi/herdrapitest": {"herdrbridge/herdrapi", "herdrbridge/herdrschema", "herdrbridge/herdrtest", "internal/checkfor", "internal/proc"},
 	"herdrbridge/herdrtest":             {"internal/proc"},
 	"herdrbridge/herdrschema":           {},
+	"herdrbridge/recording":             {"herdrbridge", "events", "events/eventcore", "lifecycle", "roles", "turns", "herdrbridge/herdrapi", "worktree", "internal/proc"},
 	"claudehook":                        {"events/eventcore", "internal/natslite", "internal/sockdial", "natsauth/natscreds", "worktree"}, // no more, and not events (nats.go): every hook exec links and starts it (cmd/fleetd-hook)
 	"natsauth/natscreds":                {"events/eventcore"},                                                                             // not events: the hook links it
 	"simagent":                          {"events", "events/eventcore", "claudehook", "internal/natslite", "internal/sockdial", "herdrbridge/herdrapi", "lifecycle", "natsauth", "natsauth/natscreds", "inbox", "projections", "worktree"},

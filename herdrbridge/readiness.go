@@ -84,8 +84,8 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		return false
 	}
 	c := tg.kind.ParseComposer(r.Text)
-	switch {
-	case tg.kind.Working(r.Text):
+	switch ScreenReadiness(tg.kind, r.Text) {
+	case ScreenWorking:
 		// The turn is not over though herdr and the hooks say idle: Claude
 		// Code runs its Stop hook inside the turn (the title's spinner
 		// stopped, "esc to interrupt" still shown), and a prompt submitted
@@ -93,12 +93,12 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		// sign it would land there; the fixed pause only made it rarer.
 		b.backoffFrom(agent, 20*time.Millisecond)
 		return false
-	case c.Empty():
-	case c.Visible && c.Bash:
+	case ScreenReady:
+	case AttentionBashMode:
 		b.attend(ctx, agent, AttentionBashMode, "the prompt box is in bash mode: what is typed would run in a shell")
 		b.backoff(agent)
 		return false
-	case c.Visible:
+	case AttentionComposerText:
 		b.attend(ctx, agent, AttentionComposerText, "the prompt box holds text nobody submitted: "+clip(c.Text, 120))
 		b.backoff(agent)
 		return false
@@ -121,6 +121,34 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		b.attend(ctx, agent, "", "")
 	}
 	return true
+}
+
+// What one look at an agent's screen says of typing into it now
+// (ScreenReadiness), besides the attention reasons AttentionBashMode,
+// AttentionComposerText and AttentionNoPromptBox.
+const (
+	ScreenReady   = "ready"
+	ScreenWorking = "working"
+)
+
+// ScreenReadiness is the screen's part of the decision to type: what the
+// kind reads on screen, in the order ready weighs it (a turn at work
+// first, then the composer). It is a function of the screen alone so that
+// recorded screens replay through the very decision the bridge takes
+// (package recording).
+func ScreenReadiness(k Kind, screen string) string {
+	c := k.ParseComposer(screen)
+	switch {
+	case k.Working(screen):
+		return ScreenWorking
+	case c.Empty():
+		return ScreenReady
+	case c.Visible && c.Bash:
+		return AttentionBashMode
+	case c.Visible:
+		return AttentionComposerText
+	}
+	return AttentionNoPromptBox
 }
 
 // noBoxFor is how long the agent has been seen idle without its prompt
