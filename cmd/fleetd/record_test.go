@@ -101,13 +101,21 @@ func (r *recorder) look(ctx context.Context, pane, why string) {
 // the next begins, not inside the end of a turn.
 func (r *recorder) screenReady(ctx context.Context, pane string) {
 	r.t.Helper()
-	checkfor.Eventually(r.t, 30*time.Second, 100*time.Millisecond, func() error {
+	r.screenSays(ctx, pane, herdrbridge.ScreenReady)
+}
+
+// screenSays waits until pane's screen, read past the proxy, says want
+// (herdrbridge.ScreenReadiness): what a person did shows before the
+// bridge is given a turn to decide on.
+func (r *recorder) screenSays(ctx context.Context, pane, want string) {
+	r.t.Helper()
+	checkfor.Eventually(r.t, 30*time.Second, 50*time.Millisecond, func() error {
 		got, err := r.person.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
 		if err != nil {
 			return err
 		}
-		if v := herdrbridge.ScreenReadiness(r.kind, got.Text); v != herdrbridge.ScreenReady {
-			return fmt.Errorf("the screen says %s:\n%s", v, got.Text)
+		if v := herdrbridge.ScreenReadiness(r.kind, got.Text); v != want {
+			return fmt.Errorf("the screen says %s, want %s:\n%s", v, want, got.Text)
 		}
 		return nil
 	})

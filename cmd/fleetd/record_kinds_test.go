@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/fakeapi"
+	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/herdrbridge/herdrschema"
+	"github.com/fleetd/fleetd/herdrbridge/herdrtest"
+	"github.com/fleetd/fleetd/herdrbridge/recording"
+	"github.com/fleetd/fleetd/leadshim"
+	"github.com/fleetd/fleetd/projections"
+)
+
+// kindScript is how one kind's standard scenarios are played: its CLI,
+// its role, and what a person does to it in each.
+type kindScript struct {
+	kind herdrbridge.Kind
+	// bin finds the CLI (skipping when it is absent); version is what
+	// the recordings are filed under.
+	bin     func(fakeapi.TB) string
+	version func(t *testing.T, bin string) string
+	role    func(bin, baseURL string, env map[string]string) map[string]any
+	// prepare runs once the fleet's home exists, before the spawn.
+	prepare func(t *testing.T, f *claudeFleet)
+	// dialog is what a person types into the pane to open a dialog or
+	// overlay (each a paste, or a key name in angle brackets: "<enter>").
+	dialog []string
+	// shellKey, typed on an empty composer, switches it into its shell
+	// (bash) mode; "" when the kind has none fleetd reads.
+	shellKey string
+	// permission is a prompt whose tool needs a person's permission, and
+	// allow the keys that give it ("" when fleetd's integration of the
+	// kind asks none).
+	permission string
+	allow      []string
+	// resume: the role restarts a killed agent resuming its session.
+	resume bool
+}
+
+// versionLine is the first line of `bin --version`, without the CLI's
+// name around the number.
+func versionLine(t *testing.T, bin string) string {
+	v := cliVersion(t, bin)
+	v = strings.TrimSuffix(v, " (Claude Code)")
+	if f := strings.Fields(v); len(f) > 0 {
+		v = f[len(f)-1] // "codex-cli 0.169.0" → "0.169.0"
+	}
+	return v
+}
+
+// TestRecordClaude records Claude Code's standard scenarios. See
+// recordMode.
+func TestRecordClaude(t *testing.T) {
+	recordKind(t, kindScript{
+		kind: herdrbridge.Claude{}, bin: fakeapi.RequireClaude, version: versionLine,
+		role: func(bin, baseURL string, env map[string]string) map[string]any {
+			return claudeRole(bin, baseURL, env, map[string]any{"restart": "on-failure", "restart_backoff": "200ms"})
+		},
+		dialog:     []string{"/help", "<enter>"},
+		shellKey:   "!",
+		permission: "echo: touch a file [tool=Bash:touch permission-test.txt]",
+		allow:      []string{"enter"},
+		resume:     true,
+	})
+}
+
+// recordKind plays the kind's standard scenarios through one fleet and
+// one agent, w-1, recording each: start → ready; a one-line turn; a
+// multi-line paste; a text that starts with a mode character; the
+// composer switched into shell mode by a person while a turn waits; a
+// dialog a person opens while a turn waits, and closes; a permission
+// prompt (the agent blocked, then allowed); the process killed (its role
+// restarts it); the resumed session's turn.
+func recordKind(t *testing.T, s kindScript) {
+	requireRecordMode(t)
+	bin := s.bin(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
+	defer cancel()
+
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work-1")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := newClaudeFleet(t, dir, []string{work}, func(baseURL string, env map[string]string) map[string]any {
+		return map[string]any{"w-rec": s.role(bin, baseURL, env)}
+	})
+	if s.prepare != nil {
+		s.prepare(t, f)
+	}
+	f.herdr = herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t), Env: claudePaneEnv(), Cols: 120, Rows: 40})
+	proxy, err := recording.Interpose(f.herdr.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.socket, f.runtime = f.herdr.Path(), []string{"--herdr", f.herdr.Path()}
+	f.up = startUp(t, f.dataDir, "--herdr", f.herdr.Path(), "--roles", f.rolesFile, "--heartbeat", "1s", "--submit-timeout", "30s")
+	t.Cleanup(func() {
+		f.herdr.Close()
+		proxy.Close()
+		waitGone(t, dir, 20*time.Second)
+	})
+	t.Cleanup(f.dumpOnFailure)
+	log, _ := connectLog(t, f.up.url)
+	ping, err := herdrapi.New(proxy.Upstream()).Ping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{
+		t: t, kind: s.kind, agent: "w-1", proxy: proxy, log: log,
+		versions: recording.Versions{CLI: s.version(t, bin), Runtime: fmt.Sprintf("herdrtest %s (protocol %d)", ping.Version, ping.Protocol)},
+		scrub:    &recording.Scrubber{Literals: map[string]string{work: "$WORK", f.home: "$HOME", dir: "$DIR", f.api.URL(): "$API"}},
+		person:   herdrapi.New(proxy.Upstream()),
+	}
+	roster := f.roster
+	turn := func(text string) leadshim.Envelope {
+		t.Helper()
+		res := f.send(ctx, leadshim.Message{To: "w-1", Text: text, Timeout: "3m"})
+		if res.err != nil || res.status != http.StatusOK || res.env.Status != "replied" {
+			t.Fatalf("turn %q: HTTP %d %v %s", text, res.status, res.err, res.body)
+		}
+		return res.env
+	}
+	// settle waits for the agent to be idle again after a turn, its
+	// screen too, so that a scenario ends where the next begins.
+	settle := func() projections.Agent {
+		t.Helper()
+		a := agentRow(t, roster, ctx, "w-1", 60*time.Second, "ready", func(a projections.Agent) bool { return a.Ready() && a.CurrentTurn == "" })
+		r.screenReady(ctx, a.Pane)
+		return a
+	}
+	// waiting sends a turn and waits until the agent needs attention for
+	// reason (the turn waits behind what a person left on screen).
+	waiting := func(text, reason string) chan leadshim.Envelope {
+		t.Helper()
+		done := make(chan leadshim.Envelope, 1)
+		go func() { done <- turn(text) }()
+		agentRow(t, roster, ctx, "w-1", 60*time.Second, "in need of attention ("+reason+")", func(a projections.Agent) bool {
+			return a.NeedsAttention == reason
+		})
+		return done
+	}
+
+	r.begin("start")
+	f.spawn(ctx, "w-1", "w-rec", "work-1")
+	first := agentRow(t, roster, ctx, "w-1", 3*time.Minute, "ready", func(a projections.Agent) bool {
+		return !a.Starting && a.Ready() && (a.SessionID != "" || s.kind.LazySession())
+	})
+	r.screenReady(ctx, first.Pane)
+	r.look(ctx, first.Pane, "started")
+	r.end(ctx, "start")
+
+	r.begin("one-line-turn")
+	turn("alpha: remember the word kumquat")
+	settle()
+	r.end(ctx, "one-line-turn")
+
+	r.begin("multi-line-paste")
+	turn("bravo: a text over\nfour lines,\nwhich a composer could fold\ninto a placeholder")
+	settle()
+	r.end(ctx, "multi-line-paste")
+
+	r.begin("mode-character")
+	turn("!charlie: starts with a bang, which must not switch the composer's mode")
+	settle()
+	r.end(ctx, "mode-character")
+
+	if s.shellKey != "" {
+		r.begin("shell-mode")
+		r.note(first.Pane, fmt.Sprintf("person types %q on the empty composer", s.shellKey))
+		if err := r.person.SendText(ctx, first.Pane, s.shellKey); err != nil {
+			t.Fatal(err)
+		}
+		// A turn sent the moment the key is typed could be read ready
+		// before the CLI redraws its composer (a race with a person that
+		// no look at a screen can win): the person typed it first.
+		r.screenSays(ctx, first.Pane, herdrbridge.AttentionBashMode)
+		done := waiting("delta: sent while the composer was in shell mode", herdrbridge.AttentionBashMode)
+		r.note(first.Pane, "person presses "+strings.Join(s.kind.CloseKeys(), ", "))
+		if err := r.person.SendKeys(ctx, first.Pane, s.kind.CloseKeys()...); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		settle()
+		r.end(ctx, "shell-mode")
+	}
+
+	if len(s.dialog) > 0 {
+		r.begin("dialog")
+		r.note(first.Pane, "person opens a dialog: "+strings.Join(s.dialog, " "))
+		for i, in := range s.dialog {
+			if i > 0 {
+				time.Sleep(500 * time.Millisecond) // a paste, then its Enter apart
+			}
+			if key, ok := strings.CutPrefix(in, "<"); ok {
+				err = r.person.SendKeys(ctx, first.Pane, strings.TrimSuffix(key, ">"))
+			} else {
+				err = r.person.SendInput(ctx, first.Pane, in)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.screenSays(ctx, first.Pane, herdrbridge.AttentionNoPromptBox)
+		// The bridge calls for attention once the box has been hidden for
+		// 10 s (BridgeConfig.AttentionAfter).
+		done := waiting("echo: sent while the dialog was open", herdrbridge.AttentionNoPromptBox)
+		r.note(first.Pane, "person presses "+strings.Join(s.kind.CloseKeys(), ", "))
+		if err := r.person.SendKeys(ctx, first.Pane, s.kind.CloseKeys()...); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		settle()
+		r.end(ctx, "dialog")
+	}
+
+	if s.permission != "" {
+		r.begin("permission")
+		done := make(chan leadshim.Envelope, 1)
+		go func() { done <- turn(s.permission) }()
+		agentRow(t, roster, ctx, "w-1", 60*time.Second, "blocked", func(a projections.Agent) bool { return a.Status == events.StatusBlocked })
+		r.look(ctx, first.Pane, "blocked")
+		r.note(first.Pane, "person allows: "+strings.Join(s.allow, ", "))
+		if err := r.person.SendKeys(ctx, first.Pane, s.allow...); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		settle()
+		r.end(ctx, "permission")
+	}
+
+	if s.resume {
+		// Killed while idle, once the conversation holds the first turn:
+		// its role restarts it in a new pane, resuming its session.
+		before := settle()
+		r.begin("killed")
+		r.note(before.Pane, "kill -9 the agent's processes")
+		f.killClaude(t, before.Pane)
+		r.look(ctx, before.Pane, "killed")
+		again := agentRow(t, roster, ctx, "w-1", 3*time.Minute, "restarted", func(a projections.Agent) bool {
+			return a.Restarts == 1 && !a.Starting && a.Ready() && a.Pane != before.Pane
+		})
+		r.screenReady(ctx, again.Pane)
+		r.look(ctx, again.Pane, "restarted")
+		r.end(ctx, "killed")
+
+		r.begin("resumed")
+		env := turn("echo: which word did I ask you to remember?")
+		settle()
+		r.end(ctx, "resumed")
+		if !resumedWith(f.api.Requests(), "which word did I ask you to remember?", "kumquat") {
+			t.Errorf("the turn after the restart did not carry the earlier conversation (session %s)", env.SessionID)
+		}
+	}
+	r.finish()
+}
+
+// resumedWith reports whether the model was asked prompt with earlier
+// (from before the restart) in the same request.
+func resumedWith(reqs []fakeapi.Request, prompt, earlier string) bool {
+	for _, q := range reqs {
+		if strings.Contains(q.Prompt, prompt) && bytes.Contains(q.Body, []byte(earlier)) {
+			return true
+		}
+	}
+	return false
+}
