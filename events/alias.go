@@ -47,6 +47,12 @@ type AgentReleased = eventcore.AgentReleased
 // AgentReplied is eventcore.AgentReplied.
 type AgentReplied = eventcore.AgentReplied
 
+// AgentDialog is eventcore.AgentDialog.
+type AgentDialog = eventcore.AgentDialog
+
+// AgentAnswer is eventcore.AgentAnswer.
+type AgentAnswer = eventcore.AgentAnswer
+
 // AgentUsage is eventcore.AgentUsage.
 type AgentUsage = eventcore.AgentUsage
 
@@ -152,6 +158,7 @@ const (
 	ReasonAgentExited    = eventcore.ReasonAgentExited
 	ReasonBlocked        = eventcore.ReasonBlocked
 	ReasonCancelled      = eventcore.ReasonCancelled
+	ReasonDenied         = eventcore.ReasonDenied
 	ReasonEmptyPrompt    = eventcore.ReasonEmptyPrompt
 	ReasonHostStale      = eventcore.ReasonHostStale
 	ReasonIndeterminate  = eventcore.ReasonIndeterminate
@@ -165,6 +172,10 @@ const (
 	RestartRestarted     = eventcore.RestartRestarted
 	RestartRestarting    = eventcore.RestartRestarting
 	SpecVersion          = eventcore.SpecVersion
+	DialogAnswered       = eventcore.DialogAnswered
+	DialogClosed         = eventcore.DialogClosed
+	DialogOpen           = eventcore.DialogOpen
+	DialogUnanswered     = eventcore.DialogUnanswered
 	StatusBlocked        = eventcore.StatusBlocked
 	StatusDone           = eventcore.StatusDone
 	StatusIdle           = eventcore.StatusIdle
@@ -178,9 +189,11 @@ const (
 	TaskSent             = eventcore.TaskSent
 	TaskSkipped          = eventcore.TaskSkipped
 	TurnKindNudge        = eventcore.TurnKindNudge
+	TypeAgentAnswer      = eventcore.TypeAgentAnswer
 	TypeAgentAttention   = eventcore.TypeAgentAttention
 	TypeAgentBudget      = eventcore.TypeAgentBudget
 	TypeAgentDeferred    = eventcore.TypeAgentDeferred
+	TypeAgentDialog      = eventcore.TypeAgentDialog
 	TypeAgentExited      = eventcore.TypeAgentExited
 	TypeAgentFailed      = eventcore.TypeAgentFailed
 	TypeAgentInbox       = eventcore.TypeAgentInbox

@@ -88,6 +88,20 @@ func Describe(ev Event) string {
 		} else {
 			fmt.Fprintf(&b, " %s: %s", d.Reason, d.Detail)
 		}
+	case AgentDialog:
+		switch d.State {
+		case DialogOpen:
+			fmt.Fprintf(&b, " open %q %s %q", d.Title, d.Question, d.Options)
+		case DialogAnswered:
+			fmt.Fprintf(&b, " answered %d by %s", d.Answer, d.By)
+		default:
+			fmt.Fprintf(&b, " %s", d.State)
+			if d.Message != "" {
+				fmt.Fprintf(&b, ": %s", d.Message)
+			}
+		}
+	case AgentAnswer:
+		fmt.Fprintf(&b, " option %d by %s", d.Option, d.By)
 	case RoleQueued:
 		fmt.Fprintf(&b, "%s from=%s %q", turn, d.From, clip(d.Text, 60))
 	case AgentInbox:

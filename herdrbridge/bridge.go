@@ -338,11 +338,18 @@ type agentState struct {
 	// agent as the pane's foreground process), so the pane is typed into
 	// as one it does not recognise.
 	promptRefused bool
-	attention     string    // the attention reason the log holds
-	kindName      string    // the agent's kind as registered ("" is claude)
-	noBoxSince    time.Time // idle without a prompt box since
-	backoff       time.Duration
-	nextCheck     time.Time
+	attention     string // the attention reason the log holds
+	// dialog is the open dialog the log holds (AgentDialog), answer an
+	// AgentAnswer not yet typed; dialogTries and dialogLookAt pace the
+	// reads of a blocked agent's screen for its dialog (dialogs).
+	dialog       *Dialog
+	answer       *answerRequest
+	dialogTries  int
+	dialogLookAt time.Time
+	kindName     string    // the agent's kind as registered ("" is claude)
+	noBoxSince   time.Time // idle without a prompt box since
+	backoff      time.Duration
+	nextCheck    time.Time
 
 	exitSent bool // AgentExited is appended or being appended
 	worker   bool // a delivery worker runs for it
@@ -647,7 +654,23 @@ func (b *Bridge) apply(ev events.Event) {
 		b.sessionLocked(a, ev, d)
 	case events.AgentAttention:
 		a.attention = d.Reason
+	case events.AgentDialog:
+		switch d.State {
+		case events.DialogOpen:
+			a.dialog = &Dialog{Title: d.Title, Detail: d.Detail, Question: d.Question, Options: d.Options}
+		case events.DialogUnanswered:
+			a.answer = nil
+		default:
+			a.dialog, a.answer = nil, nil
+		}
+	case events.AgentAnswer:
+		a.answer = &answerRequest{option: d.Option, by: d.By}
 	case events.AgentStatusChanged:
+		if d.Status != events.StatusBlocked {
+			// Not (or no longer) blocked: the next blocked spell is
+			// looked at afresh.
+			a.dialog, a.dialogTries = nil, 0
+		}
 		switch d.Source {
 		case "herdr":
 			if ev.Seq > a.logStatusSeq {

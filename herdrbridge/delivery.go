@@ -59,6 +59,11 @@ func (b *Bridge) step(ctx context.Context, id string) {
 	if b.startCheckDue(id) {
 		b.checkDied(ctx, id)
 	}
+	if b.CaughtUp() {
+		// Before the log is read through, an answer already typed
+		// would look pending.
+		b.dialogs(ctx, id)
+	}
 	now := b.cfg.Now()
 	b.mu.Lock()
 	a := b.agents[id]

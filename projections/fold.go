@@ -393,7 +393,8 @@ func (m *materializer) apply(ev events.Event, b *batch) {
 		m.st.roleUsage(ev.Subject).warned(d.Limit, d.Percent, ev.Time)
 	case events.AgentRegistered, events.AgentStatusChanged, events.AgentQueued, events.AgentTyped,
 		events.AgentSubmitted, events.AgentReplied, events.AgentUsage, events.AgentFailed, events.AgentSession, events.AgentExited,
-		events.AgentDeferred, events.AgentAttention, events.AgentBudgetWarning, events.AgentReleased, events.AgentRestart:
+		events.AgentDeferred, events.AgentAttention, events.AgentBudgetWarning, events.AgentReleased, events.AgentRestart,
+		events.AgentDialog:
 		m.agentEvent(ev, d, b)
 	}
 }
@@ -493,6 +494,10 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		if !ev.Time.Before(a.StatusAt) {
 			a.Status, a.StatusAt = d.Status, ev.Time
 		}
+		if a.Dialog != nil && d.Status != events.StatusBlocked && ev.Time.After(a.Dialog.Since) {
+			// The agent moved on: the dialog went, however it was answered.
+			a.Dialog = nil
+		}
 		if d.Violation != "" {
 			a.Violation = d.Violation
 		}
@@ -531,13 +536,26 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		case events.RestartGaveUp:
 			a.Restarting = false
 		}
+	case events.AgentDialog:
+		switch d.State {
+		case events.DialogOpen:
+			a.Dialog = &Dialog{Title: d.Title, Question: d.Question, Detail: d.Detail, Options: d.Options, Since: ev.Time}
+		case events.DialogUnanswered:
+			if a.Dialog != nil {
+				dl := *a.Dialog
+				dl.Unanswered = d.Message
+				a.Dialog = &dl
+			}
+		default:
+			a.Dialog = nil
+		}
 	case events.AgentAttention:
 		a.NeedsAttention, a.AttentionDetail = d.Reason, d.Detail
 		if d.Reason == "" {
 			a.AttentionDetail = ""
 		}
 	case events.AgentExited:
-		a.Exited = true
+		a.Exited, a.Dialog = true, nil
 		if d.StartFailed && a.FailedToStart == "" {
 			a.FailedToStart = d.Reason
 		}

@@ -48,6 +48,10 @@ type Agent struct {
 	// pane shows a shell), with AttentionDetail saying what it saw.
 	NeedsAttention  string `json:"needs_attention,omitempty"`
 	AttentionDetail string `json:"attention_detail,omitempty"`
+	// Dialog is the dialog the agent's CLI shows and waits on (a
+	// permission prompt), as its gateway read it; nil when none.
+	// POST /agents/{id}/answer answers it.
+	Dialog *Dialog `json:"dialog,omitempty"`
 	// Restarts counts the times its gateway restarted the agent after it
 	// died (its role's restart policy); Restarting is set from the
 	// decision until it runs again or the gateway gives up.
@@ -219,4 +223,16 @@ type Views interface {
 	// Usage is an agent's (kind KindAgent) or a role's (KindRole) model
 	// usage in rolling windows, for budgets; empty when it has none.
 	Usage(kind, id string) Usage
+}
+
+// Dialog is an open dialog of an agent's CLI (events.AgentDialog): what it
+// asks, what about, and its options, numbered from 1 in order. Unanswered
+// says why the last answer asked for could not be typed.
+type Dialog struct {
+	Title      string    `json:"title,omitempty"`
+	Question   string    `json:"question"`
+	Detail     string    `json:"detail,omitempty"`
+	Options    []string  `json:"options"`
+	Since      time.Time `json:"since"`
+	Unanswered string    `json:"unanswered,omitempty"`
 }

@@ -67,6 +67,8 @@ func NewRegistry(opts ...RegistryOption) *Registry {
 	Register[AgentExited](r)
 	Register[AgentDeferred](r)
 	Register[AgentAttention](r)
+	Register[AgentDialog](r)
+	Register[AgentAnswer](r)
 	Register[AgentReleased](r)
 	Register[AgentRestart](r)
 	Register[AgentInbox](r)
@@ -125,6 +127,21 @@ func (r *Registry) decodeData(t Type, raw json.RawMessage) (Data, error) {
 func (d AgentStatusChanged) validate() error {
 	if !d.Status.Valid() {
 		return fmt.Errorf("unknown status %q", d.Status)
+	}
+	return nil
+}
+
+func (d AgentDialog) validate() error {
+	switch d.State {
+	case DialogOpen, DialogAnswered, DialogUnanswered, DialogClosed:
+		return nil
+	}
+	return fmt.Errorf("unknown dialog state %q", d.State)
+}
+
+func (d AgentAnswer) validate() error {
+	if d.Option < 1 {
+		return fmt.Errorf("answer option %d: options count from 1", d.Option)
 	}
 	return nil
 }

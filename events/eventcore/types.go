@@ -49,6 +49,8 @@ const (
 	TypeAgentExited     Type = "fleet.agent.exited"
 	TypeAgentDeferred   Type = "fleet.agent.deferred"
 	TypeAgentAttention  Type = "fleet.agent.attention"
+	TypeAgentDialog     Type = "fleet.agent.dialog"
+	TypeAgentAnswer     Type = "fleet.agent.answer"
 	TypeAgentReleased   Type = "fleet.agent.released"
 	TypeAgentRestart    Type = "fleet.agent.restart"
 	TypeAgentInbox      Type = "fleet.agent.inbox"
@@ -339,6 +341,44 @@ type AgentAttention struct {
 	Detail string `json:"detail,omitempty" limit:"text"`
 }
 
+// Dialog states (AgentDialog.State).
+const (
+	// DialogOpen: the agent's CLI shows the dialog and waits for a person.
+	DialogOpen = "open"
+	// DialogAnswered: fleetd typed the answer and the dialog went.
+	DialogAnswered = "answered"
+	// DialogUnanswered: an answer asked for could not be typed (no
+	// dialog on screen, an unknown option, the dialog stayed): Message
+	// says why; the dialog, if any, is still open.
+	DialogUnanswered = "unanswered"
+	// DialogClosed: the dialog went without an answer through fleetd
+	// (answered at the pane, the turn interrupted, the agent gone).
+	DialogClosed = "closed"
+)
+
+// AgentDialog: a dialog of the agent's CLI that waits for a person — a
+// permission prompt — read from its screen by the owning gateway: its
+// title, question, what it is about and its options in order (Answer and
+// AgentAnswer.Option count from 1); and how it ended.
+type AgentDialog struct {
+	State    string   `json:"state"`
+	Title    string   `json:"title,omitempty" limit:"line"`
+	Question string   `json:"question,omitempty" limit:"line"`
+	Detail   string   `json:"detail,omitempty" limit:"text"`
+	Options  []string `json:"options,omitempty" limit:"line"`
+	Answer   int      `json:"answer,omitempty"`
+	By       string   `json:"by,omitempty" limit:"line"`
+	Message  string   `json:"message,omitempty" limit:"text"`
+}
+
+// AgentAnswer asks the owning gateway to answer the agent's open dialog
+// with its option Option (from 1), on behalf of By; the gateway records
+// how it went as an AgentDialog (answered or unanswered).
+type AgentAnswer struct {
+	Option int    `json:"option"`
+	By     string `json:"by,omitempty" limit:"line"`
+}
+
 // AgentSubmitted: the agent confirmed it took the prompt.
 type AgentSubmitted struct {
 	PromptID  string `json:"prompt_id,omitempty"`
@@ -409,6 +449,9 @@ const (
 	// ReasonEmptyPrompt: nothing was left to type once the text rule was
 	// applied.
 	ReasonEmptyPrompt = "empty_prompt"
+	// ReasonDenied: the agent asked permission for what the turn needed
+	// and was answered No (AgentDialog).
+	ReasonDenied = "denied"
 )
 
 // AgentFailed: the turn ended without a reply.
@@ -598,6 +641,8 @@ func (AgentSession) EventType() Type       { return TypeAgentSession }
 func (AgentExited) EventType() Type        { return TypeAgentExited }
 func (AgentDeferred) EventType() Type      { return TypeAgentDeferred }
 func (AgentAttention) EventType() Type     { return TypeAgentAttention }
+func (AgentDialog) EventType() Type        { return TypeAgentDialog }
+func (AgentAnswer) EventType() Type        { return TypeAgentAnswer }
 func (AgentReleased) EventType() Type      { return TypeAgentReleased }
 func (AgentRestart) EventType() Type       { return TypeAgentRestart }
 func (AgentInbox) EventType() Type         { return TypeAgentInbox }

@@ -1,0 +1,261 @@
+package herdrbridge
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+	"github.com/fleetd/fleetd/lifecycle"
+)
+
+// Dialog is a dialog of an agent's CLI that waits for a person — a
+// permission prompt — as read from its screen: what it is (Title), what
+// about (Detail), what it asks and its options in order, the first
+// answered by typing "1".
+type Dialog struct {
+	Title, Detail, Question string
+	Options                 []string
+}
+
+// Same reports whether d and o are one dialog, as far as a screen shows.
+func (d Dialog) Same(o Dialog) bool {
+	return d.Title == o.Title && d.Detail == o.Detail && d.Question == o.Question && slices.Equal(d.Options, o.Options)
+}
+
+// DialogReader is a kind whose dialogs fleetd can read off its screen and
+// answer by typing an option's number: such an agent blocked on one shows
+// it in the roster (events.AgentDialog), and POST /agents/{id}/answer
+// answers it.
+type DialogReader interface {
+	// ParseDialog finds the dialog on screen; false when none shows.
+	ParseDialog(screen string) (Dialog, bool)
+}
+
+// dialogOption is one numbered option row: "❯ 1. Yes", "  2. No".
+var dialogOption = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:❯\s*)?([1-9])\.\s+(\S.*?)\s*$`) })
+
+// ParseDialog reads Claude Code's dialogs (measured with 2.1.328): below
+// a full-width rule, the dialog's title ("Bash command", "Create file"),
+// what it is about (the command, the file; between dashed rules), the
+// question ("Do you want to proceed?"), options numbered from 1 with "❯"
+// at the selected one, and a footer "Esc to cancel · …". Typing an
+// option's number chooses it at once.
+func (Claude) ParseDialog(screen string) (Dialog, bool) {
+	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	footer := -1
+	for i := len(rows) - 1; i >= 0 && i >= len(rows)-8; i-- {
+		if strings.Contains(rows[i], "Esc to cancel") {
+			footer = i
+			break
+		}
+	}
+	if footer < 0 {
+		return Dialog{}, false
+	}
+	// The options: the numbered rows right above the footer, read up to
+	// 1; a long option wraps onto rows of its own, indented under its
+	// text, which join it.
+	var opts []string
+	var more []string // rows of a wrapped option below its start
+	first := -1
+	for i := footer - 1; i >= 0 && i >= footer-40 && first < 0; i-- {
+		row := rows[i]
+		switch m := dialogOption().FindStringSubmatch(row); {
+		case strings.TrimSpace(row) == "":
+		case m != nil:
+			slices.Reverse(more)
+			opts = append(opts, strings.Join(append([]string{m[2]}, more...), " "))
+			more = nil
+			if m[1] == "1" {
+				first = i
+			}
+		case strings.HasPrefix(row, "     "):
+			more = append(more, strings.TrimSpace(row))
+		default:
+			return Dialog{}, false
+		}
+	}
+	if first < 0 {
+		return Dialog{}, false
+	}
+	slices.Reverse(opts)
+	d := Dialog{Options: opts}
+	// The question: the last row above the options that ends in "?".
+	q := -1
+	for i := first - 1; i >= 0 && i >= first-6; i-- {
+		if t := strings.TrimSpace(rows[i]); strings.HasSuffix(t, "?") {
+			d.Question, q = t, i
+			break
+		}
+	}
+	if q < 0 {
+		return Dialog{}, false
+	}
+	// Title and detail: the rows from the full-width rule above down to
+	// the question, without the dashed rules and Claude Code's tips.
+	var about []string
+	for i := q - 1; i >= 0 && i >= q-30; i-- {
+		t := strings.TrimSpace(rows[i])
+		if strings.HasPrefix(t, "────") {
+			break
+		}
+		if t == "" || strings.HasPrefix(t, "╌╌╌╌") || strings.HasPrefix(t, "Tip:") {
+			continue
+		}
+		about = append(about, t)
+	}
+	slices.Reverse(about)
+	if len(about) > 0 {
+		d.Title, about = about[0], about[1:]
+	}
+	d.Detail = strings.Join(about, "\n")
+	return d, true
+}
+
+// dialogRetry is how often a blocked agent's screen is read again while
+// no dialog shows on it (the hook that says blocked can come before the
+// dialog is drawn); dialogTries bounds the reads of one blocked spell.
+const (
+	dialogRetry = 300 * time.Millisecond
+	dialogTries = 10
+	// answerWait bounds the wait for an answered dialog to leave the
+	// screen.
+	answerWait = 5 * time.Second
+)
+
+// answerRequest is an AgentAnswer waiting to be typed.
+type answerRequest struct {
+	option int
+	by     string
+}
+
+// dialogs is the dialog duty of one step for agent id: type an answer
+// asked for, or read the dialog of an agent blocked on one and record it.
+// Only a kind that is a DialogReader has it.
+func (b *Bridge) dialogs(ctx context.Context, id string) {
+	now := b.cfg.Now()
+	b.mu.Lock()
+	a := b.agents[id]
+	reader, ok := a.kind().(DialogReader)
+	if !ok || !b.ownedLocked(a) || b.herdr != linkUp || a.exited {
+		b.mu.Unlock()
+		return
+	}
+	pane, req, open := a.pane, a.answer, a.dialog
+	blocked := a.hookStatus == events.StatusBlocked || (a.fresh && a.status == herdrapi.StatusBlocked)
+	look := req == nil && blocked && a.dialogTries < dialogTries && !now.Before(a.dialogLookAt)
+	if look {
+		a.dialogTries++
+		a.dialogLookAt = now.Add(dialogRetry)
+	}
+	b.mu.Unlock()
+	switch {
+	case req != nil:
+		b.answerDialog(ctx, id, pane, reader, *req)
+	case look:
+		r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
+		if err != nil {
+			return
+		}
+		d, ok := reader.ParseDialog(r.Text)
+		if !ok || (open != nil && open.Same(d)) {
+			return
+		}
+		b.mu.Lock()
+		a.dialogTries = dialogTries // found: no more looks this spell
+		b.mu.Unlock()
+		if _, err := b.append(ctx, id, "", events.AgentDialog{State: events.DialogOpen, Title: d.Title, Question: d.Question,
+			Detail: d.Detail, Options: d.Options}); err != nil {
+			b.log.Warn("dialog not recorded", "agent", id, "err", err)
+		}
+	}
+}
+
+// answerDialog types option req.option into the dialog on the agent's
+// screen and records how it went: answered once the dialog left the
+// screen, unanswered (saying why) when there is no dialog, no such
+// option, or the dialog stayed. Nothing is typed unless the screen shows
+// a dialog with that option the moment before. An answer whose option
+// says No ends the agent's turn in flight as denied: Claude Code stops
+// the turn ("Interrupted") and no Stop hook comes for it.
+func (b *Bridge) answerDialog(ctx context.Context, id, pane string, reader DialogReader, req answerRequest) {
+	unanswered := func(why string) {
+		if _, err := b.append(ctx, id, "", events.AgentDialog{State: events.DialogUnanswered, Answer: req.option, By: req.by, Message: why}); err != nil {
+			b.log.Warn("dialog answer not recorded", "agent", id, "err", err)
+		}
+	}
+	r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
+	if err != nil {
+		unanswered("the agent's screen could not be read: " + err.Error())
+		return
+	}
+	d, ok := reader.ParseDialog(r.Text)
+	switch {
+	case !ok:
+		unanswered("no dialog on the agent's screen")
+		return
+	case req.option > len(d.Options):
+		unanswered(fmt.Sprintf("no option %d: the dialog has %d", req.option, len(d.Options)))
+		return
+	}
+	if err := b.client.SendKeys(ctx, pane, strconv.Itoa(req.option)); err != nil {
+		unanswered("typing the answer failed: " + err.Error())
+		return
+	}
+	deadline := b.cfg.Now().Add(answerWait)
+	for {
+		r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
+		if err == nil {
+			if now, ok := reader.ParseDialog(r.Text); !ok || !now.Same(d) {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if b.cfg.Now().After(deadline) {
+			unanswered(fmt.Sprintf("the dialog stayed on screen %s after %d was typed", answerWait, req.option))
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	label := d.Options[req.option-1]
+	if _, err := b.append(ctx, id, "", events.AgentDialog{State: events.DialogAnswered, Title: d.Title, Question: d.Question,
+		Detail: d.Detail, Options: d.Options, Answer: req.option, By: req.by}); err != nil {
+		b.log.Warn("dialog answer not recorded", "agent", id, "err", err)
+	}
+	b.log.Info("dialog answered", "agent", id, "option", req.option, "label", label, "by", req.by)
+	if !denies(label) {
+		return
+	}
+	b.mu.Lock()
+	t, ok := b.book.InFlight(id)
+	b.mu.Unlock()
+	if ok && t.State == lifecycle.StateSubmitted {
+		b.fail(ctx, id, t.ID, events.ReasonDenied, fmt.Sprintf("%s answered %q to %q (%s)", req.by, label, d.Question, oneLine(d.Title, d.Detail)))
+	}
+}
+
+// denies reports an option that refuses what the dialog asks.
+func denies(label string) bool {
+	l := strings.ToLower(label)
+	return l == "no" || strings.HasPrefix(l, "no,") || strings.HasPrefix(l, "no ")
+}
+
+// oneLine joins a dialog's title and detail for a message.
+func oneLine(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p = strings.Join(strings.Fields(p), " "); p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, ": ")
+}

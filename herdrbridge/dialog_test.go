@@ -1,0 +1,55 @@
+package herdrbridge
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Claude Code's permission dialogs, captured from the real 2.1.328 against
+// fakeapi, read as what they ask and their options in order — a long
+// option wrapped on a narrow screen whole — and a screen without one reads
+// as none: its idle prompt box, its conversation quoting a numbered list.
+func TestClaudeDialogsReadOffTheScreen(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("testdata", "claude", name+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, c := range []struct {
+		file string
+		want Dialog
+	}{
+		{"dialog-bash", Dialog{Title: "Bash command", Detail: "remove the marker\nrm -f /tmp/cwork/marker-perm", Question: "Do you want to proceed?",
+			Options: []string{"Yes", "Yes, and always allow access to /tmp/cwork from this project",
+				"Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}}},
+		{"dialog-write", Dialog{Title: "Create file", Detail: "notes.txt\n1 hello", Question: "Do you want to create notes.txt?",
+			Options: []string{"Yes", "Yes, and switch to accept edits (auto-approve file edits and common file commands) for this session (shift+tab)", "No"}}},
+		{"dialog-narrow", Dialog{Title: "Create file", Detail: "n2.txt\n1 x", Question: "Do you want to create n2.txt?",
+			Options: []string{"Yes", "Yes, and switch to accept edits (auto-approve file edits and common file commands) for this session (shift+tab)", "No"}}},
+	} {
+		got, ok := Claude{}.ParseDialog(read(c.file))
+		if !ok || !got.Same(c.want) {
+			t.Errorf("%s: read %v %#v\nwant %#v", c.file, ok, got, c.want)
+		}
+	}
+	quoted := "❯ list them\n● Here:\n 1. Yes\n 2. No\n Esc to cancel is what the dialog says\n" + strings.Repeat("\n", 3)
+	for name, screen := range map[string]string{"idle-after-denial": read("idle-after-denial"), "a quoted list": quoted} {
+		if d, ok := (Claude{}).ParseDialog(screen); ok {
+			t.Errorf("%s: read a dialog %#v, want none", name, d)
+		}
+	}
+}
+
+// Only an option that refuses is a denial.
+func TestWhichOptionDenies(t *testing.T) {
+	for label, want := range map[string]bool{"No": true, "No, and tell Claude what to do differently": true, "no": true,
+		"Yes": false, "Nothing": false, "Yes, and don't ask again": false} {
+		if got := denies(label); got != want {
+			t.Errorf("denies(%q) = %v, want %v", label, got, want)
+		}
+	}
+}
