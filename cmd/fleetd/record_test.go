@@ -109,7 +109,31 @@ func (r *recorder) screenReady(ctx context.Context, pane string) {
 // bridge is given a turn to decide on.
 func (r *recorder) screenSays(ctx context.Context, pane, want string) {
 	r.t.Helper()
+	r.screenSaysWithin(ctx, pane, want, 30*time.Second)
+}
+
+// screenSaysOther waits until pane's screen, read past the proxy, says
+// anything but not, and returns what it says.
+func (r *recorder) screenSaysOther(ctx context.Context, pane, not string) string {
+	r.t.Helper()
+	var v string
 	checkfor.Eventually(r.t, 30*time.Second, 50*time.Millisecond, func() error {
+		got, err := r.person.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
+		if err != nil {
+			return err
+		}
+		if v = herdrbridge.ScreenReadiness(r.kind, got.Text); v == not {
+			return fmt.Errorf("the screen still says %s:\n%s", v, got.Text)
+		}
+		return nil
+	})
+	return v
+}
+
+// screenSaysWithin is screenSays with a limit of its own (a CLI starting).
+func (r *recorder) screenSaysWithin(ctx context.Context, pane, want string, limit time.Duration) {
+	r.t.Helper()
+	checkfor.Eventually(r.t, limit, 50*time.Millisecond, func() error {
 		got, err := r.person.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
 		if err != nil {
 			return err
