@@ -682,6 +682,12 @@ func (b *Bridge) apply(ev events.Event) {
 		case "hook":
 			a.hookStatus = d.Status
 			b.readyLocked(a, d.Status.Ready())
+		case StatusSourceScreen:
+			if a.hookStatus == events.StatusBlocked {
+				// The dialog the hook reported went with a turn no hook
+				// reports the end of (answered No).
+				a.hookStatus = d.Status
+			}
 		}
 	case events.AgentTyped:
 		if changed && t.Agent == ev.Subject && t.State == lifecycle.StateTyped && t.Enter == 0 {

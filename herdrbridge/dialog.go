@@ -235,6 +235,33 @@ func (b *Bridge) answerDialog(ctx context.Context, id, pane string, reader Dialo
 	if !denies(label) {
 		return
 	}
+	// No hook reports the stopped turn, and the last one said blocked:
+	// the empty prompt box back on screen says the agent is idle —
+	// recorded before the turn fails, so the lead that hears of the
+	// failure finds the agent taking turns again.
+	b.mu.Lock()
+	kind := b.agents[id].kind()
+	b.mu.Unlock()
+	for range 20 {
+		r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
+		if err == nil && kind.ParseComposer(r.Text).Empty() {
+			// herdr holds the hook's "blocked" over its own screen
+			// detection until the next report, which no hook sends now.
+			if err := b.client.ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: pane, Source: "fleetd:" + kind.Name(), Agent: kind.Name(),
+				State: herdrapi.StatusIdle, Seq: uint64(time.Now().UnixNano())}); err != nil {
+				b.log.Warn("herdr not told the agent is idle", "agent", id, "err", err)
+			}
+			if _, err := b.append(ctx, id, "", events.AgentStatusChanged{Status: events.StatusIdle, Source: StatusSourceScreen,
+				Detail: "the dialog was answered " + label + ": the turn stopped"}); err != nil {
+				b.log.Warn("status not recorded", "agent", id, "err", err)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	b.mu.Lock()
 	t, ok := b.book.InFlight(id)
 	b.mu.Unlock()

@@ -32,6 +32,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /inbox/{agent}/ack", s.ackInbox)
 	mux.HandleFunc("POST /inbox/{agent}/open", s.postOpen)
 	mux.HandleFunc("POST /agents", s.postAgents)
+	mux.HandleFunc("POST /agents/{id}/answer", s.postAnswer)
 	mux.HandleFunc("POST /jobs", s.postJobs)
 	mux.HandleFunc("GET /jobs/{job}", s.getJob)
 	mux.HandleFunc("POST /jobs/{job}/cancel", s.cancelJob)
