@@ -346,6 +346,10 @@ type agentState struct {
 	answer       *answerRequest
 	dialogTries  int
 	dialogLookAt time.Time
+	// dialogAt is when the open dialog was recorded, dialogPolicy set
+	// once the role's deny_dialogs_after answered it.
+	dialogAt     time.Time
+	dialogPolicy bool
 	kindName     string    // the agent's kind as registered ("" is claude)
 	noBoxSince   time.Time // idle without a prompt box since
 	backoff      time.Duration
@@ -658,6 +662,7 @@ func (b *Bridge) apply(ev events.Event) {
 		switch d.State {
 		case events.DialogOpen:
 			a.dialog = &Dialog{Title: d.Title, Detail: d.Detail, Question: d.Question, Options: d.Options}
+			a.dialogAt, a.dialogPolicy = ev.Time, false
 		case events.DialogUnanswered:
 			a.answer = nil
 		default:

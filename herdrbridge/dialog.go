@@ -130,6 +130,9 @@ const (
 	answerWait = 5 * time.Second
 )
 
+// DialogPolicy is who answers a dialog by its role's deny_dialogs_after.
+const DialogPolicy = "policy"
+
 // answerRequest is an AgentAnswer waiting to be typed.
 type answerRequest struct {
 	option int
@@ -148,15 +151,29 @@ func (b *Bridge) dialogs(ctx context.Context, id string) {
 		b.mu.Unlock()
 		return
 	}
-	pane, req, open := a.pane, a.answer, a.dialog
+	pane, req, open, openAt, role := a.pane, a.answer, a.dialog, a.dialogAt, a.role
 	blocked := a.hookStatus == events.StatusBlocked || (a.fresh && a.status == herdrapi.StatusBlocked)
 	look := req == nil && blocked && a.dialogTries < dialogTries && !now.Before(a.dialogLookAt)
 	if look {
 		a.dialogTries++
 		a.dialogLookAt = now.Add(dialogRetry)
 	}
+	deny := 0
+	if req == nil && open != nil && !a.dialogPolicy {
+		if r, err := b.cfg.Roles.Get(role); err == nil && r.DenyDialogsAfter > 0 && now.Sub(openAt) >= time.Duration(r.DenyDialogsAfter) {
+			deny = slices.IndexFunc(open.Options, denies) + 1
+			a.dialogPolicy = true // once per dialog, whatever comes of it
+		}
+	}
 	b.mu.Unlock()
 	switch {
+	case deny > 0:
+		// The role's policy answers a dialog left unanswered: through
+		// the log, as anyone's answer, so it is typed and recorded the
+		// same way.
+		if _, err := b.append(ctx, id, "", events.AgentAnswer{Option: deny, By: DialogPolicy}); err != nil {
+			b.log.Warn("policy answer not recorded", "agent", id, "err", err)
+		}
 	case req != nil:
 		b.answerDialog(ctx, id, pane, reader, *req)
 	case look:

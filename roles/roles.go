@@ -142,6 +142,12 @@ type Role struct {
 	// Default: CwdRoots() — fleetd's home, working and temporary
 	// directories.
 	CwdRoots []string `json:"cwd_roots,omitempty"`
+	// DenyDialogsAfter is the policy for a permission dialog nobody
+	// answers: after this long open, fleetd answers it No itself (the
+	// turn fails denied, by "policy"). Zero, the default, waits for a
+	// person (`fleetd answer`, the dashboard); the turn still fails
+	// blocked after the gateway's blocked timeout, the dialog left up.
+	DenyDialogsAfter Duration `json:"deny_dialogs_after,omitempty"`
 }
 
 // AllowsSpawn reports whether an agent of this role may spawn an agent of
@@ -508,6 +514,9 @@ func (c Config) Validate() error {
 			if !filepath.IsAbs(root) || CheckWord("cwd root", root) != nil {
 				errs = append(errs, fmt.Errorf("role %q: cwd_roots: %q is not an absolute path", name, root))
 			}
+		}
+		if r.DenyDialogsAfter < 0 {
+			errs = append(errs, fmt.Errorf("role %q: deny_dialogs_after must not be negative", name))
 		}
 		if r.RestartMax < 0 || r.RestartWindow < 0 || r.RestartBackoff < 0 {
 			errs = append(errs, fmt.Errorf("role %q: restart_max, restart_window and restart_backoff must not be negative", name))

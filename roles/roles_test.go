@@ -258,3 +258,14 @@ func TestACodexRoleHasCodexsLaunchAndBoundary(t *testing.T) {
 		t.Errorf("a clean codex role with OPENAI_API_KEY: %v", err)
 	}
 }
+
+// deny_dialogs_after reads as a duration; a negative one is refused.
+func TestDenyDialogsAfter(t *testing.T) {
+	c, err := roles.Parse([]byte(`{"roles":{"w":{"deny_dialogs_after":"90s"}}}`))
+	if err != nil || time.Duration(c.Roles["w"].DenyDialogsAfter) != 90*time.Second {
+		t.Errorf("deny_dialogs_after 90s: %v %+v", err, c.Roles["w"])
+	}
+	if _, err := roles.Parse([]byte(`{"roles":{"w":{"deny_dialogs_after":"-1s"}}}`)); err == nil || !strings.Contains(err.Error(), "deny_dialogs_after") {
+		t.Errorf("a negative deny_dialogs_after: %v", err)
+	}
+}
