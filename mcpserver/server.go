@@ -40,6 +40,8 @@ type Fleet interface {
 	Context(ctx context.Context, job string, selectors []string) ([]leadshim.ContextItem, error)
 	// PutContext adds an item to a job's context store.
 	PutContext(ctx context.Context, job string, p leadshim.ContextPut) (leadshim.ContextItem, error)
+	// Answer answers the dialog an agent is blocked on.
+	Answer(ctx context.Context, agent string, option int, from string) (leadshim.DialogAnswer, error)
 	// Spawn starts an agent on the shim's host.
 	Spawn(ctx context.Context, req leadshim.SpawnRequest) (events.AgentRegistered, error)
 	// StartJob runs a plan (or resumes a job) in the background.
@@ -133,6 +135,7 @@ func New(cfg Config) (*Server, error) {
 	s.addInboxTools()
 	s.addContextTool()
 	s.addJobTools()
+	s.addAnswerTool()
 	return s, nil
 }
 
@@ -150,7 +153,7 @@ func instructions(agent string) string {
 		"(the reply comes to your inbox). Messages for you wait in your inbox: when fleetd tells you so, call `inbox`, " +
 		"handle each message, answer with `reply` (which also acknowledges it) or acknowledge it on your next `inbox` call. " +
 		"Look before you route: `roster`, `roles`, `sessions`. Run a multi-step plan with `orchestrate`; start a new agent with " +
-		"`spawn` when your role may spawn its role."
+		"`spawn` when your role may spawn its role. A worker blocked on a permission dialog shows it in `roster`: answer it with `answer`."
 }
 
 // result is a tool's answer: v as indented JSON text, which a model reads

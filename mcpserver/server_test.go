@@ -132,7 +132,7 @@ func TestListToolsNamesEveryToolWithDescriptionAndObjectSchema(t *testing.T) {
 			t.Errorf("tool %s: input schema %s is not an object schema", tool.Name, b)
 		}
 	}
-	for _, want := range []string{"send", "wait", "roster", "sessions", "roles", "inbox", "reply", "context", "spawn", "orchestrate"} {
+	for _, want := range []string{"send", "wait", "roster", "sessions", "roles", "inbox", "reply", "context", "spawn", "orchestrate", "answer"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools %v lack %s", names, want)
 		}

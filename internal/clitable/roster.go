@@ -75,6 +75,11 @@ func agentStatus(a projections.Agent) string {
 	if a.NeedsAttention != "" {
 		status += " NEEDS ATTENTION: " + a.NeedsAttention
 	}
+	if d := a.Dialog; d != nil {
+		// A permission prompt waits for a person: say what it asks and
+		// how to answer it from here.
+		status += fmt.Sprintf(" ASKS %q (%d options: fleetd answer %s)", d.Question, len(d.Options), a.Agent)
+	}
 	if a.Violation != "" {
 		status += " BOUNDARY"
 	}
