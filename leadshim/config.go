@@ -90,6 +90,9 @@ type Config struct {
 	// Spawner starts agents in this host's herdr (POST /agents); nil: the
 	// host drives no herdr, and spawns are 503.
 	Spawner Spawner
+	// Agents stops and restarts agents of this host's herdr (POST
+	// /agents/{id}/stop, /restart); nil: those are 503.
+	Agents Agents
 	// Jobs runs plans as jobs on this host (POST /jobs); nil: none.
 	Jobs Jobs
 	// NC serves the micro service and answers /healthz; nil runs HTTP only.

@@ -6,6 +6,11 @@
 // fleetd.roster, fleetd.sessions; the subjects stay outside fleet.> so the
 // FLEET stream never captures a request).
 //
+// POST /message/{id}/cancel fails a turn still queued for an agent,
+// reason cancelled, naming who: appended guarded by the agent's last
+// sequence as the gateway's typed is, so a turn is never both typed and
+// cancelled.
+//
 // A send is queued through turns.Queuer, the one way into the log it
 // shares with the orchestrator — AgentQueued on the agent (direct) or
 // RoleQueued on the role, with event id = correlation id = a new ULID =
@@ -44,8 +49,13 @@
 // auth. With a token, a browser signs in at /login: the token is checked
 // in constant time and a cookie (SessionCookie: HttpOnly, SameSite=Strict,
 // an HMAC of its expiry keyed by the token, LoginTTL) stands for it on
-// GET and HEAD requests only, so a signed-in browser can read everything
-// and send nothing.
+// GET and HEAD requests, and on the dashboard's actions (send, spawn,
+// stop, restart, cancel a turn, answer a dialog) only with the page's
+// CSRF token (CSRFHeader: an HMAC of the sign-in keyed by the token, which
+// the shim hands the dashboard as it serves the page): a page of another
+// site can make a browser send the cookie, never read the token. Without
+// a token (loopback) a write a browser says another site's page made is
+// refused the same way; scripts send neither and pass.
 //
 // Inboxes (Config.Inbox) are durable consumers on FLEET, so a read
 // never makes one for a name: GET /inbox/{agent} opens an inbox only for
@@ -65,8 +75,11 @@
 // appended to the text as <context> blocks, and the turn carries the job
 // and the slice reference (jobs.SliceFor, RecordSlice, Prompt).
 //
-// Two doors act on the host the shim runs on, through ports its gateway
+// Doors act on the host the shim runs on, through ports its gateway
 // fills in: POST /agents spawns an agent in this host's herdr (Spawner),
+// POST /agents/{id}/stop and /restart stop one for good or start it afresh
+// (Agents; an agent of another host is 409 other_host: only its own
+// gateway touches its pane),
 // when the caller's role may (roles.Role.MaySpawn; the caller's role is
 // its roster row's, or the from_role of a caller outside fleetd), and
 // POST /jobs runs a plan as a job in the background (Jobs), whose

@@ -23,4 +23,13 @@ var (
 	// ErrJobDone is what a Jobs runner's error wraps when a cancel names
 	// a job that had ended: the shim answers 409 job_done.
 	ErrJobDone = errors.New("job already done")
+	// ErrNotHere is what an Agents port's error wraps when the agent is
+	// not live on this host: the shim answers 409 agent_exited.
+	ErrNotHere = errors.New("agent is not live on this host")
+	// ErrNotRestartable is what an Agents port's error wraps for an agent
+	// fleetd cannot start again (an adopted pane): 409 not_restartable.
+	ErrNotRestartable = errors.New("agent cannot be restarted by fleetd")
+	// ErrRestarting is what an Agents port's error wraps while the
+	// agent's restart runs: 409 restarting.
+	ErrRestarting = errors.New("agent is being restarted")
 )

@@ -33,6 +33,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /inbox/{agent}/open", s.postOpen)
 	mux.HandleFunc("POST /agents", s.postAgents)
 	mux.HandleFunc("POST /agents/{id}/answer", s.postAnswer)
+	mux.HandleFunc("POST /agents/{id}/stop", s.postStop)
+	mux.HandleFunc("POST /agents/{id}/restart", s.postRestart)
+	mux.HandleFunc("POST /message/{id}/cancel", s.postCancel)
 	mux.HandleFunc("POST /jobs", s.postJobs)
 	mux.HandleFunc("GET /jobs/{job}", s.getJob)
 	mux.HandleFunc("POST /jobs/{job}/cancel", s.cancelJob)
@@ -45,11 +48,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /login", s.postLogin)
 	mux.HandleFunc("POST /logout", s.postLogout)
 	if s.cfg.Dashboard != nil {
-		mux.Handle("GET /{$}", s.cfg.Dashboard)
-		mux.Handle("/ui/", s.cfg.Dashboard)
+		mux.Handle("GET /{$}", s.dashboard(s.cfg.Dashboard))
+		mux.Handle("/ui/", s.dashboard(s.cfg.Dashboard))
 	}
 	// Known paths with the wrong method answer 405 in JSON; the rest 404.
-	for _, p := range []string{"/message", "/message/{id}", "/roster", "/sessions", "/roles", "/inbox/{agent}", "/inbox/{agent}/ack", "/inbox/{agent}/open", "/agents", "/jobs", "/jobs/{job}", "/jobs/{job}/cancel", "/jobs/{job}/context", "/events", "/healthz", "/metrics", "/login", "/logout"} {
+	for _, p := range []string{"/message", "/message/{id}", "/roster", "/sessions", "/roles", "/inbox/{agent}", "/inbox/{agent}/ack", "/inbox/{agent}/open", "/agents", "/agents/{id}/stop", "/agents/{id}/restart", "/message/{id}/cancel", "/jobs", "/jobs/{job}", "/jobs/{job}/cancel", "/jobs/{job}/context", "/events", "/healthz", "/metrics", "/login", "/logout"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fail(http.StatusMethodNotAllowed, "method_not_allowed", "%s not allowed on %s", r.Method, r.URL.Path))
 		})
@@ -57,7 +60,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fail(http.StatusNotFound, "not_found", "no such endpoint %s", r.URL.Path))
 	})
-	return s.guard(s.count(s.auth(s.limit(mux))))
+	return s.guard(s.count(s.auth(s.csrf(s.limit(mux)))))
 }
 
 // guard runs first, once a request's headers are in: its connection no
@@ -97,7 +100,8 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 
 // auth requires the bearer token, when one is set, everywhere but
 // /healthz and the sign-in (/login, /logout); a dashboard login cookie
-// stands for it on reads (GET, HEAD). It decides on the headers alone: a
+// stands for it on reads (GET, HEAD) and on the dashboard's actions
+// (cookieAction), whose CSRF token csrf checks next. It decides on the headers alone: a
 // refused request's body is never read, and its connection is closed
 // after the 401 rather than drained, so a client cannot hold the 401 back
 // by sending a body slowly. A browser asking for a dashboard page gets
@@ -141,7 +145,7 @@ func (s *Server) auth(next http.Handler) http.Handler {
 }
 
 // credentials reports whether r holds the token: the bearer token, or
-// on a read a sign-in cookie. A request presenting a bearer token while
+// on a read or a dashboard action a sign-in cookie. A request presenting a bearer token while
 // its client's allowance of failures is spent is not checked at all
 // (else a guesser would learn the right token by its answer): wait says
 // how long until it may try again. A wrong bearer token spends one; a
@@ -152,7 +156,7 @@ func (s *Server) credentials(r *http.Request) (ok bool, wait time.Duration) {
 	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return readOnly(r) && s.validSession(r), 0
+		return cookieMay(r) && s.validSession(r), 0
 	}
 	client, now := clientKey(r), s.cfg.Now()
 	if wait := s.fails.wait(client, now); wait > 0 {
@@ -163,6 +167,8 @@ func (s *Server) credentials(r *http.Request) (ok bool, wait time.Duration) {
 		return true, 0
 	}
 	s.fails.failed(client, now)
+	// A wrong bearer token beside a cookie: reads only, so an action is
+	// never let in without the one check that would have been its CSRF.
 	return readOnly(r) && s.validSession(r), 0
 }
 

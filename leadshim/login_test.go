@@ -51,7 +51,8 @@ func signIn(t *testing.T, c *http.Client, base, token, next string) *http.Respon
 // With a token, a browser that has not signed in gets the sign-in form
 // (401) for a dashboard page and JSON 401s elsewhere; a wrong token is
 // refused; the right one sets an HttpOnly, SameSite=Strict cookie that
-// opens the dashboard and the read endpoints — but never a send.
+// opens the dashboard and the read endpoints — and a send only with its
+// page's CSRF token.
 func TestDashboardSignInWithTheToken(t *testing.T) {
 	f := fleettest.New(t)
 	_, base := newShim(t, f, func(c *leadshim.Config) { c.Addr, c.Token, c.Dashboard = "0.0.0.0:0", "s3cret", page })
@@ -85,9 +86,15 @@ func TestDashboardSignInWithTheToken(t *testing.T) {
 			t.Errorf("GET %s signed in: %d %s", path, res.StatusCode, body)
 		}
 	}
+	// The cookie opens the dashboard's actions only with its page's CSRF
+	// token (csrf_test.go), and nothing else that writes.
 	req, _ := http.NewRequest(http.MethodPost, base+"/message", strings.NewReader(`{"to":"w1","text":"x"}`))
+	if res, body := do(t, c, req); res.StatusCode != http.StatusForbidden || errorOf(t, []byte(body)).Code != "csrf" {
+		t.Errorf("a send with only the cookie: %d %s, want 403 csrf", res.StatusCode, body)
+	}
+	req, _ = http.NewRequest(http.MethodPost, base+"/inbox/w1", strings.NewReader(`{"from":"x","text":"x"}`))
 	if res, body := do(t, c, req); res.StatusCode != http.StatusUnauthorized {
-		t.Errorf("a send with only the cookie: %d %s, want 401", res.StatusCode, body)
+		t.Errorf("an inbox post with only the cookie: %d %s, want 401", res.StatusCode, body)
 	}
 
 	req, _ = http.NewRequest(http.MethodPost, base+"/logout", nil)

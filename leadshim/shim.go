@@ -48,6 +48,10 @@ type Server struct {
 	// tokens per client.
 	sessions sessions
 	fails    *failThrottle
+	// csrfSecret keys the pages' CSRF tokens without a bearer token
+	// (csrfKey), made once on first use.
+	csrfOnce   sync.Once
+	csrfSecret []byte
 
 	// The outcome counter counts the turns that end from created on (the
 	// wall clock, as the stream's timestamps are), and after a restart of
