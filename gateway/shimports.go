@@ -79,3 +79,41 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
+
+// ShimAgents is the shim's POST /agents/{id}/stop and /restart on this
+// host's herdr bridge; a restart returns once the agent's new session
+// started, as a spawn does. Errors become the shim's sentinels here.
+type ShimAgents struct {
+	Sessions *SessionSpawner
+}
+
+var _ leadshim.Agents = (*ShimAgents)(nil)
+
+// Stop is the bridge's.
+func (s *ShimAgents) Stop(ctx context.Context, agent, by string) error {
+	return shimAgentsError(s.Sessions.Bridge.Stop(ctx, agent, by))
+}
+
+// Restart is the bridge's, then waits for the new session.
+func (s *ShimAgents) Restart(ctx context.Context, agent, by string) (events.AgentRegistered, error) {
+	reg, err := s.Sessions.Bridge.Restart(ctx, agent, by)
+	if err != nil {
+		return reg, shimAgentsError(err)
+	}
+	if err := s.Sessions.waitStarted(ctx, agent); err != nil {
+		return reg, fmt.Errorf("restarted in pane %s, but: %w", reg.Pane, err)
+	}
+	return reg, nil
+}
+
+func shimAgentsError(err error) error {
+	switch {
+	case errors.Is(err, herdrbridge.ErrNotHere):
+		return fmt.Errorf("%w: %w", leadshim.ErrNotHere, err)
+	case errors.Is(err, herdrbridge.ErrNotSpawned):
+		return fmt.Errorf("%w: %w", leadshim.ErrNotRestartable, err)
+	case errors.Is(err, herdrbridge.ErrRestarting):
+		return fmt.Errorf("%w: %w", leadshim.ErrRestarting, err)
+	}
+	return err
+}

@@ -357,6 +357,10 @@ type agentState struct {
 
 	exitSent bool // AgentExited is appended or being appended
 	worker   bool // a delivery worker runs for it
+	// stopBy names who stopped the agent (Stop): its pane's end is then
+	// theirs, recorded so, and never restarted. restartBy names who
+	// restarts it (Restart) while that runs: its pane's end is part of it.
+	stopBy, restartBy string
 	// changed is closed (and made anew) when something about this agent
 	// changed, and on every change of Bridge.changed's: its delivery
 	// worker, resolvers and waits watch it.
@@ -635,6 +639,7 @@ func (b *Bridge) apply(ev events.Event) {
 		a.registration = ev
 		a.host, a.pane, a.role, a.cwd, a.worktree, a.kindName = d.Host, d.Pane, d.Role, d.Cwd, d.Worktree.Path, d.Kind
 		a.origin, a.registeredAt, a.sessionSeen, a.gaveUp = d.Origin, ev.Time, false, false
+		a.stopBy = "" // a new registration is a new start
 		a.launch = launchWatch{began: ev.Time}
 		// herdr recognises an agent by its pane's foreground process,
 		// which for a sandboxed one is the sandbox: type into it as into

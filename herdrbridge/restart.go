@@ -18,7 +18,12 @@ const AttentionRestartLimit = "restart_limit"
 // restarts this kind of end (clean: an /exit or a logout), and the
 // gateway has not given up on it.
 func (b *Bridge) restartsLocked(a *agentState, clean bool) bool {
-	if a.origin != "spawned" || a.gaveUp {
+	if a.restartBy != "" {
+		// A person's restart (Restart) closed the pane and starts it
+		// again itself: its turns wait for that, whatever the policy.
+		return true
+	}
+	if a.origin != "spawned" || a.gaveUp || a.stopBy != "" {
 		return false
 	}
 	role, err := b.cfg.Roles.Get(a.role)

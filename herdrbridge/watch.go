@@ -462,6 +462,11 @@ func (b *Bridge) exitAgent(ctx context.Context, agent, pane, reason string) {
 		return
 	}
 	a.exitSent = true
+	if a.stopBy != "" {
+		// Its pane went because a person stopped it (Stop): the record
+		// says who, whatever herdr called the close.
+		reason = "stopped by " + a.stopBy
+	}
 	var queued []string
 	var released []lifecycle.Turn
 	for _, id := range b.book.Queue(agent) {
