@@ -83,6 +83,10 @@ type Config struct {
 	// MaxText is how much of a text, a reply or an event's JSON a page
 	// shows. Default 64 KiB.
 	MaxText int
+	// Identity is who the page's actions act as ("from" in what they
+	// send): the shim's one identity stands behind them. Default
+	// "dashboard".
+	Identity string
 }
 
 func (c *Config) setDefaults() {
@@ -91,6 +95,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Identity == "" {
+		c.Identity = "dashboard"
 	}
 	def := func(v *int, d int) {
 		if *v == 0 {

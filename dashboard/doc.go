@@ -36,6 +36,17 @@
 // (/ui/api/turns/{id}, `fleetd turn`) and costs (/ui/api/cost, `fleetd
 // cost`), and API reads it back for them, so the routes live only here.
 //
+// Actions: a live page served with a CSRF token (CSRFHeader, which the
+// shim in front hands it for the signed-in browser) offers the fleet's
+// actions — send a text or a command to an agent, a role or a session's
+// agent, spawn an agent of a role, stop or restart an agent, cancel a
+// queued turn, re-send a failed one — as forms and buttons whose script
+// calls the shim's own API (POST /message, /agents,
+// /agents/{id}/stop|restart, /message/{id}/cancel) with that token and
+// "from" Config.Identity, so the page and scripts share one path and the
+// log names who acted. A send shows its turn in place, live, without a
+// reload. The dashboard itself holds no credentials and checks none.
+//
 // It reads through projections.Views and events.Log, and jobs' fold; it
 // writes nothing. dashboard imports events, lifecycle, projections and
 // jobs; it must not import leadshim (authentication is the shim's),

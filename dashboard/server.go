@@ -206,6 +206,12 @@ type pageData struct {
 	// before now to jump to.
 	Back, Forward string
 	Recent        [][2]string
+	// CSRF is the token the page's actions carry (CSRFHeader, from the
+	// shim in front); without one the page offers no actions. Identity
+	// is who they act as; Targets and Roles fill the forms' suggestions.
+	CSRF, Identity string
+	Targets        [][2]string
+	Roles          []string
 }
 
 // securityHeaders keep a page to its own origin: its own script and
@@ -249,6 +255,10 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, ago := range []string{"1m", "10m", "1h", "24h"} {
 		d.Recent = append(d.Recent, [2]string{ago, sp.Link("at", now.Add(-must(parseAgo(ago))).UTC().Format(time.RFC3339))})
+	}
+	if d.Live {
+		d.CSRF, d.Identity = r.Header.Get(CSRFHeader), s.cfg.Identity
+		d.Targets, d.Roles = s.targets()
 	}
 	securityHeaders(w.Header())
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -67,6 +67,9 @@ type FabricConfig struct {
 	// SubmitTimeout is the gateway's wait for proof a typed prompt was
 	// submitted (default the gateway's, 5 s).
 	SubmitTimeout time.Duration
+	// Token, when set, is the lead shim's bearer token (the dashboard then
+	// asks a browser to sign in); Client presents it.
+	Token string
 }
 
 func (c *FabricConfig) setDefaults() {
@@ -128,12 +131,12 @@ func StartFabric(ctx context.Context, cfg FabricConfig) (f *Fabric, err error) {
 	f.Gateway = gateway.New(gateway.Config{
 		Version: cfg.Version,
 		Host:    cfg.Host, NATS: natsCfg, HTTP: "127.0.0.1:0", HerdrPath: f.herdrPath, Roles: &rc,
-		Heartbeat: 5 * time.Second, SubmitTimeout: cfg.SubmitTimeout, Logger: cfg.Logger,
+		Heartbeat: 5 * time.Second, SubmitTimeout: cfg.SubmitTimeout, Logger: cfg.Logger, Token: cfg.Token,
 	})
 	if err := f.Gateway.Start(ctx); err != nil {
 		return nil, err
 	}
-	f.Client = leadshim.NewClient("http://"+f.Gateway.HTTPAddr(), "")
+	f.Client = leadshim.NewClient("http://"+f.Gateway.HTTPAddr(), cfg.Token)
 	return f, nil
 }
 

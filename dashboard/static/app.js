@@ -93,25 +93,135 @@
   ages(document);
   if (live) setInterval(function () { ages(document); }, 1000);
 
-  if (!main || !main.dataset.stream || !window.EventSource) return;
-  var es = new EventSource(main.dataset.stream);
-  es.addEventListener('open', function () { if (live) setStatus('live', '● live'); });
-  es.addEventListener('view', function (e) { replace(e.data); stamp(); });
-  es.addEventListener('rows', function (e) {
-    var box = document.getElementById('log-rows');
-    if (!box) return;
-    box.insertAdjacentHTML('afterbegin', e.data);
-    var cap = parseInt(box.dataset.cap, 10) || 200;
-    while (box.children.length > cap) box.lastElementChild.remove();
-    ages(box);
-    stamp();
+  // follow keeps the view live over its stream; a view switched in
+  // place (go) follows its own.
+  var es = null;
+  function follow(url) {
+    if (es) es.close();
+    es = null;
+    if (!url || !window.EventSource) return;
+    var mine = new EventSource(url);
+    es = mine;
+    mine.addEventListener('open', function () { if (live) setStatus('live', '● live'); });
+    mine.addEventListener('view', function (e) { replace(e.data); stamp(); });
+    mine.addEventListener('rows', function (e) {
+      var box = document.getElementById('log-rows');
+      if (!box) return;
+      box.insertAdjacentHTML('afterbegin', e.data);
+      var cap = parseInt(box.dataset.cap, 10) || 200;
+      while (box.children.length > cap) box.lastElementChild.remove();
+      ages(box);
+      stamp();
+    });
+    mine.addEventListener('end', function () {
+      mine.close();
+      setStatus('past', '◷ past');
+    });
+    mine.addEventListener('problem', function (e) { setStatus('down', '⚠ ' + e.data); });
+    mine.addEventListener('error', function () {
+      if (mine.readyState !== EventSource.CLOSED) setStatus('down', '○ reconnecting…');
+    });
+  }
+  if (main) follow(main.dataset.stream);
+
+  // go shows another live view in place, without a reload: its first
+  // rendering, then its stream (an action's result: the turn it sent).
+  function go(query) {
+    var q = new URLSearchParams(query);
+    return fetch('/ui/view?' + q.toString(), {credentials: 'same-origin'}).then(function (r) {
+      if (!r.ok) throw new Error('view: ' + r.status);
+      return r.text();
+    }).then(function (html) {
+      history.pushState(null, '', '/?' + q.toString());
+      main.dataset.view = q.get('view') || 'fleet';
+      main.dataset.stream = '/ui/stream?' + q.toString();
+      replace(html);
+      follow(main.dataset.stream);
+    });
+  }
+  window.addEventListener('popstate', function () { location.reload(); });
+
+  // Actions: the shim's own API, with the page's CSRF token; each says
+  // who acts (the page's identity), and the log records it.
+  if (!body.dataset.actions) return;
+  var result = document.getElementById('action-result');
+  function say(ok, text, code) {
+    if (!result) return;
+    result.className = ok ? 'ok' : 'bad';
+    result.dataset.code = code || '';
+    result.textContent = text;
+  }
+  function act(path, payload) {
+    return fetch(path, {
+      method: 'POST', credentials: 'same-origin',
+      headers: {'Content-Type': 'application/json', 'X-Fleetd-Csrf': body.dataset.csrf},
+      body: JSON.stringify(payload)
+    }).then(function (r) {
+      return r.json().catch(function () { return {}; }).then(function (j) {
+        if (!r.ok) {
+          var e = (j && j.error) || {code: String(r.status), message: r.statusText};
+          say(false, e.code + ': ' + e.message, e.code);
+          throw e;
+        }
+        return j;
+      });
+    });
+  }
+  function send(to, text, command) {
+    var m = {to: to, from: body.dataset.identity, wait: false};
+    if (command) m.command = command; else m.text = text;
+    return act('/message', m).then(function (j) {
+      say(true, 'sent ' + j.id + ' to ' + to, 'sent');
+      return go({view: 'turn', id: j.id});
+    });
+  }
+  var sendForm = document.getElementById('send-form');
+  if (sendForm) sendForm.addEventListener('submit', function (e) {
+    e.preventDefault();
+    var f = new FormData(sendForm);
+    send(String(f.get('to')).trim(), String(f.get('text')), String(f.get('command')).trim()).then(function () {
+      document.getElementById('send-text').value = '';
+      document.getElementById('send-command').value = '';
+    }, function () {});
   });
-  es.addEventListener('end', function () {
-    es.close();
-    setStatus('past', '◷ past');
+  var spawnForm = document.getElementById('spawn-form');
+  if (spawnForm) spawnForm.addEventListener('submit', function (e) {
+    e.preventDefault();
+    var f = new FormData(spawnForm);
+    var name = String(f.get('name')).trim();
+    say(true, 'spawning ' + name + '…', 'pending');
+    act('/agents', {role: String(f.get('role')).trim(), name: name, from: body.dataset.identity,
+      from_role: String(f.get('from_role')).trim()}).then(function (j) {
+      say(true, 'spawned ' + j.agent + ' in pane ' + j.pane, 'spawned');
+    }, function () {});
   });
-  es.addEventListener('problem', function (e) { setStatus('down', '⚠ ' + e.data); });
-  es.addEventListener('error', function () {
-    if (es.readyState !== EventSource.CLOSED) setStatus('down', '○ reconnecting…');
+  document.addEventListener('click', function (e) {
+    var b = e.target.closest && e.target.closest('button.act');
+    if (!b) return;
+    var who = body.dataset.identity;
+    switch (b.dataset.action) {
+      case 'stop':
+        if (!confirm('Stop ' + b.dataset.agent + ' for good? Its pane is closed; turns queued for it fail.')) return;
+        say(true, 'stopping ' + b.dataset.agent + '…', 'pending');
+        act('/agents/' + encodeURIComponent(b.dataset.agent) + '/stop', {from: who}).then(function () {
+          say(true, 'stopped ' + b.dataset.agent, 'stopped');
+        }, function () {});
+        break;
+      case 'restart':
+        if (!confirm('Restart ' + b.dataset.agent + '? A turn it is working on fails.')) return;
+        say(true, 'restarting ' + b.dataset.agent + '…', 'pending');
+        act('/agents/' + encodeURIComponent(b.dataset.agent) + '/restart', {from: who}).then(function (j) {
+          say(true, 'restarted ' + b.dataset.agent + ' in pane ' + j.pane, 'restarted');
+        }, function () {});
+        break;
+      case 'cancel':
+        act('/message/' + encodeURIComponent(b.dataset.turn) + '/cancel', {from: who}).then(function () {
+          say(true, 'cancelled ' + b.dataset.turn, 'cancelled');
+        }, function () {});
+        break;
+      case 'resend':
+        send(b.dataset.to, b.dataset.text, b.dataset.command).catch(function () {});
+        break;
+    }
   });
 })();
