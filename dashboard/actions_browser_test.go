@@ -57,8 +57,10 @@ func actionsFabric(t *testing.T, think time.Duration, names ...string) *demo.Fab
 // The dashboard's actions, clicked in a real browser signed in with the
 // token, each seen live on the page without a reload: a send shows its
 // turn and then its reply; a spawn shows the new agent, then idle; a
-// cancel fails a queued turn cancelled, and a re-send of it replies; a
-// restart brings an agent back idle; a stop leaves its agent exited. Each
+// cancel fails a queued turn cancelled, and a re-send queues it anew; a
+// restart brings an agent back idle (its turn in flight failed, the one
+// sent to it by name taken in the new pane); a stop leaves its agent
+// exited. Each
 // names the page's identity in the log. A POST the page makes without its
 // CSRF token — what a forged form amounts to — is refused 403 and does
 // nothing.
@@ -136,11 +138,15 @@ func TestBrowserActionsFromTheDashboard(t *testing.T) {
 		}
 	})
 
-	ok = ok && t.Run("a cancel fails a queued turn, and its re-send replies", func(t *testing.T) {
-		busy, err := f.Client.SendAsync(in(t, ctx, 10*time.Second), leadshim.Message{To: "w-sim-2", From: "lead", Text: "keep busy [delay=4s]"})
+	// The turn before the cancelled one keeps w-sim-2 busy long enough
+	// for any machine; the restart below ends it.
+	var busy, resent string
+	ok = ok && t.Run("a cancel fails a queued turn, and a re-send queues it anew", func(t *testing.T) {
+		acc, err := f.Client.SendAsync(in(t, ctx, 10*time.Second), leadshim.Message{To: "w-sim-2", From: "lead", Text: "keep busy [delay=60s]"})
 		if err != nil {
 			t.Fatal(err)
 		}
+		busy = acc.ID
 		queued, err := f.Client.SendAsync(in(t, ctx, 10*time.Second), leadshim.Message{To: "w-sim-2", From: "lead", Text: "waits its turn"})
 		if err != nil {
 			t.Fatal(err)
@@ -155,18 +161,16 @@ func TestBrowserActionsFromTheDashboard(t *testing.T) {
 			t.Errorf("steps %q, want %q", got, want)
 		}
 		click(t, "#turn-resend")
-		waitFor(t, ctx, "the re-sent turn replied in place", fmt.Sprintf(
-			`(h => h && h.dataset.turn !== %q && h.dataset.state === 'replied')(document.getElementById('turn-head'))`, queued.ID))
-		if got := eval[string](t, ctx, `document.getElementById('turn-reply').textContent`); got != simagent.DefaultReplyPrefix+"waits its turn" {
-			t.Errorf("the re-sent turn's reply %q", got)
+		waitFor(t, ctx, "the re-sent turn shown in place", fmt.Sprintf(
+			`(h => h && h.dataset.turn !== %q && h.dataset.state === 'queued')(document.getElementById('turn-head'))`, queued.ID))
+		resent = eval[string](t, ctx, `document.getElementById('turn-head').dataset.turn`)
+		if got := eval[string](t, ctx, `document.getElementById('turn-text').textContent + ' from ' + document.getElementById('turn-from').textContent`); got != "waits its turn from dashboard" {
+			t.Errorf("the re-sent turn: %q", got)
 		}
 		sameDocument(t)
-		if env, err := f.Client.Turn(in(t, ctx, 10*time.Second), busy.ID, "30s"); err != nil || env.Status != "replied" {
-			t.Errorf("the turn before it: %+v %v", env, err)
-		}
 	})
 
-	ok = ok && t.Run("a restart brings the agent back idle", func(t *testing.T) {
+	ok = ok && t.Run("a restart brings the agent back idle, the turn sent to it by name taken", func(t *testing.T) {
 		load(t, base+"/")
 		before, _ := f.Gateway.Views.Agent("w-sim-2")
 		click(t, `button[data-action="restart"][data-agent="w-sim-2"]`)
@@ -175,6 +179,12 @@ func TestBrowserActionsFromTheDashboard(t *testing.T) {
 		sameDocument(t)
 		if after, _ := f.Gateway.Views.Agent("w-sim-2"); after.Pane == before.Pane {
 			t.Errorf("w-sim-2 still in pane %s", after.Pane)
+		}
+		if env, err := f.Client.Turn(in(t, ctx, 10*time.Second), busy, ""); err != nil || env.Reason != "agent_died" {
+			t.Errorf("the turn it was working on: %+v %v, want failed agent_died", env, err)
+		}
+		if env, err := f.Client.Turn(in(t, ctx, 70*time.Second), resent, "60s"); err != nil || env.Status != "replied" || env.Reply != simagent.DefaultReplyPrefix+"waits its turn" {
+			t.Errorf("the re-sent turn: %+v %v, want replied in the new pane", env, err)
 		}
 	})
 
