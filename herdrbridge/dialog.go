@@ -119,6 +119,91 @@ func (Claude) ParseDialog(screen string) (Dialog, bool) {
 	return d, true
 }
 
+// geminiOption is one option row of Gemini CLI's dialogs, out of its box:
+// "● 1. Allow once", "  2. Allow for this session".
+var geminiOption = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:●\s*)?([1-9])\.\s+(\S.*?)$`) })
+
+// unbox strips one level of a box's side borders off a row.
+func unbox(row string) string {
+	t := strings.TrimSpace(row)
+	t, _ = strings.CutPrefix(t, "│")
+	t, _ = strings.CutSuffix(t, "│")
+	return strings.TrimSpace(t)
+}
+
+// ParseDialog reads Gemini CLI's confirmations (measured with 0.61.0):
+// a box at the bottom of the screen, in the composer's place — its title
+// row ("? Shell  touch x", "? WriteFile  Writing to notes.txt"), what it
+// is about in a box of its own (the command, the file's lines), the
+// question ("Allow execution of [Shell]?", "Apply this change?"), and
+// options numbered from 1 with "●" at the selected one. Typing an
+// option's number chooses it at once.
+func (Gemini) ParseDialog(screen string) (Dialog, bool) {
+	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	bottom := len(rows) - 1
+	for bottom >= 0 && strings.TrimSpace(rows[bottom]) == "" {
+		bottom--
+	}
+	if bottom < 0 || !strings.HasPrefix(strings.TrimSpace(rows[bottom]), "╰") {
+		return Dialog{}, false
+	}
+	var opts []string
+	first := -1
+	for i := bottom - 1; i >= 0 && i >= bottom-12 && first < 0; i-- {
+		t := unbox(rows[i])
+		if t == "" && len(opts) == 0 {
+			continue
+		}
+		m := geminiOption().FindStringSubmatch(t)
+		if m == nil {
+			return Dialog{}, false
+		}
+		opts = append(opts, m[2])
+		if m[1] == "1" {
+			first = i
+		}
+	}
+	if first < 0 {
+		return Dialog{}, false
+	}
+	slices.Reverse(opts)
+	d := Dialog{Options: opts}
+	q := -1
+	for i := first - 1; i >= 0 && i >= first-4; i-- {
+		if t := unbox(rows[i]); strings.HasSuffix(t, "?") {
+			d.Question, q = t, i
+			break
+		}
+	}
+	if q < 0 {
+		return Dialog{}, false
+	}
+	var about []string
+	top := -1
+	for i := q - 1; i >= 0 && i >= q-40; i-- {
+		if strings.HasPrefix(strings.TrimSpace(rows[i]), "╭") {
+			top = i
+			break
+		}
+	}
+	if top < 0 {
+		return Dialog{}, false
+	}
+	for _, row := range rows[top+1 : q] {
+		t := unbox(row)
+		if t == "" || strings.HasPrefix(t, "╭") || strings.HasPrefix(t, "╰") {
+			continue
+		}
+		about = append(about, unbox(t))
+	}
+	if len(about) > 0 {
+		title, _ := strings.CutPrefix(about[0], "? ")
+		d.Title, about = strings.Join(strings.Fields(title), " "), about[1:]
+	}
+	d.Detail = strings.Join(about, "\n")
+	return d, true
+}
+
 // dialogRetry is how often a blocked agent's screen is read again while
 // no dialog shows on it (the hook that says blocked can come before the
 // dialog is drawn); dialogTries bounds the reads of one blocked spell.
@@ -252,32 +337,23 @@ func (b *Bridge) answerDialog(ctx context.Context, id, pane string, reader Dialo
 	if !denies(label) {
 		return
 	}
-	// No hook reports the stopped turn, and the last one said blocked:
-	// the empty prompt box back on screen says the agent is idle —
-	// recorded before the turn fails, so the lead that hears of the
-	// failure finds the agent taking turns again.
+	// No hook reports the stopped turn, and the last one said blocked;
+	// herdr holds a hook's word over its own screen detection until the
+	// next report, which no hook sends now. The dialog is gone from the
+	// screen: the agent waits for no one — recorded before the turn
+	// fails, so a lead that hears of the failure can send at once. (The
+	// next turn is typed only once the prompt box is back, as always:
+	// Gemini CLI keeps a row of its hooks up for seconds after a denial.)
 	b.mu.Lock()
 	kind := b.agents[id].kind()
 	b.mu.Unlock()
-	for range 20 {
-		r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
-		if err == nil && kind.ParseComposer(r.Text).Empty() {
-			// herdr holds the hook's "blocked" over its own screen
-			// detection until the next report, which no hook sends now.
-			if err := b.client.ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: pane, Source: "fleetd:" + kind.Name(), Agent: kind.Name(),
-				State: herdrapi.StatusIdle, Seq: uint64(time.Now().UnixNano())}); err != nil {
-				b.log.Warn("herdr not told the agent is idle", "agent", id, "err", err)
-			}
-			if _, err := b.append(ctx, id, "", events.AgentStatusChanged{Status: events.StatusIdle, Source: StatusSourceScreen,
-				Detail: "the dialog was answered " + label + ": the turn stopped"}); err != nil {
-				b.log.Warn("status not recorded", "agent", id, "err", err)
-			}
-			break
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := b.client.ReportAgent(ctx, herdrapi.ReportAgentRequest{PaneID: pane, Source: "fleetd:" + kind.Name(), Agent: kind.Name(),
+		State: herdrapi.StatusIdle, Seq: uint64(time.Now().UnixNano())}); err != nil {
+		b.log.Warn("herdr not told the agent is idle", "agent", id, "err", err)
+	}
+	if _, err := b.append(ctx, id, "", events.AgentStatusChanged{Status: events.StatusIdle, Source: StatusSourceScreen,
+		Detail: "the dialog was answered " + label + ": the turn stopped"}); err != nil {
+		b.log.Warn("status not recorded", "agent", id, "err", err)
 	}
 	b.mu.Lock()
 	t, ok := b.book.InFlight(id)

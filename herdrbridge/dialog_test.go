@@ -53,3 +53,50 @@ func TestWhichOptionDenies(t *testing.T) {
 		}
 	}
 }
+
+// Gemini CLI's confirmations, captured from the real 0.61.0 against
+// fakeapi, read as what they ask and their options; its idle screen after
+// an answer reads as none.
+func TestGeminiDialogsReadOffTheScreen(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("testdata", "gemini", name+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, c := range []struct {
+		file string
+		want Dialog
+	}{
+		{"dialog-shell", Dialog{Title: "Shell touch /tmp/gwork/m1", Detail: "touch /tmp/gwork/m1", Question: "Allow execution of [Shell]?",
+			Options: []string{"Allow once", "Allow for this session", "No, suggest changes (esc)"}}},
+		{"dialog-write", Dialog{Title: "WriteFile Writing to notes.txt", Detail: "1 hello\n2 world", Question: "Apply this change?",
+			Options: []string{"Allow once", "Allow for this session", "Modify with external editor", "No, suggest changes (esc)"}}},
+	} {
+		got, ok := Gemini{}.ParseDialog(read(c.file))
+		if !ok || !got.Same(c.want) {
+			t.Errorf("%s: read %v %#v\nwant %#v", c.file, ok, got, c.want)
+		}
+	}
+	if d, ok := (Gemini{}).ParseDialog(read("idle-after-answer")); ok {
+		t.Errorf("idle: read a dialog %#v", d)
+	}
+	for _, f := range []string{"dialog-shell", "dialog-write"} {
+		if d, ok := (Claude{}).ParseDialog(read(f)); ok {
+			t.Errorf("Claude's reader took Gemini's %s: %#v", f, d)
+		}
+	}
+}
+
+// After a dialog is answered No, Gemini's composer is back, empty: what
+// the denial's status (idle, off the screen) waits for.
+func TestGeminiComposerIsBackAfterADialog(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "gemini", "idle-after-answer.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := (Gemini{}).ParseComposer(string(b)); !c.Empty() {
+		t.Errorf("composer %+v, want visible and empty", c)
+	}
+}
