@@ -66,8 +66,8 @@ func actionFrom(r *http.Request) (string, *apiError) {
 }
 
 // agentForAction is the roster's live agent id names, or the answer why
-// an action cannot touch it: 404 unknown_agent, 409 agent_exited, 409
-// other_host (only the owning gateway touches a pane), 503 no_herdr.
+// an action cannot touch it: 404 unknown_agent, 409 agent_exited, 503
+// no_herdr, 409 other_host (only the owning gateway touches a pane).
 func (s *Server) agentForAction(id string) *apiError {
 	a, ok := s.cfg.Views.Agent(id)
 	switch {
@@ -75,10 +75,10 @@ func (s *Server) agentForAction(id string) *apiError {
 		return fail(http.StatusNotFound, "unknown_agent", "no agent %q in the roster", id)
 	case a.Exited:
 		return fail(http.StatusConflict, "agent_exited", "agent %s has exited", id)
-	case a.Host != s.cfg.Host:
-		return fail(http.StatusConflict, "other_host", "agent %s runs on host %s: ask that host's fleetd (this is %s)", id, a.Host, s.cfg.Host)
 	case s.cfg.Agents == nil:
 		return fail(http.StatusServiceUnavailable, "no_herdr", "this fleetd (host %s) drives no herdr", s.cfg.Host)
+	case a.Host != s.cfg.Host:
+		return fail(http.StatusConflict, "other_host", "agent %s runs on host %s: ask that host's fleetd (this is %s)", id, a.Host, s.cfg.Host)
 	}
 	return s.healthError()
 }
