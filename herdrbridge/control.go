@@ -51,6 +51,7 @@ func (b *Bridge) ownedFor(agent string) (*agentState, error) {
 // role's restart policy does not bring it back and its AgentExited says
 // "stopped by <by>". It returns once the log holds the exit.
 func (b *Bridge) Stop(ctx context.Context, agent, by string) error {
+	b.catchUp(ctx, agent) // decide on the agent as the log has it now
 	b.mu.Lock()
 	a, err := b.ownedFor(agent)
 	if err != nil {
@@ -87,6 +88,9 @@ func (b *Bridge) Stop(ctx context.Context, agent, by string) error {
 // retired (its queued turns fail pane_exited). It returns the new
 // registration once the log holds it; the caller waits for its session.
 func (b *Bridge) Restart(ctx context.Context, agent, by string) (events.AgentRegistered, error) {
+	// The session to resume is the one the log holds now, not the one
+	// the fold last got to.
+	b.catchUp(ctx, agent)
 	b.mu.Lock()
 	a, err := b.ownedFor(agent)
 	if err == nil && a.origin != "spawned" {
