@@ -53,6 +53,27 @@
     if (updated) updated.textContent = 'updated ' + clock(Date.now());
   }
 
+  // actButtons fills the fleet view's empty action cells (data-acts)
+  // with their agent's stop and restart buttons, on a page that may act:
+  // the server sends the cells bare, a big fleet's frames stay small.
+  function actButtons(root) {
+    if (!body.dataset.actions) return;
+    root.querySelectorAll('td[data-acts]').forEach(function (td) {
+      if (td.firstChild) return;
+      var row = td.closest('tr[data-agent]');
+      if (!row) return;
+      ['stop', 'restart'].forEach(function (action) {
+        var b = document.createElement('button');
+        b.type = 'button';
+        b.className = 'act';
+        b.dataset.action = action;
+        b.dataset.agent = row.dataset.agent;
+        b.textContent = action;
+        td.appendChild(b);
+      });
+    });
+  }
+
   // replace swaps the view for a new rendering, keeping what the reader
   // opened (details) open.
   function replace(html) {
@@ -64,6 +85,7 @@
       if (d) d.open = true;
     });
     ages(main);
+    actButtons(main);
   }
 
   // The time control: shown and chosen in the browser's zone, sent as
@@ -91,6 +113,7 @@
   }
 
   ages(document);
+  if (main) actButtons(main);
   if (live) setInterval(function () { ages(document); }, 1000);
 
   // follow keeps the view live over its stream; a view switched in
