@@ -146,6 +146,12 @@
     });
   }
   if (main) follow(main.dataset.stream);
+  // A page left for another keeps its stream open in the browser's
+  // back/forward cache, holding one of the six connections a browser
+  // gives a host: after a few views the next page could not load. The
+  // stream ends as the page is left, and starts again if it comes back.
+  window.addEventListener('pagehide', function () { if (es) es.close(); es = null; });
+  window.addEventListener('pageshow', function (e) { if (e.persisted && main) follow(main.dataset.stream); });
 
   // go shows another live view in place, without a reload: its first
   // rendering, then its stream (an action's result: the turn it sent).
