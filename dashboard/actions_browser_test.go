@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetd/fleetd/demo"
 	"github.com/fleetd/fleetd/fakeapi"
+	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
 	"github.com/fleetd/fleetd/roles"
@@ -196,15 +197,29 @@ func TestBrowserActionsFromTheDashboard(t *testing.T) {
 		sameDocument(t)
 	})
 
-	ok = ok && t.Run("the log names who acted", func(t *testing.T) {
+	ok = ok && t.Run("the log and the agent view name who acted", func(t *testing.T) {
 		load(t, base+"/?view=log&subject=fleet.agent.w-sim-9.exited")
 		waitFor(t, ctx, "the stop in the log", `document.getElementById('log-rows').textContent.includes('stopped by dashboard')`)
 		load(t, base+"/?view=log&subject=fleet.agent.w-sim-2.restart")
 		waitFor(t, ctx, "the restart in the log", `document.getElementById('log-rows').textContent.includes('restarted by dashboard')`)
+		load(t, base+"/?view=agent&id=w-sim-2")
+		waitFor(t, ctx, "the restart in the agent's lifecycle",
+			`document.getElementById('agent-lifecycle').textContent.includes('restart restarted (restarted by dashboard) in pane')`)
+		load(t, base+"/?view=agent&id=w-sim-9")
+		waitFor(t, ctx, "the stop in the agent's lifecycle", `document.getElementById('agent-lifecycle').textContent.includes('pane exited stopped by dashboard')`)
 	})
 
 	_ = ok && t.Run("a POST without the page's CSRF token is refused", func(t *testing.T) {
 		load(t, base+"/")
+		// A dozen pages were left on the way here: none holds its stream
+		// open (from the back/forward cache, they took the six
+		// connections a browser gives a host, and a page could not load).
+		checkfor.Eventually(t, 10*time.Second, 25*time.Millisecond, func() error {
+			if n := f.Gateway.Dashboard.Stats().Streams; n != 1 {
+				return fmt.Errorf("%d dashboard streams open, want the page's one", n)
+			}
+			return nil
+		})
 		statuses, err := chromedp.Run(in(t, ctx, 10*time.Second), chromedp.Evaluate[[]int](`Promise.all([
 			fetch('/agents/w-sim-1/stop', {method: 'POST', body: '{"from":"mallory"}'}),
 			fetch('/agents/w-sim-1/stop', {method: 'POST', body: '{"from":"mallory"}', headers: {'X-Fleetd-Csrf': 'forged'}}),

@@ -17,7 +17,8 @@ type agentModel struct {
 	Agent   projections.Agent
 	State   string
 	Session *projections.Session
-	// Lifecycle are the agent's registered, session and exited events,
+	// Lifecycle are the agent's registered, session, restart and exited
+	// events (a restart's cause names who asked for one),
 	// oldest first (the latest TurnRows); Restarts counts registrations
 	// after the first.
 	Lifecycle []events.Event
@@ -41,7 +42,7 @@ func (s *Server) agentModel(ctx context.Context, src source, id string) (agentMo
 		}
 	}
 	var subjects []string
-	for _, kind := range []string{"registered", "session", "exited"} {
+	for _, kind := range []string{"registered", "session", "restart", "exited"} {
 		subj, err := events.AgentSubject(id, kind)
 		if err != nil {
 			return agentModel{}, false, err

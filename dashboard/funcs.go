@@ -79,6 +79,18 @@ func lifeLine(ev events.Event) string {
 		return line
 	case events.AgentExited:
 		return strings.TrimSpace("pane exited " + d.Reason)
+	case events.AgentRestart:
+		line := "restart " + d.State
+		if d.Cause != "" {
+			line += " (" + d.Cause + ")"
+		}
+		if d.Pane != "" {
+			line += " in pane " + d.Pane
+		}
+		if d.Message != "" {
+			line += ": " + d.Message
+		}
+		return line
 	}
 	return events.Describe(ev)
 }
