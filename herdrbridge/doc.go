@@ -27,7 +27,11 @@
 //     sandbox template (sandbox.go), without the boundary variables
 //     herdr's own environment may leak, watching that the sandbox does
 //     not exit at once; when such an agent exits, its worktree is removed
-//     only if that loses nothing, and its exit says what became of it.
+//     only if that loses nothing, and its exit says what became of it;
+//   - stops an agent for good or restarts it afresh when a person asks
+//     (Stop, Restart: control.go), recording who in its exit or its
+//     restart's cause, through the same retirement and spawn as a pane
+//     that went and a role's restart policy.
 //
 // It imports events, lifecycle, roles, worktree and herdrbridge/herdrapi,
 // and nothing else of fleetd. It never imports herdrbridge/herdrtest outside tests (nor
