@@ -693,10 +693,13 @@ func (b *Bridge) apply(ev events.Event) {
 			a.hookStatus = d.Status
 			b.readyLocked(a, d.Status.Ready())
 		case StatusSourceScreen:
-			if a.hookStatus == events.StatusBlocked {
-				// The dialog the hook reported went with a turn no hook
-				// reports the end of (answered No).
+			if d.Status == events.StatusIdle && (a.hookStatus == events.StatusBlocked || a.hookStatus == events.StatusWorking) {
+				// A dialog answered No stopped the turn, and no hook
+				// reports the end of a stopped turn: the hooks' last word
+				// (blocked, or working for a CLI that says nothing of a
+				// dialog) is over.
 				a.hookStatus = d.Status
+				b.readyLocked(a, true)
 			}
 		}
 	case events.AgentTyped:

@@ -38,6 +38,22 @@ type DialogReader interface {
 	ParseDialog(screen string) (Dialog, bool)
 }
 
+// QuietDialogs is a DialogReader kind whose CLI says nothing — no hook,
+// no status herdr can see past the hooks' "working" — while a dialog
+// waits: the gateway looks at such an agent's screen for one once a
+// quietLook while a turn of it is submitted.
+type QuietDialogs interface {
+	DialogReader
+	QuietDialogs()
+}
+
+// QuietDialogs marks Codex: 0.169.0 runs no hook of fleetd's when it asks
+// for approval.
+func (Codex) QuietDialogs() {}
+
+// quietLook is how often a QuietDialogs agent at work is looked at.
+const quietLook = time.Second
+
 // dialogOption is one numbered option row: "❯ 1. Yes", "  2. No".
 var dialogOption = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:❯\s*)?([1-9])\.\s+(\S.*?)\s*$`) })
 
@@ -204,6 +220,71 @@ func (Gemini) ParseDialog(screen string) (Dialog, bool) {
 	return d, true
 }
 
+// codexOption is one option row of Codex's approvals: "› 1. Yes,
+// proceed (y)", "  2. …".
+var codexOption = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:›\s*)?([1-9])\.\s+(\S.*?)\s*$`) })
+
+// ParseDialog reads Codex's approval requests (measured with 0.169.0):
+// at the bottom of the screen, the question ("Would you like to run the
+// following command?"), what it is about (its environment, the reason the
+// model gave, "$ " and the command), options numbered from 1 with "›" at
+// the selected one, and "Press enter to confirm or esc to cancel". Typing
+// an option's number chooses it at once.
+func (Codex) ParseDialog(screen string) (Dialog, bool) {
+	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	footer := -1
+	for i := len(rows) - 1; i >= 0 && i >= len(rows)-6; i-- {
+		if strings.Contains(rows[i], "Press enter to confirm or esc to cancel") {
+			footer = i
+			break
+		}
+	}
+	if footer < 0 {
+		return Dialog{}, false
+	}
+	var opts, more []string
+	first := -1
+	for i := footer - 1; i >= 0 && i >= footer-30 && first < 0; i-- {
+		row := rows[i]
+		switch m := codexOption().FindStringSubmatch(row); {
+		case strings.TrimSpace(row) == "":
+		case m != nil:
+			slices.Reverse(more)
+			opts = append(opts, strings.Join(append([]string{m[2]}, more...), " "))
+			more = nil
+			if m[1] == "1" {
+				first = i
+			}
+		case strings.HasPrefix(row, "     "):
+			more = append(more, strings.TrimSpace(row))
+		default:
+			return Dialog{}, false
+		}
+	}
+	if first < 0 {
+		return Dialog{}, false
+	}
+	slices.Reverse(opts)
+	d := Dialog{Options: opts}
+	var about []string
+	for i := first - 1; i >= 0 && i >= first-20; i-- {
+		t := strings.TrimSpace(rows[i])
+		if strings.HasSuffix(t, "?") {
+			d.Question = t
+			break
+		}
+		if t != "" {
+			about = append(about, t)
+		}
+	}
+	if d.Question == "" {
+		return Dialog{}, false
+	}
+	slices.Reverse(about)
+	d.Detail = strings.Join(about, "\n")
+	return d, true
+}
+
 // dialogRetry is how often a blocked agent's screen is read again while
 // no dialog shows on it (the hook that says blocked can come before the
 // dialog is drawn); dialogTries bounds the reads of one blocked spell.
@@ -238,10 +319,16 @@ func (b *Bridge) dialogs(ctx context.Context, id string) {
 	}
 	pane, req, open, openAt, role := a.pane, a.answer, a.dialog, a.dialogAt, a.role
 	blocked := a.hookStatus == events.StatusBlocked || (a.fresh && a.status == herdrapi.StatusBlocked)
-	look := req == nil && blocked && a.dialogTries < dialogTries && !now.Before(a.dialogLookAt)
+	_, quiet := reader.(QuietDialogs)
+	t, inFlight := b.book.InFlight(id)
+	working := quiet && open == nil && inFlight && t.State == lifecycle.StateSubmitted
+	look := req == nil && !now.Before(a.dialogLookAt) && (working || (blocked && a.dialogTries < dialogTries))
 	if look {
 		a.dialogTries++
 		a.dialogLookAt = now.Add(dialogRetry)
+		if working {
+			a.dialogLookAt = now.Add(quietLook)
+		}
 	}
 	deny := 0
 	if req == nil && open != nil && !a.dialogPolicy {
@@ -273,6 +360,13 @@ func (b *Bridge) dialogs(ctx context.Context, id string) {
 		b.mu.Lock()
 		a.dialogTries = dialogTries // found: no more looks this spell
 		b.mu.Unlock()
+		if working && !blocked {
+			// Nothing else says so: the agent waits for a person.
+			if _, err := b.append(ctx, id, "", events.AgentStatusChanged{Status: events.StatusBlocked, Source: StatusSourceScreen,
+				Detail: d.Question}); err != nil {
+				b.log.Warn("status not recorded", "agent", id, "err", err)
+			}
+		}
 		if _, err := b.append(ctx, id, "", events.AgentDialog{State: events.DialogOpen, Title: d.Title, Question: d.Question,
 			Detail: d.Detail, Options: d.Options}); err != nil {
 			b.log.Warn("dialog not recorded", "agent", id, "err", err)
@@ -335,6 +429,14 @@ func (b *Bridge) answerDialog(ctx context.Context, id, pane string, reader Dialo
 	}
 	b.log.Info("dialog answered", "agent", id, "option", req.option, "label", label, "by", req.by)
 	if !denies(label) {
+		if _, quiet := reader.(QuietDialogs); quiet {
+			// The blocked status was the screen's word: the agent works
+			// on, which its next hook will say only at the turn's end.
+			if _, err := b.append(ctx, id, "", events.AgentStatusChanged{Status: events.StatusWorking, Source: StatusSourceScreen,
+				Detail: "the dialog was answered " + label}); err != nil {
+				b.log.Warn("status not recorded", "agent", id, "err", err)
+			}
+		}
 		return
 	}
 	// No hook reports the stopped turn, and the last one said blocked;

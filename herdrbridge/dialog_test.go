@@ -100,3 +100,33 @@ func TestGeminiComposerIsBackAfterADialog(t *testing.T) {
 		t.Errorf("composer %+v, want visible and empty", c)
 	}
 }
+
+// Codex's approval request, captured from the real 0.169.0 against
+// fakeapi (a command asking to leave its sandbox), reads as what it asks
+// and its options; Claude Code's and Gemini's readers take none of it.
+func TestCodexDialogsReadOffTheScreen(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "codex", "dialog-exec.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Dialog{Question: "Would you like to run the following command?",
+		Detail: "Environment: local\nReason: needs to write outside\n$ touch /var/tmp/codex-outside2",
+		Options: []string{"Yes, proceed (y)", "Yes, and don't ask again for commands that start with `touch /var/tmp/codex-outside2` (p)",
+			"No, and tell Codex what to do differently (esc)"}}
+	if got, ok := (Codex{}).ParseDialog(string(b)); !ok || !got.Same(want) {
+		t.Errorf("read %v %#v\nwant %#v", ok, got, want)
+	}
+	for _, name := range []string{"replied", "empty-start", "draft"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", "codex", name+".txt")); err == nil {
+			if d, ok := (Codex{}).ParseDialog(string(b)); ok {
+				t.Errorf("%s: read a dialog %#v", name, d)
+			}
+		}
+	}
+	if _, ok := (Claude{}).ParseDialog(string(b)); ok {
+		t.Errorf("Claude's reader took Codex's dialog")
+	}
+	if _, ok := (Gemini{}).ParseDialog(string(b)); ok {
+		t.Errorf("Gemini's reader took Codex's dialog")
+	}
+}

@@ -25,8 +25,9 @@ type dialogKind struct {
 	title, question string
 }
 
-// A real Claude Code and a real Gemini CLI agent, asked by the fake API to
-// run a shell command they need permission for, stop on their permission
+// A real Claude Code, Gemini CLI and Codex agent, asked by the fake API to
+// run a shell command they need permission for (Codex: one that asks to
+// leave its sandbox), stop on their permission
 // dialogs: the roster shows each agent blocked with its dialog's question
 // and options as its screen shows them, `fleetd answer` shows and answers
 // it, and the answer lets the tool run and the turn reply. A second such
@@ -38,6 +39,7 @@ type dialogKind struct {
 func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 	claudeBin := fakeapi.RequireClaude(t)
 	geminiBin := fakeapi.RequireGemini(t)
+	codexBin := fakeapi.RequireCodex(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
 	fleet := startClaudeFleet(t, []string{"work-d"}, func(baseURL string, env map[string]string) map[string]any {
@@ -45,11 +47,13 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 			"w-claude": claudeRole(claudeBin, baseURL, env, nil),
 			"w-strict": claudeRole(claudeBin, baseURL, env, map[string]any{"deny_dialogs_after": "2s"}),
 			"w-gemini": geminiRole(geminiBin, baseURL, env, nil),
+			"w-codex":  codexRole(codexBin, baseURL, env, nil),
 		}
 	})
 	fleet.spawn(ctx, "d-1", "w-claude", "work-d")
 	fleet.spawn(ctx, "s-1", "w-strict", "work-d")
 	fleet.spawn(ctx, "g-1", "w-gemini", "work-d")
+	fleet.spawn(ctx, "c-1", "w-codex", "work-d")
 	fleet.waitReady(ctx, 2*time.Minute, "d-1", "s-1", "g-1")
 
 	claude := func(command string) string {
@@ -57,6 +61,9 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 	}
 	gemini := func(command string) string {
 		return fmt.Sprintf(`[tool=run_shell_command:{"command":"%s","description":"make the marker"}]`, command)
+	}
+	codex := func(command string) string {
+		return fmt.Sprintf(`[tool=exec_command:{"cmd":"%s","sandbox_permissions":"require_escalated","justification":"make the marker"}]`, command)
 	}
 	// ask sends k's agent a turn whose model runs `touch marker` and waits
 	// for the dialog it opens; the turn's result comes on the channel.
@@ -81,6 +88,7 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 	for _, k := range []dialogKind{
 		{agent: "d-1", role: "w-claude", call: claude, title: "Bash command", question: "Do you want to proceed?"},
 		{agent: "g-1", role: "w-gemini", call: gemini, title: "Shell touch ", question: "Allow execution of [Shell]?"},
+		{agent: "c-1", role: "w-codex", call: codex, question: "Would you like to run the following command?"},
 	} {
 		t.Run(k.role, func(t *testing.T) {
 			if out, err := fleet.cli(ctx, "answer", k.agent, "1"); err == nil || !strings.Contains(out, "no_dialog") {
