@@ -27,7 +27,7 @@ func main() {
 	flag.IntVar(&o.tasks, "tasks", 18, "the demo's --tasks")
 	flag.DurationVar(&o.think, "think", 4*time.Second, "the demo's --think: long enough to catch agents working")
 	flag.IntVar(&o.width, "width", 1200, "viewport width, CSS pixels")
-	flag.IntVar(&o.height, "height", 470, "viewport height, CSS pixels (the default fits the demo's six agents)")
+	flag.IntVar(&o.height, "height", 500, "viewport height, CSS pixels (the default fits the actions bar and the demo's six agents)")
 	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up after this long")
 	flag.Parse()
 
