@@ -59,6 +59,10 @@ func (s *Server) funcs() template.FuncMap {
 			return m
 		},
 		"lifeLine": lifeLine,
+		// here is this dashboard's host: only its agents' panes can be
+		// stopped or restarted from it (the shim in front asks its own
+		// gateway).
+		"here": func() string { return s.cfg.Host },
 	}
 }
 
