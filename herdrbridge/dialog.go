@@ -38,6 +38,21 @@ type DialogReader interface {
 	ParseDialog(screen string) (Dialog, bool)
 }
 
+// DialogKeys is a DialogReader whose dialogs are answered otherwise than
+// by typing the option's number: AnswerKeys are the keys that choose
+// option (from 1) of d.
+type DialogKeys interface {
+	AnswerKeys(d Dialog, option int) []string
+}
+
+// answerKeys are the keys that choose option of d on reader's screen.
+func answerKeys(reader DialogReader, d Dialog, option int) []string {
+	if k, ok := reader.(DialogKeys); ok {
+		return k.AnswerKeys(d, option)
+	}
+	return []string{strconv.Itoa(option)}
+}
+
 // QuietDialogs is a DialogReader kind whose CLI says nothing — no hook,
 // no status herdr can see past the hooks' "working" — while a dialog
 // waits: the gateway looks at such an agent's screen for one once a
@@ -285,6 +300,79 @@ func (Codex) ParseDialog(screen string) (Dialog, bool) {
 	return d, true
 }
 
+// openCodeGap separates OpenCode's options on their row.
+var openCodeGap = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s{2,}`) })
+
+// ParseDialog reads OpenCode's permission requests (measured with
+// 1.18.33): in the conversation's frame ("┃"), "△ Permission required",
+// what it asks ("← Access external directory /var/tmp"), its patterns,
+// and one row of options side by side ("Allow once   Allow always
+// Reject") with the keys "⇆ select  enter confirm". The question is what
+// it asks; the options carry no numbers (AnswerKeys).
+func (OpenCode) ParseDialog(screen string) (Dialog, bool) {
+	rows := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	frame := func(r string) string {
+		t := strings.TrimSpace(r)
+		t, _ = strings.CutPrefix(t, "┃")
+		return strings.TrimSpace(t)
+	}
+	keys := -1
+	for i := len(rows) - 1; i >= 0 && i >= len(rows)-8; i-- {
+		if strings.Contains(rows[i], "⇆ select") && strings.Contains(rows[i], "enter confirm") {
+			keys = i
+			break
+		}
+	}
+	if keys < 0 {
+		return Dialog{}, false
+	}
+	line := frame(rows[keys])
+	if i := strings.Index(line, "ctrl+f"); i >= 0 {
+		line = line[:i]
+	} else if i := strings.Index(line, "⇆"); i >= 0 {
+		line = line[:i]
+	}
+	var opts []string
+	for _, o := range openCodeGap().Split(strings.TrimSpace(line), -1) {
+		if o != "" {
+			opts = append(opts, o)
+		}
+	}
+	title := -1
+	for i := keys - 1; i >= 0 && i >= keys-30; i-- {
+		if t := frame(rows[i]); strings.HasPrefix(t, "△") {
+			title = i
+			break
+		}
+	}
+	if title < 0 || len(opts) < 2 {
+		return Dialog{}, false
+	}
+	d := Dialog{Title: strings.TrimSpace(strings.TrimPrefix(frame(rows[title]), "△")), Options: opts}
+	var about []string
+	for _, r := range rows[title+1 : keys] {
+		if t := frame(r); t != "" {
+			about = append(about, t)
+		}
+	}
+	if len(about) == 0 {
+		return Dialog{}, false
+	}
+	d.Question = strings.TrimSpace(strings.TrimPrefix(about[0], "←"))
+	d.Detail = strings.Join(about[1:], "\n")
+	return d, true
+}
+
+// AnswerKeys chooses an OpenCode option by moving right from the first,
+// where each request opens, and confirming.
+func (OpenCode) AnswerKeys(_ Dialog, option int) []string {
+	keys := make([]string, 0, option)
+	for range option - 1 {
+		keys = append(keys, "right")
+	}
+	return append(keys, "enter")
+}
+
 // dialogRetry is how often a blocked agent's screen is read again while
 // no dialog shows on it (the hook that says blocked can come before the
 // dialog is drawn); dialogTries bounds the reads of one blocked spell.
@@ -379,8 +467,9 @@ func (b *Bridge) dialogs(ctx context.Context, id string) {
 // screen, unanswered (saying why) when there is no dialog, no such
 // option, or the dialog stayed. Nothing is typed unless the screen shows
 // a dialog with that option the moment before. An answer whose option
-// says No ends the agent's turn in flight as denied: Claude Code stops
-// the turn ("Interrupted") and no Stop hook comes for it.
+// says No ends the agent's turn in flight as denied, before the key goes:
+// Claude Code stops the turn ("Interrupted") and no Stop hook comes for
+// it; OpenCode ends it at once, with nothing.
 func (b *Bridge) answerDialog(ctx context.Context, id, pane string, reader DialogReader, req answerRequest) {
 	unanswered := func(why string) {
 		if _, err := b.append(ctx, id, "", events.AgentDialog{State: events.DialogUnanswered, Answer: req.option, By: req.by, Message: why}); err != nil {
@@ -401,7 +490,20 @@ func (b *Bridge) answerDialog(ctx context.Context, id, pane string, reader Dialo
 		unanswered(fmt.Sprintf("no option %d: the dialog has %d", req.option, len(d.Options)))
 		return
 	}
-	if err := b.client.SendKeys(ctx, pane, strconv.Itoa(req.option)); err != nil {
+	label := d.Options[req.option-1]
+	if denies(label) {
+		// The turn is denied before the key goes: a CLI that ends the
+		// turn on its own at once (OpenCode's Stop comes within a
+		// moment of a Reject) would otherwise record it replied, with
+		// nothing, and the lead would not hear it was refused.
+		b.mu.Lock()
+		t, ok := b.book.InFlight(id)
+		b.mu.Unlock()
+		if ok && t.State == lifecycle.StateSubmitted {
+			b.fail(ctx, id, t.ID, events.ReasonDenied, fmt.Sprintf("%s answered %q to %q (%s)", req.by, label, d.Question, oneLine(d.Title, d.Detail)))
+		}
+	}
+	if err := b.client.SendKeys(ctx, pane, answerKeys(reader, d, req.option)...); err != nil {
 		unanswered("typing the answer failed: " + err.Error())
 		return
 	}
@@ -422,7 +524,6 @@ func (b *Bridge) answerDialog(ctx context.Context, id, pane string, reader Dialo
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	label := d.Options[req.option-1]
 	if _, err := b.append(ctx, id, "", events.AgentDialog{State: events.DialogAnswered, Title: d.Title, Question: d.Question,
 		Detail: d.Detail, Options: d.Options, Answer: req.option, By: req.by}); err != nil {
 		b.log.Warn("dialog answer not recorded", "agent", id, "err", err)
@@ -442,10 +543,9 @@ func (b *Bridge) answerDialog(ctx context.Context, id, pane string, reader Dialo
 	// No hook reports the stopped turn, and the last one said blocked;
 	// herdr holds a hook's word over its own screen detection until the
 	// next report, which no hook sends now. The dialog is gone from the
-	// screen: the agent waits for no one — recorded before the turn
-	// fails, so a lead that hears of the failure can send at once. (The
-	// next turn is typed only once the prompt box is back, as always:
-	// Gemini CLI keeps a row of its hooks up for seconds after a denial.)
+	// screen: the agent waits for no one. (The next turn is typed only
+	// once the prompt box is back, as always: Gemini CLI keeps a row of
+	// its hooks up for seconds after a denial.)
 	b.mu.Lock()
 	kind := b.agents[id].kind()
 	b.mu.Unlock()
@@ -457,18 +557,18 @@ func (b *Bridge) answerDialog(ctx context.Context, id, pane string, reader Dialo
 		Detail: "the dialog was answered " + label + ": the turn stopped"}); err != nil {
 		b.log.Warn("status not recorded", "agent", id, "err", err)
 	}
-	b.mu.Lock()
-	t, ok := b.book.InFlight(id)
-	b.mu.Unlock()
-	if ok && t.State == lifecycle.StateSubmitted {
-		b.fail(ctx, id, t.ID, events.ReasonDenied, fmt.Sprintf("%s answered %q to %q (%s)", req.by, label, d.Question, oneLine(d.Title, d.Detail)))
-	}
 }
 
-// denies reports an option that refuses what the dialog asks.
+// denies reports an option that refuses what the dialog asks: "No…"
+// (Claude Code, Gemini CLI, Codex), "Reject" (OpenCode), "Deny".
 func denies(label string) bool {
 	l := strings.ToLower(label)
-	return l == "no" || strings.HasPrefix(l, "no,") || strings.HasPrefix(l, "no ")
+	for _, w := range []string{"no", "reject", "deny"} {
+		if l == w || strings.HasPrefix(l, w+",") || strings.HasPrefix(l, w+" ") {
+			return true
+		}
+	}
+	return false
 }
 
 // oneLine joins a dialog's title and detail for a message.

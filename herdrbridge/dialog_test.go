@@ -47,7 +47,7 @@ func TestClaudeDialogsReadOffTheScreen(t *testing.T) {
 // Only an option that refuses is a denial.
 func TestWhichOptionDenies(t *testing.T) {
 	for label, want := range map[string]bool{"No": true, "No, and tell Claude what to do differently": true, "no": true,
-		"Yes": false, "Nothing": false, "Yes, and don't ask again": false} {
+		"Yes": false, "Nothing": false, "Yes, and don't ask again": false, "Reject": true, "Allow once": false, "Rejected?": false} {
 		if got := denies(label); got != want {
 			t.Errorf("denies(%q) = %v, want %v", label, got, want)
 		}
@@ -128,5 +128,35 @@ func TestCodexDialogsReadOffTheScreen(t *testing.T) {
 	}
 	if _, ok := (Gemini{}).ParseDialog(string(b)); ok {
 		t.Errorf("Gemini's reader took Codex's dialog")
+	}
+}
+
+// OpenCode's permission request, captured from the real 1.18.33 against
+// fakeapi, reads as what it asks and its options side by side, chosen by
+// moving right from the first; its idle screen reads as none.
+func TestOpenCodeDialogsReadOffTheScreen(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("testdata", "opencode", name+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	want := Dialog{Title: "Permission required", Question: "Access external directory /var/tmp", Detail: "Patterns\n- /var/tmp/*",
+		Options: []string{"Allow once", "Allow always", "Reject"}}
+	got, ok := (OpenCode{}).ParseDialog(read("dialog-external"))
+	if !ok || !got.Same(want) {
+		t.Errorf("read %v %#v\nwant %#v", ok, got, want)
+	}
+	for _, name := range []string{"idle-after-reply", "empty-start", "agent-dialog", "working"} {
+		if d, ok := (OpenCode{}).ParseDialog(read(name)); ok {
+			t.Errorf("%s: read a dialog %#v", name, d)
+		}
+	}
+	if k := (OpenCode{}).AnswerKeys(got, 3); strings.Join(k, " ") != "right right enter" {
+		t.Errorf("keys for option 3: %v", k)
+	}
+	if k := answerKeys(Claude{}, Dialog{}, 2); strings.Join(k, " ") != "2" {
+		t.Errorf("Claude's keys for option 2: %v", k)
 	}
 }

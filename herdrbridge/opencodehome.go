@@ -17,7 +17,7 @@ const OpenCodeVersion = "1.18.33"
 
 // openCodeHooks are the hooks fleetd's plugin runs, by their
 // command-line spelling.
-var openCodeHooks = []string{"session-start", "user-prompt-submit", "stop", "stop-failure"}
+var openCodeHooks = []string{"session-start", "user-prompt-submit", "stop", "stop-failure", "notification"}
 
 // writeOpenCodeHome makes the agent's own OpenCode config directory (dir,
 // the pane's OPENCODE_CONFIG_DIR):
@@ -233,6 +233,11 @@ export const FleetdPlugin = async ({ client, directory }) => {
         // does, a session started by "compact".
         started.add(p.sessionID)
         await queue(() => run("session-start", { ...base(p.sessionID, "SessionStart"), source: "compact" }))
+      } else if (event.type === "permission.asked" && p.sessionID) {
+        // A permission request waits for a person: say so as Claude
+        // Code's Notification does (blocked; fleetd reads the dialog).
+        await queue(() => run("notification", { ...base(p.sessionID, "Notification"), notification_type: "permission_prompt",
+          message: "OpenCode needs your permission: " + (p.permission || "") }))
       } else if (event.type === "session.idle" || (event.type === "session.status" && p.status && p.status.type === "idle")) {
         const turn = pending.get(p.sessionID)
         if (!turn) return

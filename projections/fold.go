@@ -571,6 +571,12 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 		if r, ok := data.(events.AgentReleased); ok && r.Reason == events.ReasonHostStale {
 			m.judgeHost(a.Host, ev.Time, b)
 		}
+		if f, ok := data.(events.AgentFailed); ok && f.Reason == events.ReasonDenied && a.Status == events.StatusBlocked {
+			// A dialog answered No ended the wait for a person with the
+			// turn: the agent is not blocked, whatever status event
+			// comes next to say so.
+			a.Status = events.StatusIdle
+		}
 		if _, applied := m.turnEvent(ev, b); applied && a.Session != "" {
 			if s, ok := m.st.sessions[a.Session]; ok {
 				m.activity(s, ev.Time)

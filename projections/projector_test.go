@@ -589,3 +589,38 @@ func TestAReleaseForASilentHostMakesItStaleInEveryFold(t *testing.T) {
 	e.append(t, events.Event{Subject: "h3", Time: at(10), Data: events.HostUp{Host: "h3", Heartbeat: true}})
 	checkfor.Eventually(t, 5*time.Second, 5*time.Millisecond, stale(false))
 }
+
+// An agent blocked on a dialog shows it; an answer, or the agent moving
+// on, clears it; a turn failed denied ends the blocked status with it; an
+// unanswered answer keeps the dialog and says why.
+func TestTheRosterShowsAnOpenDialogUntilItGoes(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow}))
+	e.append(t, reg("w1", "h1", ""))
+	agent := func(ack events.Ack) projections.Agent {
+		t.Helper()
+		waitSeq(t, p, ack.Seq)
+		a, _ := p.Agent("w1")
+		return a
+	}
+	ev := func(sec int, d events.Data) events.Event { return events.Event{Subject: "w1", Time: at(sec), Data: d} }
+	e.append(t, ev(2, events.AgentStatusChanged{Status: events.StatusBlocked, Source: "hook"}))
+	open := events.AgentDialog{State: events.DialogOpen, Title: "Bash command", Question: "Do you want to proceed?", Options: []string{"Yes", "No"}}
+	if a := agent(e.append(t, ev(3, open))); a.Dialog == nil || a.Dialog.Question != open.Question || len(a.Dialog.Options) != 2 {
+		t.Fatalf("open: dialog %+v", a.Dialog)
+	}
+	if a := agent(e.append(t, ev(4, events.AgentDialog{State: events.DialogUnanswered, Answer: 1, Message: "no dialog on the agent's screen"}))); a.Dialog == nil || a.Dialog.Unanswered == "" {
+		t.Errorf("unanswered: dialog %+v, want it kept, saying why", a.Dialog)
+	}
+	if a := agent(e.append(t, ev(5, events.AgentDialog{State: events.DialogAnswered, Answer: 2, By: "lead"}))); a.Dialog != nil {
+		t.Errorf("answered: dialog %+v, want none", a.Dialog)
+	}
+	if a := agent(e.append(t, ev(6, events.AgentFailed{Reason: events.ReasonDenied, Message: "lead answered No"}))); a.Status != events.StatusIdle {
+		t.Errorf("after a denied turn: status %s, want idle", a.Status)
+	}
+	e.append(t, ev(7, events.AgentStatusChanged{Status: events.StatusBlocked, Source: "hook"}))
+	e.append(t, ev(8, open))
+	if a := agent(e.append(t, ev(9, events.AgentStatusChanged{Status: events.StatusWorking, Source: "hook"}))); a.Dialog != nil {
+		t.Errorf("working again: dialog %+v, want none", a.Dialog)
+	}
+}

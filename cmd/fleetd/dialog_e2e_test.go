@@ -20,14 +20,18 @@ import (
 // needs permission for, and what its dialog says.
 type dialogKind struct {
 	agent, role string
+	// dir is where its markers go: outside its work directory for a CLI
+	// that asks only then (OpenCode); "" is the work directory.
+	dir string
 	// call is the fake API's marker for the kind's shell tool.
 	call            func(command string) string
 	title, question string
 }
 
-// A real Claude Code, Gemini CLI and Codex agent, asked by the fake API to
-// run a shell command they need permission for (Codex: one that asks to
-// leave its sandbox), stop on their permission
+// A real Claude Code, Gemini CLI, Codex and OpenCode agent, asked by the
+// fake API to run a shell command they need permission for (Codex: one
+// that asks to leave its sandbox; OpenCode: one outside its directory),
+// stop on their permission
 // dialogs: the roster shows each agent blocked with its dialog's question
 // and options as its screen shows them, `fleetd answer` shows and answers
 // it, and the answer lets the tool run and the turn reply. A second such
@@ -40,6 +44,7 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 	claudeBin := fakeapi.RequireClaude(t)
 	geminiBin := fakeapi.RequireGemini(t)
 	codexBin := fakeapi.RequireCodex(t)
+	openCodeBin := fakeapi.RequireOpenCode(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
 	fleet := startClaudeFleet(t, []string{"work-d"}, func(baseURL string, env map[string]string) map[string]any {
@@ -48,13 +53,18 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 			"w-strict": claudeRole(claudeBin, baseURL, env, map[string]any{"deny_dialogs_after": "2s"}),
 			"w-gemini": geminiRole(geminiBin, baseURL, env, nil),
 			"w-codex":  codexRole(codexBin, baseURL, env, nil),
+			"w-oc":     openCodeRole(openCodeBin, baseURL, env, nil),
 		}
 	})
+	seedOpenCodeGlobalConfig(t, fleet.home)
 	fleet.spawn(ctx, "d-1", "w-claude", "work-d")
 	fleet.spawn(ctx, "s-1", "w-strict", "work-d")
 	fleet.spawn(ctx, "g-1", "w-gemini", "work-d")
 	fleet.spawn(ctx, "c-1", "w-codex", "work-d")
+	fleet.spawn(ctx, "o-1", "w-oc", "work-d")
 	fleet.waitReady(ctx, 2*time.Minute, "d-1", "s-1", "g-1")
+	// Codex and OpenCode start their session with the first prompt:
+	// their spawn returned once their box was drawn.
 
 	claude := func(command string) string {
 		return fmt.Sprintf(`[tool=Bash:{"command":"%s","description":"make the marker"}]`, command)
@@ -64,6 +74,9 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 	}
 	codex := func(command string) string {
 		return fmt.Sprintf(`[tool=exec_command:{"cmd":"%s","sandbox_permissions":"require_escalated","justification":"make the marker"}]`, command)
+	}
+	openCode := func(command string) string {
+		return fmt.Sprintf(`[tool=bash:{"command":"%s","description":"make the marker"}]`, command)
 	}
 	// ask sends k's agent a turn whose model runs `touch marker` and waits
 	// for the dialog it opens; the turn's result comes on the channel.
@@ -89,14 +102,19 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 		{agent: "d-1", role: "w-claude", call: claude, title: "Bash command", question: "Do you want to proceed?"},
 		{agent: "g-1", role: "w-gemini", call: gemini, title: "Shell touch ", question: "Allow execution of [Shell]?"},
 		{agent: "c-1", role: "w-codex", call: codex, question: "Would you like to run the following command?"},
+		{agent: "o-1", role: "w-oc", call: openCode, dir: t.TempDir(), title: "Permission required", question: "Access external directory "},
 	} {
 		t.Run(k.role, func(t *testing.T) {
 			if out, err := fleet.cli(ctx, "answer", k.agent, "1"); err == nil || !strings.Contains(out, "no_dialog") {
 				t.Errorf("an answer with no dialog up: %v\n%s", err, out)
 			}
-			marker := filepath.Join(fleet.work("work-d"), k.agent+"-yes")
+			dir := k.dir
+			if dir == "" {
+				dir = fleet.work("work-d")
+			}
+			marker := filepath.Join(dir, k.agent+"-yes")
 			done, d := ask(k, marker)
-			if !strings.HasPrefix(d.Title, k.title) || d.Question != k.question || !strings.Contains(d.Detail, "touch "+marker) ||
+			if !strings.HasPrefix(d.Title, k.title) || !strings.HasPrefix(d.Question, k.question) || !strings.Contains(d.Question+"\n"+d.Detail, dir) ||
 				len(d.Options) < 2 || !denies(d.Options[len(d.Options)-1]) {
 				t.Errorf("the roster's dialog: %+v", d)
 			}
@@ -106,7 +124,7 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 			if out, err := fleet.cli(ctx, "answer", k.agent, "9"); err == nil || !strings.Contains(out, "bad_option") {
 				t.Errorf("option 9 of %d: %v\n%s", len(d.Options), err, out)
 			}
-			if out, err := fleet.cli(ctx, "answer", k.agent, "1", "--from", "ops"); err != nil || !strings.Contains(out, fmt.Sprintf("answered 1. %s to %q", d.Options[0], k.question)) {
+			if out, err := fleet.cli(ctx, "answer", k.agent, "1", "--from", "ops"); err != nil || !strings.Contains(out, fmt.Sprintf("answered 1. %s to %q", d.Options[0], d.Question)) {
 				t.Fatalf("fleetd answer %s 1: %v\n%s", k.agent, err, out)
 			}
 			r := <-done
@@ -120,14 +138,14 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 				t.Errorf("the roster still shows the answered dialog: %+v", a.Dialog)
 			}
 
-			denied := filepath.Join(fleet.work("work-d"), k.agent+"-no")
+			denied := filepath.Join(dir, k.agent+"-no")
 			done, d = ask(k, denied)
 			no := len(d.Options)
 			if out, err := fleet.cli(ctx, "answer", k.agent, fmt.Sprint(no)); err != nil || !strings.Contains(out, fmt.Sprintf("answered %d. %s", no, d.Options[no-1])) {
 				t.Fatalf("fleetd answer %s %d: %v\n%s", k.agent, no, err, out)
 			}
 			r = <-done
-			if r.env.Status != string(lifecycle.StateFailed) || r.env.Reason != "denied" || !strings.Contains(r.env.Message, fmt.Sprintf("lead answered %q to %q", d.Options[no-1], k.question)) {
+			if r.env.Status != string(lifecycle.StateFailed) || r.env.Reason != "denied" || !strings.Contains(r.env.Message, fmt.Sprintf("lead answered %q to %q", d.Options[no-1], d.Question)) {
 				t.Errorf("the denied turn: HTTP %d: %s", r.status, r.body)
 			}
 			if _, err := os.Stat(denied); err == nil {
@@ -160,5 +178,10 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 // gateway reads one.
 func denies(label string) bool {
 	l := strings.ToLower(label)
-	return l == "no" || strings.HasPrefix(l, "no,") || strings.HasPrefix(l, "no ")
+	for _, w := range []string{"no", "reject", "deny"} {
+		if l == w || strings.HasPrefix(l, w+",") || strings.HasPrefix(l, w+" ") {
+			return true
+		}
+	}
+	return false
 }
