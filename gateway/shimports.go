@@ -117,3 +117,12 @@ func shimAgentsError(err error) error {
 	}
 	return err
 }
+
+// Screen is the bridge's read of the agent's visible screen.
+func (s *ShimAgents) Screen(ctx context.Context, agent string) (leadshim.Screen, error) {
+	sc, err := s.Sessions.Bridge.Screen(ctx, agent)
+	if err != nil {
+		return leadshim.Screen{}, shimAgentsError(err)
+	}
+	return leadshim.Screen{Agent: sc.Agent, Pane: sc.Pane, Text: sc.Text, Revision: sc.Revision}, nil
+}

@@ -18,6 +18,8 @@ import (
 // fleetd cannot start again (an adopted pane), ErrRestarting for one
 // whose restart runs.
 type Agents interface {
+	// Screen reads the agent's visible screen; it types nothing.
+	Screen(ctx context.Context, agent string) (Screen, error)
 	// Stop closes the agent's pane for good on behalf of by, and returns
 	// once its exit ("stopped by <by>") is in the log.
 	Stop(ctx context.Context, agent, by string) error

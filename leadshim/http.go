@@ -35,6 +35,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /agents/{id}/answer", s.postAnswer)
 	mux.HandleFunc("POST /agents/{id}/stop", s.postStop)
 	mux.HandleFunc("POST /agents/{id}/restart", s.postRestart)
+	mux.HandleFunc("GET /agents/{id}/screen", s.getScreen)
 	mux.HandleFunc("POST /message/{id}/cancel", s.postCancel)
 	mux.HandleFunc("POST /jobs", s.postJobs)
 	mux.HandleFunc("GET /jobs/{job}", s.getJob)
