@@ -199,13 +199,18 @@ var gatewayData = map[string]events.Data{
 	"exited":     events.AgentExited{Pane: "p-of-a2"},
 	"deferred":   events.AgentDeferred{Reason: "busy"},
 	"attention":  events.AgentAttention{Reason: "composer"},
+	// An agent answering its own permission dialog would grant itself
+	// what it asked for.
+	"dialog": events.AgentDialog{State: events.DialogAnswered, Answer: 1},
+	"answer": events.AgentAnswer{Option: 1, By: "lead"},
 }
 
 func TestTheKindsAreTheHooksAndTheGatewaysWithNoneLeftOver(t *testing.T) {
 	var kinds []string
 	for _, ty := range []events.Type{events.TypeAgentRegistered, events.TypeAgentStatus, events.TypeAgentQueued,
 		events.TypeAgentTyped, events.TypeAgentSubmitted, events.TypeAgentReplied, events.TypeAgentUsage, events.TypeAgentFailed,
-		events.TypeAgentSession, events.TypeAgentExited, events.TypeAgentDeferred, events.TypeAgentAttention} {
+		events.TypeAgentSession, events.TypeAgentExited, events.TypeAgentDeferred, events.TypeAgentAttention,
+		events.TypeAgentDialog, events.TypeAgentAnswer} {
 		kinds = append(kinds, ty.Kind())
 	}
 	for _, k := range kinds {
