@@ -128,7 +128,7 @@ type Agent struct {
 	// queues prompts typed while it works and runs them afterwards.
 	queue     []inputEvent
 	wake      chan struct{} // something was queued
-	confirm   chan struct{} // a permission dialog was answered
+	confirm   chan bool     // a permission dialog was answered: yes (true) or no
 	inputDone chan struct{} // the input loop ended (the terminal closed)
 
 	sid string
@@ -150,7 +150,7 @@ func New(cfg Config) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, wake: make(chan struct{}, 1), confirm: make(chan struct{}, 1), inputDone: make(chan struct{})}
+	a := &Agent{cfg: cfg, wake: make(chan struct{}, 1), confirm: make(chan bool, 1), inputDone: make(chan struct{})}
 	a.scr = screen{out: cfg.Out, width: a.width, box: a.box}
 	a.ed.slowPaste = cfg.PasteLag > 0
 	return a, nil
@@ -395,9 +395,9 @@ func (a *Agent) handle(step func() []inputEvent) (pending bool) {
 	queued := false
 	for _, ev := range evs {
 		switch ev.kind {
-		case evConfirm:
+		case evConfirm, evDeny:
 			select {
-			case a.confirm <- struct{}{}:
+			case a.confirm <- ev.kind == evConfirm:
 			default:
 			}
 		case evSubmit, evBash:
@@ -526,7 +526,14 @@ func (a *Agent) turn(ctx context.Context, prompt string) error {
 			return nil
 		case <-a.inputDone:
 			return nil
-		case <-a.confirm:
+		case yes := <-a.confirm:
+			if !yes {
+				// Claude Code interrupts a turn whose tool was refused:
+				// it says so, writes no reply and runs no Stop hook, and
+				// the box is back for what to do instead.
+				a.above("  ⎿  Interrupted · What should Claude do instead?")
+				return nil
+			}
 		}
 		spin = a.spin()
 	}

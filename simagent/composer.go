@@ -35,7 +35,8 @@ const (
 	evSubmit    eventKind = iota // run a prompt or a slash command
 	evBash                       // run a shell command (bash mode)
 	evInterrupt                  // Ctrl-C with nothing to clear
-	evConfirm                    // Enter on a permission dialog
+	evConfirm                    // a permission dialog answered Yes
+	evDeny                       // a permission dialog answered No (or Esc)
 )
 
 // inputEvent is one thing the composer hands to the agent.
@@ -55,6 +56,8 @@ func (e inputEvent) String() string {
 		return "interrupt"
 	case evConfirm:
 		return "confirm"
+	case evDeny:
+		return "deny"
 	}
 	return "?"
 }
@@ -156,10 +159,17 @@ func (c *composer) land() []inputEvent {
 func (c *composer) key(k key, evs []inputEvent) []inputEvent {
 	switch c.overlay {
 	case overlayPermission:
-		// The dialog takes the keys: Enter (or "1") picks "Yes".
-		if k.kind == keyEnter || k.kind == keyLF || k.kind == keyRune && k.r == '1' {
+		// The dialog takes the keys, as Claude Code's does: Enter picks
+		// the selected option (the first, "Yes"), a digit picks its
+		// option at once — "1" and "2" say yes, "3" no — and Esc
+		// cancels, which is a No.
+		switch {
+		case k.kind == keyEnter || k.kind == keyLF || k.kind == keyRune && (k.r == '1' || k.r == '2'):
 			c.overlay = overlayNone
 			evs = append(evs, inputEvent{kind: evConfirm})
+		case k.kind == keyEsc || k.kind == keyRune && k.r == '3':
+			c.overlay = overlayNone
+			evs = append(evs, inputEvent{kind: evDeny})
 		}
 		return evs
 	case overlayShortcuts, overlayHelp, overlayAddDir, overlayRewind:

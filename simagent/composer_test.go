@@ -133,9 +133,15 @@ func TestComposerPermissionDialog(t *testing.T) {
 	if fmt.Sprint(evs) != "[confirm]" || c.overlay != overlayNone || c.String() != "draft" {
 		t.Errorf("Enter on the dialog: events %v, overlay %d, composer %q", evs, c.overlay, c.String())
 	}
-	c.overlay = overlayPermission
-	if evs := c.feed([]byte("1")); fmt.Sprint(evs) != "[confirm]" {
-		t.Errorf("1 on the dialog: events %v, want confirm", evs)
+	for keys, want := range map[string]string{"1": "[confirm]", "2": "[confirm]", "3": "[deny]", "\x1b": "[deny]"} {
+		c.overlay = overlayPermission
+		evs := c.feed([]byte(keys))
+		if len(evs) == 0 && keys == "\x1b" {
+			evs = c.flush() // a lone Esc waits to be told from an escape sequence
+		}
+		if got := fmt.Sprint(evs); got != want || c.overlay != overlayNone {
+			t.Errorf("%q on the dialog: events %s, overlay %d, want %s and the dialog gone", keys, got, c.overlay, want)
+		}
 	}
 }
 

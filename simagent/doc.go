@@ -64,7 +64,9 @@
 // with totalCostUSD) and fires Stop with last_assistant_message =
 // Config.ReplyPrefix + the prompt. "[fail]" ends the turn with StopFailure
 // instead; "[block]" fires Notification (permission_prompt) and covers the
-// box with a permission dialog that Enter (or "1") answers.
+// box with a permission dialog laid out as Claude Code's Bash dialog: Enter,
+// "1" or "2" answer it yes and the turn goes on; "3" or Esc answer no, and
+// the turn is interrupted as Claude Code's is (no reply, no Stop hook).
 //
 // "[orchestrate: ARGS]" in a prompt makes the agent do a main's part the
 // way Claude Code would through Bash: instead of thinking it runs

@@ -203,16 +203,23 @@ func (c *composer) rows(w int) []string {
 			"",
 			"  Enter to continue · Esc to cancel"}
 	case overlayPermission:
+		// Laid out as Claude Code 2.1.328's Bash dialog is (its screens
+		// are herdrbridge/testdata/claude/dialog-*.txt): the tool, the
+		// command's description, the command between dashed rules, the
+		// question, the options, the footer.
+		dashed := strings.Repeat("╌", w)
 		return []string{rule,
 			" Bash command",
-			"",
-			"   simulated-tool --needs-permission",
-			"",
+			" run the simulated tool",
+			dashed,
+			" simulated-tool --needs-permission",
+			dashed,
 			" Do you want to proceed?",
 			" ❯ 1. Yes",
-			"   2. No",
+			"   2. Yes, and don't ask again for simulated-tool commands in this project",
+			"   3. No",
 			"",
-			" Esc to cancel · Enter to confirm"}
+			" Esc to cancel · Tab to amend"}
 	}
 	char, footer := "❯", promptFooter
 	if c.bash {

@@ -113,7 +113,7 @@ func TestSimAgentDialogAndQueue(t *testing.T) {
 	term.waitBox(t, "")
 	term.prompt(t, "ask [block]")
 	term.waitScreen(t, "the permission dialog", func(rows []string) bool {
-		return strings.TrimSpace(rows[len(rows)-1]) == "Esc to cancel · Enter to confirm" && !contains(rows, "❯\u00a0")
+		return strings.TrimSpace(rows[len(rows)-1]) == "Esc to cancel · Tab to amend" && !contains(rows, "❯\u00a0")
 	})
 	term.write(t, "\r")
 	term.waitScreen(t, "the reply", func(rows []string) bool { return contains(rows, "● SIM: ask [block]") })
@@ -124,6 +124,23 @@ func TestSimAgentDialogAndQueue(t *testing.T) {
 	rows := term.waitScreen(t, "both replies", func(rows []string) bool { return contains(rows, "● SIM: second") })
 	if i, j := slices.Index(rows, "● SIM: first [delay=500ms]"), slices.Index(rows, "● SIM: second"); i < 0 || j < i {
 		t.Errorf("want the first reply, then the queued prompt's:\n%s", strings.Join(rows, "\n"))
+	}
+}
+
+// A permission dialog answered No interrupts its turn, as Claude Code's
+// does: no reply, and the box is back for what to do instead.
+func TestSimAgentDialogDenied(t *testing.T) {
+	term := startTerminal(t, baseEnv("HERDR_AGENT=claude"), "--no-hooks", "--think", "10ms", "--transcript-dir", t.TempDir())
+	term.waitBox(t, "")
+	term.prompt(t, "ask [block]")
+	term.waitScreen(t, "the permission dialog", func(rows []string) bool { return contains(rows, "   3. No") })
+	term.write(t, "3")
+	rows := term.waitScreen(t, "the turn interrupted", func(rows []string) bool {
+		return contains(rows, "  ⎿  Interrupted · What should Claude do instead?")
+	})
+	term.waitBox(t, "")
+	if contains(rows, "● SIM: ask [block]") {
+		t.Errorf("a denied turn replied:\n%s", strings.Join(rows, "\n"))
 	}
 }
 
