@@ -277,8 +277,13 @@ func TestGatewayDownSpoolsThenReplaysExactlyOnce(t *testing.T) {
 
 	start := time.Now()
 	var stderr bytes.Buffer
+	// One id source for both hooks, as their order in the spool is their
+	// ids' order: two processes' ULIDs within one millisecond (a dead
+	// port refuses at once) need not be in the order they were made,
+	// which a real turn's hooks, milliseconds apart, never meet.
+	ids := events.NewULIDSource(time.Now)
 	err := Run(context.Background(), "user-prompt-submit", strings.NewReader(payloads[UserPromptSubmit]), down,
-		Options{Stderr: &stderr, NoHerdr: true, Timeout: time.Second})
+		Options{Stderr: &stderr, NoHerdr: true, Timeout: time.Second, NewID: ids})
 	if err != nil {
 		t.Fatalf("Run with NATS down = %v, want nil (spooled)", err)
 	}
@@ -288,7 +293,7 @@ func TestGatewayDownSpoolsThenReplaysExactlyOnce(t *testing.T) {
 	if !strings.Contains(stderr.String(), "spooled 2 event(s)") {
 		t.Errorf("stderr = %q, want a note about spooling", stderr.String())
 	}
-	if _, err := run(t, "stop", payloads[Stop], down); err != nil {
+	if err := Run(context.Background(), "stop", strings.NewReader(payloads[Stop]), down, Options{Stderr: io.Discard, NoHerdr: true, NewID: ids}); err != nil {
 		t.Fatal(err)
 	}
 	files, err := pending(spool)
