@@ -51,6 +51,8 @@ func (s *Server) funcs() template.FuncMap {
 		},
 		"costBy": func() []string { return CostBy },
 		"list":   func(v ...string) []string { return v },
+		// inc numbers a dialog's options from 1, as its answer names them.
+		"inc": func(i int) int { return i + 1 },
 		"dict": func(kv ...any) map[string]any {
 			m := map[string]any{}
 			for i := 0; i+1 < len(kv); i += 2 {

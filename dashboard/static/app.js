@@ -86,6 +86,7 @@
     });
     ages(main);
     actButtons(main);
+    showScreen();
   }
 
   // The time control: shown and chosen in the browser's zone, sent as
@@ -112,9 +113,48 @@
     travelAt.removeAttribute('data-t');
   }
 
+  // The screen view: what an agent's pane shows, read from the shim
+  // (GET /agents/{id}/screen: a read, it never types) every 1.5 s while
+  // the agent view shows it and the page is visible. The last read is
+  // kept here, so the view's live re-renderings do not blank it.
+  var shown = {agent: '', text: '', note: 'reading…'};
+  var reading = false;
+  function showScreen() {
+    var pre = main && main.querySelector('pre[data-screen]');
+    if (!pre) return;
+    if (pre.dataset.screen !== shown.agent) { readScreen(); return; }
+    pre.textContent = shown.text; // text, never markup
+    var note = document.getElementById('screen-note');
+    if (note) note.textContent = shown.note;
+  }
+  function readScreen() {
+    var pre = main && main.querySelector('pre[data-screen]');
+    if (!pre || reading || document.hidden) return;
+    var agent = pre.dataset.screen;
+    if (shown.agent !== agent) shown = {agent: agent, text: '', note: 'reading…'};
+    reading = true;
+    fetch('/agents/' + encodeURIComponent(agent) + '/screen', {credentials: 'same-origin', cache: 'no-store'}).then(function (r) {
+      return r.json().catch(function () { return {}; }).then(function (j) {
+        if (shown.agent !== agent) return;
+        if (r.ok) {
+          shown.text = j.text || '';
+          shown.note = 'pane ' + j.pane + ' · read ' + clock(Date.now());
+        } else {
+          var e = (j && j.error) || {code: String(r.status), message: r.statusText};
+          shown.note = '⚠ ' + e.code + ': ' + e.message;
+        }
+        showScreen();
+      });
+    }).catch(function (e) {
+      shown.note = '⚠ ' + e;
+      showScreen();
+    }).then(function () { reading = false; });
+  }
+
   ages(document);
   if (main) actButtons(main);
   if (live) setInterval(function () { ages(document); }, 1000);
+  if (live) { readScreen(); setInterval(readScreen, 1500); }
 
   // follow keeps the view live over its stream; a view switched in
   // place (go) follows its own.
@@ -247,6 +287,19 @@
         act('/message/' + encodeURIComponent(b.dataset.turn) + '/cancel', {from: who}).then(function () {
           say(true, 'cancelled ' + b.dataset.turn, 'cancelled');
         }, function () {});
+        break;
+      case 'answer':
+        // The answer goes through the log to the agent's own gateway,
+        // which types it only while the screen shows this dialog; the
+        // view then drops the dialog live. One answer at a time.
+        var box = b.closest('.dialog') || document;
+        box.querySelectorAll('button.answer').forEach(function (o) { o.disabled = true; });
+        say(true, 'answering ' + b.dataset.agent + ': ' + b.dataset.option + '. ' + b.dataset.label + '…', 'pending');
+        act('/agents/' + encodeURIComponent(b.dataset.agent) + '/answer', {option: parseInt(b.dataset.option, 10), from: who}).then(function (j) {
+          say(true, 'answered ' + j.agent + ': ' + j.option + '. ' + j.label, 'answered');
+        }, function () {
+          box.querySelectorAll('button.answer').forEach(function (o) { o.disabled = false; });
+        });
         break;
       case 'resend':
         send(b.dataset.to, b.dataset.text, b.dataset.command).catch(function () {});
