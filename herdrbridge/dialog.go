@@ -90,33 +90,10 @@ func (Claude) ParseDialog(screen string) (Dialog, bool) {
 	if footer < 0 {
 		return Dialog{}, false
 	}
-	// The options: the numbered rows right above the footer, read up to
-	// 1; a long option wraps onto rows of its own, indented under its
-	// text, which join it.
-	var opts []string
-	var more []string // rows of a wrapped option below its start
-	first := -1
-	for i := footer - 1; i >= 0 && i >= footer-40 && first < 0; i-- {
-		row := rows[i]
-		switch m := dialogOption().FindStringSubmatch(row); {
-		case strings.TrimSpace(row) == "":
-		case m != nil:
-			slices.Reverse(more)
-			opts = append(opts, strings.Join(append([]string{m[2]}, more...), " "))
-			more = nil
-			if m[1] == "1" {
-				first = i
-			}
-		case strings.HasPrefix(row, "     "):
-			more = append(more, strings.TrimSpace(row))
-		default:
-			return Dialog{}, false
-		}
-	}
+	opts, first := numberedOptions(rows, footer, 40, dialogOption())
 	if first < 0 {
 		return Dialog{}, false
 	}
-	slices.Reverse(opts)
 	d := Dialog{Options: opts}
 	// The question: the last row above the options that ends in "?".
 	q := -1
@@ -257,29 +234,10 @@ func (Codex) ParseDialog(screen string) (Dialog, bool) {
 	if footer < 0 {
 		return Dialog{}, false
 	}
-	var opts, more []string
-	first := -1
-	for i := footer - 1; i >= 0 && i >= footer-30 && first < 0; i-- {
-		row := rows[i]
-		switch m := codexOption().FindStringSubmatch(row); {
-		case strings.TrimSpace(row) == "":
-		case m != nil:
-			slices.Reverse(more)
-			opts = append(opts, strings.Join(append([]string{m[2]}, more...), " "))
-			more = nil
-			if m[1] == "1" {
-				first = i
-			}
-		case strings.HasPrefix(row, "     "):
-			more = append(more, strings.TrimSpace(row))
-		default:
-			return Dialog{}, false
-		}
-	}
+	opts, first := numberedOptions(rows, footer, 30, codexOption())
 	if first < 0 {
 		return Dialog{}, false
 	}
-	slices.Reverse(opts)
 	d := Dialog{Options: opts}
 	var about []string
 	for i := first - 1; i >= 0 && i >= first-20; i-- {
@@ -371,6 +329,34 @@ func (OpenCode) AnswerKeys(_ Dialog, option int) []string {
 		keys = append(keys, "right")
 	}
 	return append(keys, "enter")
+}
+
+// numberedOptions reads a dialog's numbered options in the rows right
+// above its footer row, up to within rows above it, up to option 1: each
+// option's text (a long one wraps onto rows of its own, indented under its
+// text, which join it) in order, and option 1's row; -1 when the rows
+// above the footer are not such a list.
+func numberedOptions(rows []string, footer, within int, option *regexp.Regexp) (opts []string, first int) {
+	var more []string // rows of a wrapped option below its start
+	for i := footer - 1; i >= 0 && i >= footer-within; i-- {
+		row := rows[i]
+		switch m := option.FindStringSubmatch(row); {
+		case strings.TrimSpace(row) == "":
+		case m != nil:
+			slices.Reverse(more)
+			opts = append(opts, strings.Join(append([]string{m[2]}, more...), " "))
+			more = nil
+			if m[1] == "1" {
+				slices.Reverse(opts)
+				return opts, i
+			}
+		case strings.HasPrefix(row, "     "):
+			more = append(more, strings.TrimSpace(row))
+		default:
+			return nil, -1
+		}
+	}
+	return nil, -1
 }
 
 // dialogRetry is how often a blocked agent's screen is read again while

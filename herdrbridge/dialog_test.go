@@ -12,13 +12,7 @@ import (
 // option wrapped on a narrow screen whole — and a screen without one reads
 // as none: its idle prompt box, its conversation quoting a numbered list.
 func TestClaudeDialogsReadOffTheScreen(t *testing.T) {
-	read := func(name string) string {
-		b, err := os.ReadFile(filepath.Join("testdata", "claude", name+".txt"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+	read := func(name string) string { return screenOf(t, "claude", name) }
 	for _, c := range []struct {
 		file string
 		want Dialog
@@ -58,13 +52,7 @@ func TestWhichOptionDenies(t *testing.T) {
 // fakeapi, read as what they ask and their options; its idle screen after
 // an answer reads as none.
 func TestGeminiDialogsReadOffTheScreen(t *testing.T) {
-	read := func(name string) string {
-		b, err := os.ReadFile(filepath.Join("testdata", "gemini", name+".txt"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+	read := func(name string) string { return screenOf(t, "gemini", name) }
 	for _, c := range []struct {
 		file string
 		want Dialog
@@ -135,13 +123,7 @@ func TestCodexDialogsReadOffTheScreen(t *testing.T) {
 // fakeapi, reads as what it asks and its options side by side, chosen by
 // moving right from the first; its idle screen reads as none.
 func TestOpenCodeDialogsReadOffTheScreen(t *testing.T) {
-	read := func(name string) string {
-		b, err := os.ReadFile(filepath.Join("testdata", "opencode", name+".txt"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+	read := func(name string) string { return screenOf(t, "opencode", name) }
 	want := Dialog{Title: "Permission required", Question: "Access external directory /var/tmp", Detail: "Patterns\n- /var/tmp/*",
 		Options: []string{"Allow once", "Allow always", "Reject"}}
 	got, ok := (OpenCode{}).ParseDialog(read("dialog-external"))
@@ -159,4 +141,14 @@ func TestOpenCodeDialogsReadOffTheScreen(t *testing.T) {
 	if k := answerKeys(Claude{}, Dialog{}, 2); strings.Join(k, " ") != "2" {
 		t.Errorf("Claude's keys for option 2: %v", k)
 	}
+}
+
+// screenOf is a screen captured from kind's real CLI, in testdata.
+func screenOf(t *testing.T, kind, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", kind, name+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
