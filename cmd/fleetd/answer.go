@@ -58,12 +58,7 @@ func (c *AnswerCmd) Run(ctx context.Context, g *Globals) error {
 		return fmt.Errorf("no agent %q in the roster", c.Agent)
 	}
 	res, err := client.Answer(ctx, c.Agent, c.Option, c.From)
-	if err != nil {
-		return exitFor(err)
-	}
-	if c.JSON {
-		return clitable.JSON(c.out, res)
-	}
-	fmt.Fprintf(c.out, "%s: answered %d. %s to %q\n", res.Agent, res.Option, res.Label, res.Question)
-	return nil
+	return printResult(c.out, c.JSON, res, err, func(w io.Writer) {
+		fmt.Fprintf(w, "%s: answered %d. %s to %q\n", res.Agent, res.Option, res.Label, res.Question)
+	})
 }

@@ -21,16 +21,8 @@ type StopCmd struct {
 
 // Run stops the agent.
 func (c *StopCmd) Run(ctx context.Context, g *Globals) error {
-	out := outOr(c.out)
 	res, err := newShimClient(g).Stop(ctx, c.Agent, c.From)
-	if err != nil {
-		return exitFor(err)
-	}
-	if c.JSON {
-		return clitable.JSON(out, res)
-	}
-	fmt.Fprintf(out, "%s: stopped by %s\n", res.Agent, res.By)
-	return nil
+	return printResult(c.out, c.JSON, res, err, func(w io.Writer) { fmt.Fprintf(w, "%s: stopped by %s\n", res.Agent, res.By) })
 }
 
 // RestartCmd starts an agent afresh through its host's shim (POST
@@ -45,16 +37,8 @@ type RestartCmd struct {
 
 // Run restarts the agent and waits for its new session.
 func (c *RestartCmd) Run(ctx context.Context, g *Globals) error {
-	out := outOr(c.out)
 	reg, err := newShimClient(g).Restart(ctx, c.Agent, c.From)
-	if err != nil {
-		return exitFor(err)
-	}
-	if c.JSON {
-		return clitable.JSON(out, reg)
-	}
-	fmt.Fprintf(out, "%s: restarted in pane %s on %s\n", reg.Agent, reg.Pane, reg.Host)
-	return nil
+	return printResult(c.out, c.JSON, reg, err, func(w io.Writer) { fmt.Fprintf(w, "%s: restarted in pane %s on %s\n", reg.Agent, reg.Pane, reg.Host) })
 }
 
 // CancelCmd fails a turn still queued for an agent, reason cancelled
@@ -69,15 +53,21 @@ type CancelCmd struct {
 
 // Run cancels the turn.
 func (c *CancelCmd) Run(ctx context.Context, g *Globals) error {
-	out := outOr(c.out)
 	res, err := newShimClient(g).Cancel(ctx, c.Turn, c.From)
+	return printResult(c.out, c.JSON, res, err, func(w io.Writer) { fmt.Fprintf(w, "turn %s on %s: cancelled by %s\n", res.ID, res.Agent, res.By) })
+}
+
+// printResult prints what a shim call answered (res, or err as the
+// command's exit): as JSON with --json, else the line line writes.
+func printResult[T any](w io.Writer, asJSON bool, res T, err error, line func(io.Writer)) error {
 	if err != nil {
 		return exitFor(err)
 	}
-	if c.JSON {
-		return clitable.JSON(out, res)
+	w = outOr(w)
+	if asJSON {
+		return clitable.JSON(w, res)
 	}
-	fmt.Fprintf(out, "turn %s on %s: cancelled by %s\n", res.ID, res.Agent, res.By)
+	line(w)
 	return nil
 }
 
