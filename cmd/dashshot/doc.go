@@ -5,6 +5,14 @@
 //
 //	go run ./cmd/dashshot -o docs/dashboard.png
 //
+// With -dialog it also takes the picture of a permission prompt answered
+// from the dashboard: one of the demo's agents is sent a turn that stops
+// on its permission dialog, its agent view (the dialog's options, the
+// agent's screen) is captured, and option 1 is clicked — the picture is
+// kept only if the dialog then went.
+//
+//	go run ./cmd/dashshot -o docs/dashboard.png -dialog docs/dashboard-dialog.png
+//
 // It drives the real binary rather than a fabric in-process so the picture
 // is of `fleetd demo` exactly as a user runs it. It imports no fleetd
 // package; Chromium is found as the browser tests find it ($FLEET_CHROMIUM,

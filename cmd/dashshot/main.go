@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -29,6 +32,8 @@ func main() {
 	flag.IntVar(&o.width, "width", 1200, "viewport width, CSS pixels")
 	flag.IntVar(&o.height, "height", 500, "viewport height, CSS pixels (the default fits the actions bar and the demo's six agents)")
 	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up after this long")
+	flag.StringVar(&o.dialog, "dialog", "", "also write the control room answering a permission prompt to this PNG (e.g. docs/dashboard-dialog.png)")
+	flag.IntVar(&o.dialogHeight, "dialog-height", 980, "the dialog picture's viewport height, CSS pixels (fits the agent view's dialog and screen)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -44,6 +49,10 @@ type options struct {
 	agents, tasks     int
 	think, timeout    time.Duration
 	width, height     int
+	// dialog, when set, is where the second picture goes: an agent of
+	// the demo blocked on its permission dialog, in its agent view.
+	dialog       string
+	dialogHeight int
 }
 
 // dashboardLine is the demo's line naming the dashboard's URL.
@@ -129,6 +138,20 @@ func (o options) run(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "dashshot: wrote %s (%d bytes)\n", o.out, len(png))
+	if o.dialog == "" {
+		return nil
+	}
+	png, err = o.shootDialog(ctx, browserPath, base)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(o.dialog), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.dialog, png, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "dashshot: wrote %s (%d bytes)\n", o.dialog, len(png))
 	return nil
 }
 
@@ -141,21 +164,27 @@ const busy = `document.getElementById('status') && document.getElementById('stat
     rows.filter(r => r.dataset.state === 'working').length * 2 >= rows.length &&
     rows.every(r => /[1-9]/.test(r.cells[6].textContent)))(Array.from(document.querySelectorAll('tr.agent'))))`
 
-// shoot opens u in a headless Chromium and captures the viewport once the
-// page shows the fleet at work.
-func (o options) shoot(ctx context.Context, browserPath, u string) ([]byte, error) {
+// browser starts a headless Chromium with a viewport of width × height;
+// cancel ends it.
+func (o options) browser(ctx context.Context, browserPath string, height int) (context.Context, context.CancelFunc) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browserPath),
 		chromedp.NoSandbox, // often root in a container
 		chromedp.Headless,
 		chromedp.DisableGPU,
-		chromedp.WindowSize(o.width, o.height),
+		chromedp.WindowSize(o.width, height),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Env("TZ=UTC"),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
 	bctx, cancel := chromedp.NewContext(actx)
+	return bctx, func() { cancel(); cancelAlloc() }
+}
+
+// shoot opens u in a headless Chromium and captures the viewport once the
+// page shows the fleet at work.
+func (o options) shoot(ctx context.Context, browserPath, u string) ([]byte, error) {
+	bctx, cancel := o.browser(ctx, browserPath, o.height)
 	defer cancel()
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(int64(o.width), int64(o.height)), chromedp.Navigate(u)); err != nil {
 		return nil, fmt.Errorf("open %s: %w", u, err)
@@ -169,6 +198,71 @@ func (o options) shoot(ctx context.Context, browserPath, u string) ([]byte, erro
 		return nil, fmt.Errorf("screenshot: %w", err)
 	}
 	return png, nil
+}
+
+// blockedPrompt is the turn the dialog picture's agent blocks on: the sim
+// agent asks permission for a tool on "[block]", as Claude Code does.
+const blockedPrompt = "run the release checks before tagging [block]"
+
+// shootDialog captures the control room with a permission prompt: one of
+// the demo's agents is sent a turn that stops on a permission dialog, and
+// its agent view — the dialog's question and options, the agent's screen
+// with the dialog on it — is captured before option 1 is clicked.
+// Then it is clicked, and the picture is kept only if the dialog went:
+// the picture shows a flow that works.
+func (o options) shootDialog(ctx context.Context, browserPath, base string) ([]byte, error) {
+	bctx, cancel := o.browser(ctx, browserPath, o.dialogHeight)
+	defer cancel()
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(int64(o.width), int64(o.dialogHeight)), chromedp.Navigate(base)); err != nil {
+		return nil, fmt.Errorf("open %s: %w", base, err)
+	}
+	agent, err := chromedp.Run(bctx, chromedp.Poll[string](`(r => r ? r.dataset.agent : false)(document.querySelector('tr.agent'))`,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Minute)))
+	if err != nil {
+		return nil, fmt.Errorf("find an agent on %s: %w", base, err)
+	}
+	if err := send(ctx, base, agent, blockedPrompt); err != nil {
+		return nil, err
+	}
+	u := base + "?view=agent&id=" + agent
+	const blocked = `document.querySelector('#dialog-options button.answer[data-option="1"]') !== null &&
+  (p => p && p.textContent.includes('Do you want to proceed?'))(document.getElementById('agent-screen'))`
+	if err := chromedp.Do(bctx, chromedp.Navigate(u), chromedp.Poll[chromedp.Void](blocked,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
+		return nil, fmt.Errorf("waiting for %s's dialog on %s: %w", agent, u, err)
+	}
+	option1 := `#dialog-options button.answer[data-option="1"]`
+	png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		return nil, fmt.Errorf("screenshot: %w", err)
+	}
+	const answered = `document.getElementById('agent-dialog') === null && document.getElementById('action-result').dataset.code === 'answered'`
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(option1)), chromedp.Poll[chromedp.Void](answered,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Minute))); err != nil {
+		return nil, fmt.Errorf("answering %s's dialog from the page: %w", agent, err)
+	}
+	return png, nil
+}
+
+// send queues text for agent through the demo's shim (loopback, no token:
+// as a script would), without waiting for the reply.
+func send(ctx context.Context, base, agent, text string) error {
+	body, _ := json.Marshal(map[string]any{"to": agent, "from": "lead", "text": text, "wait": false})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"message", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", agent, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("send to %s: %s %s", agent, resp.Status, b)
+	}
+	return nil
 }
 
 // chromium finds the browser: $FLEET_CHROMIUM, else chromium or Chrome on
