@@ -40,12 +40,16 @@
 // shim in front hands it for the signed-in browser) offers the fleet's
 // actions — send a text or a command to an agent, a role or a session's
 // agent, spawn an agent of a role, stop or restart an agent, cancel a
-// queued turn, re-send a failed one — as forms and buttons whose script
-// calls the shim's own API (POST /message, /agents,
-// /agents/{id}/stop|restart, /message/{id}/cancel) with that token and
-// "from" Config.Identity, so the page and scripts share one path and the
-// log names who acted. A send shows its turn in place, live, without a
-// reload. The dashboard itself holds no credentials and checks none.
+// queued turn, re-send a failed one, answer a blocked agent's dialog —
+// as forms and buttons whose script calls the shim's own API (POST
+// /message, /agents, /agents/{id}/stop|restart|answer,
+// /message/{id}/cancel) with that token and "from" Config.Identity, so
+// the page and scripts share one path and the log names who acted. A
+// send shows its turn in place, live, without a reload. The agent view of
+// a live agent of this host shows its screen, which the script reads
+// from the shim (GET /agents/{id}/screen, a read that types nothing)
+// while the view is open. The dashboard itself holds no credentials and
+// checks none.
 //
 // It reads through projections.Views and events.Log, and jobs' fold; it
 // writes nothing. dashboard imports events, lifecycle, projections and

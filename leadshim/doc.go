@@ -78,6 +78,7 @@
 // Doors act on the host the shim runs on, through ports its gateway
 // fills in: POST /agents spawns an agent in this host's herdr (Spawner),
 // POST /agents/{id}/stop and /restart stop one for good or start it afresh
+// and GET /agents/{id}/screen reads what it shows, typing nothing
 // (Agents; an agent of another host is 409 other_host: only its own
 // gateway touches its pane),
 // when the caller's role may (roles.Role.MaySpawn; the caller's role is
