@@ -80,9 +80,10 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// ShimAgents is the shim's POST /agents/{id}/stop and /restart on this
-// host's herdr bridge; a restart returns once the agent's new session
-// started, as a spawn does. Errors become the shim's sentinels here.
+// ShimAgents is the shim's POST /agents/{id}/stop and /restart, and GET
+// /agents/{id}/screen, on this host's herdr bridge; a restart returns
+// once the agent's new session started, as a spawn does. Errors become
+// the shim's sentinels here.
 type ShimAgents struct {
 	Sessions *SessionSpawner
 }
