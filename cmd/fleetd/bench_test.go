@@ -184,7 +184,11 @@ func TestBenchRunsTheFabricUnderBothRuntimes(t *testing.T) {
 		if i == 0 || rep.Rows[i-1].Name+bench.UnderAgentapi != r.Name {
 			t.Errorf("row %q does not follow its herdr peer", r.Name)
 		}
-		if r.Status != bench.StatusSkip && (r.P50 <= 0 || r.N <= 0) {
+		// The agents' hooks' CPU is read in 10 ms ticks of their agents'
+		// reaped children: a tiny run of fleetd-hook's (≈1.5 ms an exec)
+		// may well stay under one tick, a true 0.
+		underATick := strings.HasPrefix(r.Name, "fan-out: CPU per turn, the agents' hooks")
+		if r.Status != bench.StatusSkip && (r.P50 < 0 || (r.P50 == 0 && !underATick) || r.N <= 0) {
 			t.Errorf("row %q has no measurement: %+v", r.Name, r)
 		}
 	}
