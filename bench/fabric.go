@@ -677,6 +677,21 @@ const idleWindow = 2 * time.Second
 // and the lead, per turn, beside what the cores had in the wall time.
 // The gateway's row has a baseline: its CPU in idleWindow with the agents
 // idle (idle), scaled to the fan-out's wall time.
+// RowHooksCPU and RowOthersCPU are the fan-out's CPU rows read (in part)
+// in 10 ms clock ticks (/proc's times of the agents and their reaped
+// children): a tiny run of fast processes can stay under one tick, and
+// such a row's 0 is a measurement (InTicks).
+const (
+	RowHooksCPU  = "fan-out: CPU per turn, the agents' hooks"
+	RowOthersCPU = "fan-out: CPU per turn, not fleetd (agents, herdr, lead)"
+)
+
+// InTicks reports a row (by name, a runtime's suffix and all) read in
+// clock ticks, whose 0 means under one tick.
+func InTicks(name string) bool {
+	return strings.HasPrefix(name, RowHooksCPU) || strings.HasPrefix(name, RowOthersCPU)
+}
+
 func cpuRows(k int, wall time.Duration, before, after cpuSample, idle time.Duration) []Row {
 	herdr, agents, hooks := after.herdr.since(before.herdr)
 	each := func(d time.Duration) time.Duration { return d / time.Duration(k) }
@@ -689,12 +704,12 @@ func cpuRows(k int, wall time.Duration, before, after cpuSample, idle time.Durat
 	gwRow := Row{Name: "fan-out: CPU per turn, the gateway (with its NATS)", N: k, Unit: UnitMs, P50: Ms(gw), Status: StatusNone, Note: note,
 		Base: Ms(idleAsLong), BaseName: "idle for as long"}
 	gwRow.Delta()
-	hookRow := Row{Name: "fan-out: CPU per turn, the agents' hooks", N: k, Unit: UnitMs, P50: Ms(hooks), Target: "≤ 10ms",
+	hookRow := Row{Name: RowHooksCPU, N: k, Unit: UnitMs, P50: Ms(hooks), Target: "≤ 10ms",
 		Note: "each turn runs two (UserPromptSubmit, Stop) on its agent's path; the split is in the row above's note"}
 	hookRow.Check(hooks <= 10*time.Millisecond)
 	return []Row{gwRow,
 		hookRow,
-		{Name: "fan-out: CPU per turn, not fleetd (agents, herdr, lead)", N: k, Unit: UnitMs, P50: Ms(agents + herdr + lead), Status: StatusNone,
+		{Name: RowOthersCPU, N: k, Unit: UnitMs, P50: Ms(agents + herdr + lead), Status: StatusNone,
 			Note: "the simulated agents' own processes, herdr and the lead process"},
 	}
 }
