@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,7 +35,8 @@ type kindScript struct {
 	// prepare runs once the fleet's home exists, before the spawn.
 	prepare func(t *testing.T, f *claudeFleet)
 	// dialog is what a person types into the pane to open a dialog or
-	// overlay (each a paste, or a key name in angle brackets: "<enter>").
+	// overlay: each a paste, a key name in angle brackets ("<enter>"), or
+	// text typed key by key after "type:".
 	dialog []string
 	// shellKey, typed on an empty composer, switches it into its shell
 	// (bash) mode; "" when the kind has none fleetd reads.
@@ -124,13 +126,51 @@ func recordKind(t *testing.T, s kindScript) {
 		person:   herdrapi.New(proxy.Upstream()),
 	}
 	roster := f.roster
-	turn := func(text string) leadshim.Envelope {
-		t.Helper()
+	// send sends a turn and waits for its reply (from any goroutine);
+	// turn is send on the test's own, failing the test on an error.
+	send := func(text string) (leadshim.Envelope, error) {
 		res := f.send(ctx, leadshim.Message{To: "w-1", Text: text, Timeout: "3m"})
 		if res.err != nil || res.status != http.StatusOK || res.env.Status != "replied" {
-			t.Fatalf("turn %q: HTTP %d %v %s", text, res.status, res.err, res.body)
+			return res.env, fmt.Errorf("turn %q: HTTP %d %v %s", text, res.status, res.err, res.body)
 		}
-		return res.env
+		return res.env, nil
+	}
+	// fatal ends the test, with the agent's screen of the moment.
+	fatal := func(err error) {
+		t.Helper()
+		if a, ok := findAgentNow(ctx, roster, "w-1"); ok {
+			if got, rerr := r.person.Read(ctx, herdrapi.ReadRequest{PaneID: a.Pane, Source: herdrapi.SourceVisible}); rerr == nil {
+				t.Logf("the screen of %s:\n%s", a.Pane, got.Text)
+			}
+		}
+		t.Fatal(err)
+	}
+	turn := func(text string) leadshim.Envelope {
+		t.Helper()
+		env, err := send(text)
+		if err != nil {
+			fatal(err)
+		}
+		return env
+	}
+	// replied waits for a turn sent in a goroutine (later).
+	type reply struct {
+		env leadshim.Envelope
+		err error
+	}
+	later := func(text string) chan reply {
+		done := make(chan reply, 1)
+		go func() {
+			env, err := send(text)
+			done <- reply{env, err}
+		}()
+		return done
+	}
+	replied := func(done chan reply) {
+		t.Helper()
+		if r := <-done; r.err != nil {
+			fatal(r.err)
+		}
 	}
 	// settle waits for the agent to be idle again after a turn, its
 	// screen too, so that a scenario ends where the next begins.
@@ -142,10 +182,9 @@ func recordKind(t *testing.T, s kindScript) {
 	}
 	// waiting sends a turn and waits until the agent needs attention for
 	// reason (the turn waits behind what a person left on screen).
-	waiting := func(text, reason string) chan leadshim.Envelope {
+	waiting := func(text, reason string) chan reply {
 		t.Helper()
-		done := make(chan leadshim.Envelope, 1)
-		go func() { done <- turn(text) }()
+		done := later(text)
 		agentRow(t, roster, ctx, "w-1", 60*time.Second, "in need of attention ("+reason+")", func(a projections.Agent) bool {
 			return a.NeedsAttention == reason
 		})
@@ -153,7 +192,7 @@ func recordKind(t *testing.T, s kindScript) {
 	}
 
 	r.begin("start")
-	f.spawn(ctx, "w-1", "w-rec", "work-1")
+	spawnWithin(t, ctx, f, "w-1", "w-rec", "work-1", 4*time.Minute)
 	// A kind whose session starts with its first prompt is ready once its
 	// empty composer is on screen; it stays "starting" on the roster
 	// until that prompt.
@@ -194,7 +233,7 @@ func recordKind(t *testing.T, s kindScript) {
 		if err := r.person.SendKeys(ctx, first.Pane, s.kind.CloseKeys()...); err != nil {
 			t.Fatal(err)
 		}
-		<-done
+		replied(done)
 		settle()
 		r.end(ctx, "shell-mode")
 	}
@@ -208,6 +247,8 @@ func recordKind(t *testing.T, s kindScript) {
 			}
 			if key, ok := strings.CutPrefix(in, "<"); ok {
 				err = r.person.SendKeys(ctx, first.Pane, strings.TrimSuffix(key, ">"))
+			} else if text, ok := strings.CutPrefix(in, "type:"); ok {
+				err = r.person.SendText(ctx, first.Pane, text)
 			} else {
 				err = r.person.SendInput(ctx, first.Pane, in)
 			}
@@ -228,22 +269,31 @@ func recordKind(t *testing.T, s kindScript) {
 		if err := r.person.SendKeys(ctx, first.Pane, s.kind.CloseKeys()...); err != nil {
 			t.Fatal(err)
 		}
-		<-done
+		replied(done)
 		settle()
 		r.end(ctx, "dialog")
 	}
 
 	if s.permission != "" {
 		r.begin("permission")
-		done := make(chan leadshim.Envelope, 1)
-		go func() { done <- turn(s.permission) }()
+		done := later(s.permission)
 		agentRow(t, roster, ctx, "w-1", 60*time.Second, "blocked", func(a projections.Agent) bool { return a.Status == events.StatusBlocked })
 		r.look(ctx, first.Pane, "blocked")
-		r.note(first.Pane, "person allows: "+strings.Join(s.allow, ", "))
-		if err := r.person.SendKeys(ctx, first.Pane, s.allow...); err != nil {
-			t.Fatal(err)
+		// A person reads the question before answering: a key the moment
+		// it is drawn may be dropped (Gemini CLI 0.61.0 was seen to), so
+		// the answer is given again while the agent stays blocked.
+		for try := 0; ; try++ {
+			time.Sleep(1500 * time.Millisecond)
+			r.note(first.Pane, "person allows: "+strings.Join(s.allow, ", "))
+			if err := r.person.SendKeys(ctx, first.Pane, s.allow...); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * time.Second)
+			if a, ok := findAgentNow(ctx, roster, "w-1"); try == 2 || ok && a.Status != events.StatusBlocked {
+				break
+			}
 		}
-		<-done
+		replied(done)
 		settle()
 		r.end(ctx, "permission")
 	}
@@ -274,6 +324,31 @@ func recordKind(t *testing.T, s kindScript) {
 	r.finish()
 }
 
+// findAgentNow is the roster's row of agent, if it can be read now.
+func findAgentNow(ctx context.Context, roster func(context.Context) ([]projections.Agent, error), agent string) (projections.Agent, bool) {
+	rows, err := roster(ctx)
+	if err != nil {
+		return projections.Agent{}, false
+	}
+	return findAgent(rows, agent)
+}
+
+// spawnWithin is claudeFleet.spawn with a limit of its own: a CLI that
+// takes long to draw its composer on a loaded machine (OpenCode) keeps
+// `fleetd spawn` waiting past the client commands' 30 s.
+func spawnWithin(t *testing.T, ctx context.Context, f *claudeFleet, name, role, work string, limit time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, fleetdBin, append([]string{"spawn", "--role", role, "--name", name, "--cwd", f.work(work),
+		"--roles", f.rolesFile, "--data-dir", f.dataDir}, f.runtime...)...)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(),
+		"FLEET_NATS_URL="+f.up.url, "FLEET_URL="+f.up.http, "FLEET_HOST=testhost", "FLEET_LOG_LEVEL=warn")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fleetd spawn %s: %v\n%s", name, err, out)
+	}
+}
+
 // resumedWith reports whether the model was asked prompt with earlier
 // (from before the restart) in the same request.
 func resumedWith(reqs []fakeapi.Request, prompt, earlier string) bool {
@@ -295,6 +370,38 @@ func TestRecordCodex(t *testing.T) {
 			return codexRole(bin, baseURL, env, map[string]any{"restart": "on-failure", "restart_backoff": "200ms"})
 		},
 		dialog:   []string{"/permissions", "<enter>"},
+		shellKey: "!",
+		resume:   true,
+	})
+}
+
+// TestRecordGemini records Gemini CLI's standard scenarios. See
+// recordMode.
+func TestRecordGemini(t *testing.T) {
+	recordKind(t, kindScript{
+		kind: herdrbridge.Gemini{}, bin: fakeapi.RequireGemini, version: versionLine,
+		role: func(bin, baseURL string, env map[string]string) map[string]any {
+			return geminiRole(bin, baseURL, env, map[string]any{"restart": "on-failure", "restart_backoff": "200ms"})
+		},
+		dialog:     []string{"/settings", "<enter>"},
+		shellKey:   "!",
+		permission: `echo: touch a file [tool=run_shell_command:{"command":"touch permission-test.txt"}]`,
+		allow:      []string{"enter"},
+		resume:     true,
+	})
+}
+
+// TestRecordOpenCode records OpenCode's standard scenarios. See
+// recordMode. OpenCode's permission questions are not reported as
+// blocked (docs/opencode-composer.md): no permission scenario.
+func TestRecordOpenCode(t *testing.T) {
+	recordKind(t, kindScript{
+		kind: herdrbridge.OpenCode{}, bin: fakeapi.RequireOpenCode, version: versionLine,
+		role: func(bin, baseURL string, env map[string]string) map[string]any {
+			return openCodeRole(bin, baseURL, env, map[string]any{"restart": "on-failure", "restart_backoff": "200ms"})
+		},
+		prepare:  func(t *testing.T, f *claudeFleet) { seedOpenCodeGlobalConfig(t, f.home) },
+		dialog:   []string{"type:/", "<enter>"},
 		shellKey: "!",
 		resume:   true,
 	})

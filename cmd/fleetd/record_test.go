@@ -122,8 +122,17 @@ func (r *recorder) screenSaysOther(ctx context.Context, pane, not string) string
 		if err != nil {
 			return err
 		}
-		if v = herdrbridge.ScreenReadiness(r.kind, got.Text); v == not {
-			return fmt.Errorf("the screen still says %s:\n%s", v, got.Text)
+		now := herdrbridge.ScreenReadiness(r.kind, got.Text)
+		if now == not {
+			v = ""
+			return fmt.Errorf("the screen still says %s:\n%s", now, got.Text)
+		}
+		// The same on two looks apart: a dialog that opens a moment
+		// after the keys, not the keys half taken.
+		if now != v {
+			v = now
+			time.Sleep(time.Second)
+			return fmt.Errorf("the screen says %s: once more", now)
 		}
 		return nil
 	})

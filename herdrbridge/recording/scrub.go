@@ -29,7 +29,7 @@ var (
 	paneRe  = regexp.MustCompile(`\bw[0-9A-Z]+:p[0-9A-Z]+\b`)
 	// tmpRe catches temporary paths no literal named (a Go test's
 	// t.TempDir and what lies below it).
-	tmpRe = regexp.MustCompile(`/tmp/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*`)
+	tmpRe = regexp.MustCompile(`(^|[^A-Za-z0-9_.$/-])/tmp/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*`)
 	// launchRe is the launch script fleetd writes per spawn, named with
 	// a random part.
 	launchRe = regexp.MustCompile(`fleetd-launch-([a-z0-9_-]+?)-[0-9a-f]{16}-\d+\.sh`)
@@ -77,7 +77,7 @@ func (s *Scrubber) String(v string) string {
 	v = timeRe.ReplaceAllString(v, "<time>")
 	v = clockRe.ReplaceAllString(v, "<clock>")
 	v = paneRe.ReplaceAllStringFunc(v, func(m string) string { return s.Pane(m) })
-	v = tmpRe.ReplaceAllString(v, "$$TMP")
+	v = tmpRe.ReplaceAllString(v, "${1}$$TMP")
 	v = launchRe.ReplaceAllString(v, "fleetd-launch-$1-<id>.sh")
 	return v
 }
