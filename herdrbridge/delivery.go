@@ -417,28 +417,48 @@ func (b *Bridge) execute(ctx context.Context, agent string, tg target, typed eve
 			}
 		}
 	}
-	if plan.LeftBeforeEnter {
-		if err := b.client.SendKeys(ctx, tg.pane, "left"); err != nil {
-			return true, err
-		}
-	}
-	return true, b.enter(ctx, tg, typed.Method, plan.Shows())
+	return true, b.enter(ctx, tg, typed.Method, plan.Shows(), plan.LeftBeforeEnter)
 }
 
 // enter presses Enter after text was typed: once the composer shows it
 // (MethodLanded), else after the fixed pause, so Enter never arrives
 // while the agent is still taking the paste in (it would join it as a
-// newline and leave the prompt unsubmitted).
-func (b *Bridge) enter(ctx context.Context, tg target, method, text string) error {
-	if l, ok := tg.kind.(Lander); ok && method == MethodLanded {
-		if err := b.awaitLanding(ctx, tg.pane, l, text); err != nil {
+// newline and leave the prompt unsubmitted). left presses Left first —
+// then, not right after the paste: a Left the CLI takes before the paste
+// lands leaves the cursor after a trailing backslash, and Enter there
+// makes a newline (the real Claude Code did so once in a few dozen
+// turns on a busy machine, and the turn hung until Enter was pressed
+// again, its backslash lost).
+func (b *Bridge) enter(ctx context.Context, tg target, method, text string, left bool) error {
+	// settle waits until Enter may go: the text landed, or the pause.
+	settle := func(pause time.Duration) error {
+		if l, ok := tg.kind.(Lander); ok && method == MethodLanded {
+			return b.awaitLanding(ctx, tg.pane, l, text)
+		}
+		if !sleep(ctx, pause) {
+			return ctx.Err()
+		}
+		return nil
+	}
+	if err := settle(b.cfg.EnterDelay); err != nil {
+		return err
+	}
+	if left {
+		// A screen read (or a moment) between the Left and the Enter,
+		// as there was between the paste and the Left.
+		if err := b.client.SendKeys(ctx, tg.pane, "left"); err != nil {
 			return err
 		}
-	} else if !sleep(ctx, b.cfg.EnterDelay) {
-		return ctx.Err()
+		if err := settle(leftGap); err != nil {
+			return err
+		}
 	}
 	return b.client.SendKeys(ctx, tg.pane, "enter")
 }
+
+// leftGap is the pause between the Left before Enter and the Enter where
+// the composer cannot be read.
+const leftGap = 50 * time.Millisecond
 
 // submit types one short line and Enter the way the turn's method says:
 // agent.prompt, or a paste and Enter (enter).
@@ -450,7 +470,7 @@ func (b *Bridge) submit(ctx context.Context, tg target, method, line string) err
 	if err := b.client.SendInput(ctx, tg.pane, line); err != nil {
 		return err
 	}
-	return b.enter(ctx, tg, method, line)
+	return b.enter(ctx, tg, method, line, false)
 }
 
 // awaitClear waits until the "/clear" typed before a turn took effect: the
