@@ -3,11 +3,9 @@ package herdrbridge
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
@@ -69,9 +67,6 @@ func (Codex) QuietDialogs() {}
 // quietLook is how often a QuietDialogs agent at work is looked at.
 const quietLook = time.Second
 
-// dialogOption is one numbered option row: "❯ 1. Yes", "  2. No".
-var dialogOption = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:❯\s*)?([1-9])\.\s+(\S.*?)\s*$`) })
-
 // ParseDialog reads Claude Code's dialogs (measured with 2.1.328): below
 // a full-width rule, the dialog's title ("Bash command", "Create file"),
 // what it is about (the command, the file; between dashed rules), the
@@ -90,7 +85,7 @@ func (Claude) ParseDialog(screen string) (Dialog, bool) {
 	if footer < 0 {
 		return Dialog{}, false
 	}
-	opts, first := numberedOptions(rows, footer, 40, dialogOption())
+	opts, first := numberedOptions(rows, footer, 40, "❯")
 	if first < 0 {
 		return Dialog{}, false
 	}
@@ -127,10 +122,6 @@ func (Claude) ParseDialog(screen string) (Dialog, bool) {
 	return d, true
 }
 
-// geminiOption is one option row of Gemini CLI's dialogs, out of its box:
-// "● 1. Allow once", "  2. Allow for this session".
-var geminiOption = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:●\s*)?([1-9])\.\s+(\S.*?)$`) })
-
 // unbox strips one level of a box's side borders off a row.
 func unbox(row string) string {
 	t := strings.TrimSpace(row)
@@ -162,12 +153,12 @@ func (Gemini) ParseDialog(screen string) (Dialog, bool) {
 		if t == "" && len(opts) == 0 {
 			continue
 		}
-		m := geminiOption().FindStringSubmatch(t)
-		if m == nil {
+		n, text, ok := optionRow(t, "●")
+		if !ok {
 			return Dialog{}, false
 		}
-		opts = append(opts, m[2])
-		if m[1] == "1" {
+		opts = append(opts, text)
+		if n == 1 {
 			first = i
 		}
 	}
@@ -212,10 +203,6 @@ func (Gemini) ParseDialog(screen string) (Dialog, bool) {
 	return d, true
 }
 
-// codexOption is one option row of Codex's approvals: "› 1. Yes,
-// proceed (y)", "  2. …".
-var codexOption = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:›\s*)?([1-9])\.\s+(\S.*?)\s*$`) })
-
 // ParseDialog reads Codex's approval requests (measured with 0.169.0):
 // at the bottom of the screen, the question ("Would you like to run the
 // following command?"), what it is about (its environment, the reason the
@@ -234,7 +221,7 @@ func (Codex) ParseDialog(screen string) (Dialog, bool) {
 	if footer < 0 {
 		return Dialog{}, false
 	}
-	opts, first := numberedOptions(rows, footer, 30, codexOption())
+	opts, first := numberedOptions(rows, footer, 30, "›")
 	if first < 0 {
 		return Dialog{}, false
 	}
@@ -257,9 +244,6 @@ func (Codex) ParseDialog(screen string) (Dialog, bool) {
 	d.Detail = strings.Join(about, "\n")
 	return d, true
 }
-
-// openCodeGap separates OpenCode's options on their row.
-var openCodeGap = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s{2,}`) })
 
 // ParseDialog reads OpenCode's permission requests (measured with
 // 1.18.33): in the conversation's frame ("┃"), "△ Permission required",
@@ -291,11 +275,7 @@ func (OpenCode) ParseDialog(screen string) (Dialog, bool) {
 		line = line[:i]
 	}
 	var opts []string
-	for _, o := range openCodeGap().Split(strings.TrimSpace(line), -1) {
-		if o != "" {
-			opts = append(opts, o)
-		}
-	}
+	opts = splitOnGaps(line)
 	title := -1
 	for i := keys - 1; i >= 0 && i >= keys-30; i-- {
 		if t := frame(rows[i]); strings.HasPrefix(t, "△") {
@@ -331,22 +311,51 @@ func (OpenCode) AnswerKeys(_ Dialog, option int) []string {
 	return append(keys, "enter")
 }
 
+// optionRow reads a numbered option's row — "❯ 1. Yes", "   2. No",
+// mark being the selection's sign before the selected one — as its number
+// (1–9) and text. (Hand-read, not a regexp: every hook run of fleetd's
+// initialises this package, and compiles nothing it does not use.)
+func optionRow(row, mark string) (n int, text string, ok bool) {
+	t := strings.TrimSpace(row)
+	if rest, marked := strings.CutPrefix(t, mark); marked {
+		t = strings.TrimLeft(rest, " ")
+	}
+	if len(t) < 4 || t[0] < '1' || t[0] > '9' || t[1] != '.' || t[2] != ' ' {
+		return 0, "", false
+	}
+	text = strings.TrimSpace(t[3:])
+	return int(t[0] - '0'), text, text != ""
+}
+
+// splitOnGaps splits a row of options laid side by side on runs of two or
+// more spaces.
+func splitOnGaps(line string) []string {
+	var out []string
+	for _, f := range strings.Split(strings.TrimSpace(line), "  ") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // numberedOptions reads a dialog's numbered options in the rows right
 // above its footer row, up to within rows above it, up to option 1: each
 // option's text (a long one wraps onto rows of its own, indented under its
 // text, which join it) in order, and option 1's row; -1 when the rows
 // above the footer are not such a list.
-func numberedOptions(rows []string, footer, within int, option *regexp.Regexp) (opts []string, first int) {
+func numberedOptions(rows []string, footer, within int, mark string) (opts []string, first int) {
 	var more []string // rows of a wrapped option below its start
 	for i := footer - 1; i >= 0 && i >= footer-within; i-- {
 		row := rows[i]
-		switch m := option.FindStringSubmatch(row); {
+		n, text, isOption := optionRow(row, mark)
+		switch {
 		case strings.TrimSpace(row) == "":
-		case m != nil:
+		case isOption:
 			slices.Reverse(more)
-			opts = append(opts, strings.Join(append([]string{m[2]}, more...), " "))
+			opts = append(opts, strings.Join(append([]string{text}, more...), " "))
 			more = nil
-			if m[1] == "1" {
+			if n == 1 {
 				slices.Reverse(opts)
 				return opts, i
 			}

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -33,13 +32,11 @@ func (OpenCode) Name() string { return roles.KindOpenCode }
 // openCodeDialog matches a dialog's title row ("Select agent … esc"):
 // a dialog (the command palette, a picker, a permission question) covers
 // the screen above the prompt box, which stays drawn and empty beneath it.
-var openCodeDialog = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\S {3,}esc$`) })
+func openCodeDialog() *regexp.Regexp { return regexps().openCodeDialog }
 
 // openCodePlaceholder is the greyed example an empty box shows in a new
 // session (shell mode has its own).
-var openCodePlaceholder = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(Ask anything|Run a command)… ".*"$`)
-})
+func openCodePlaceholder() *regexp.Regexp { return regexps().openCodePlaceholder }
 
 // ParseComposer finds OpenCode's prompt box: the last "╹▀" edge, the
 // footer row above it, and the "┃" rows above that, up to the first row

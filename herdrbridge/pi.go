@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/fleetd/fleetd/roles"
@@ -30,7 +29,7 @@ func (Pi) Name() string { return roles.KindPi }
 // piFooter is Pi's footer row: its context use ("1.1%/128k"), always
 // there, also before the first turn ("0.0%/128k (auto)"); "?/128k" right
 // after a compaction.
-var piFooter = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+(\.\d+)?%|\?)/\d`) })
+func piFooter() *regexp.Regexp { return regexps().piFooter }
 
 // piMaxBelow bounds the rows between the editor's bottom rule and the
 // footer: the cwd row and an autocomplete list (at most five entries and
@@ -117,7 +116,7 @@ func (Pi) ParseComposer(screen string) Composer {
 }
 
 // piSelectorCount is a selector's "(1/24)" row.
-var piSelectorCount = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s+\(\d+/\d+\)\s*$`) })
+func piSelectorCount() *regexp.Regexp { return regexps().piSelectorCount }
 
 // piSelectorRow reports a row of Pi's selectors: its chosen entry ("→ "
 // or "› ") or its count. The editor's own rows start at its left edge

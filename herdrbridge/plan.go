@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -93,7 +92,7 @@ type Plan struct {
 // answers "Commands are in the form /command [args]"; none reaches the
 // model. "/tmp/x" and "/foo.go" are prompts: the name would hold "/" or ".".
 // Compiled on first use, not as every fleetd process (each hook run) starts.
-var commandLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/[A-Za-z0-9:_-]*(\s|$)`) })
+func commandLike() *regexp.Regexp { return regexps().commandLike }
 
 // startsLikeCommand reports whether Claude Code would run text as a slash
 // command instead of sending it.

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -30,7 +29,7 @@ const sandboxStartLine = "[fleetd] the sandbox starts"
 
 // sandboxExitRE finds the line sandboxScript prints.
 // Compiled on first use, not as every fleetd process (each hook run) starts.
-var sandboxExitRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[fleetd\] the sandbox exited with status (\d+)`) })
+func sandboxExitRE() *regexp.Regexp { return regexps().sandboxExitRE }
 
 // sandboxArgv is what is typed into a sandboxed agent's pane: the role's
 // sandbox template filled in around the agent's command, run by sh so the

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fleetd/fleetd/events"
@@ -568,7 +567,7 @@ func (b *Bridge) launchLine(agent string, argv []string) (line, launcher string,
 }
 
 // Compiled on first use, not as every fleetd process (each hook run) starts.
-var shellSafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`) })
+func shellSafe() *regexp.Regexp { return regexps().shellSafe }
 
 // ShellQuote renders argv as one POSIX shell command line, single-quoting
 // every word that needs it, so sh reading it runs exactly argv. Quotes
