@@ -589,6 +589,7 @@ func (m *materializer) agentEvent(ev events.Event, data events.Data, b *batch) {
 
 func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRegistered, b *batch) {
 	id := ev.Subject
+	newPane := a.Registered && (d.Pane != a.Pane || d.Host != a.Host)
 	a.Registered = true
 	a.Host, a.Pane, a.Role, a.Tier, a.Parent, a.Cwd, a.Origin = d.Host, d.Pane, d.Role, d.Tier, d.Parent, d.Cwd, d.Origin
 	a.Worktree, a.Sandbox = d.Worktree, d.Sandbox
@@ -606,8 +607,13 @@ func (m *materializer) registered(a *agentRow, ev events.Event, d events.AgentRe
 	a.NeedsAttention, a.AttentionDetail = "", ""
 	a.Starting, a.FailedToStart = d.Origin == "spawned", ""
 	// Its session is known again when its SessionStart hook reports (the
-	// same id, when it resumed one).
+	// same id, when it resumed one), and, in a new pane, its status when
+	// that pane's first is: the old pane's "done" made a restarted agent
+	// look ready before its new process was up.
 	a.SessionID = ""
+	if newPane && !ev.Time.Before(a.StatusAt) {
+		a.Status, a.StatusAt = events.StatusUnknown, ev.Time
+	}
 	m.expectHost(d.Host, ev.Time, b)
 	a.Stale = m.hostStale(d.Host)
 	name := d.Session

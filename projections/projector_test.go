@@ -624,3 +624,28 @@ func TestTheRosterShowsAnOpenDialogUntilItGoes(t *testing.T) {
 		t.Errorf("working again: dialog %+v, want none", a.Dialog)
 	}
 }
+
+// An agent registered again in a new pane (a restart) is not ready on its
+// old pane's status: its status is unknown until the new pane's first.
+func TestANewPaneIsNotReadyOnTheOldPanesStatus(t *testing.T) {
+	e := newEnv(t)
+	p := start(t, projections.New(e.log, e.js, projections.Options{Now: fixedNow}))
+	e.append(t, events.Event{Subject: "h1", Time: fixedNow(), Data: events.HostUp{Host: "h1"}})
+	e.append(t, reg("w1", "h1", ""))
+	ack := e.append(t, events.Event{Subject: "w1", Time: at(2), Data: events.AgentStatusChanged{Status: events.StatusDone, Source: "herdr"}})
+	waitSeq(t, p, ack.Seq)
+	if a, _ := p.Agent("w1"); !a.Ready() {
+		t.Fatalf("before the restart: %+v, want ready", a)
+	}
+	again := reg("w1", "h1", "")
+	again.Time = at(3)
+	again.Data = func() events.AgentRegistered { d := again.Data.(events.AgentRegistered); d.Pane = "p2"; return d }()
+	waitSeq(t, p, e.append(t, again).Seq)
+	if a, _ := p.Agent("w1"); a.Ready() || a.Status != events.StatusUnknown {
+		t.Errorf("registered in a new pane: status %s, ready %v; want unknown, not ready", a.Status, a.Ready())
+	}
+	waitSeq(t, p, e.append(t, events.Event{Subject: "w1", Time: at(4), Data: events.AgentStatusChanged{Status: events.StatusIdle, Source: "hook"}}).Seq)
+	if a, _ := p.Agent("w1"); !a.Ready() {
+		t.Errorf("after the new pane's first status: %+v, want ready", a)
+	}
+}
