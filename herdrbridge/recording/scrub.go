@@ -27,6 +27,8 @@ var (
 	// clockRe is a time of day a CLI shows ("done 1:03 PM").
 	clockRe = regexp.MustCompile(`\b\d{1,2}:\d\d( ?[AP]M)?\b`)
 	paneRe  = regexp.MustCompile(`\bw[0-9A-Z]+:p[0-9A-Z]+\b`)
+	// sesRe is an OpenCode session id.
+	sesRe = regexp.MustCompile(`\bses_[0-9A-Za-z]{20,}\b`)
 	// tmpRe catches temporary paths no literal named (a Go test's
 	// t.TempDir and what lies below it).
 	tmpRe = regexp.MustCompile(`(^|[^A-Za-z0-9_.$/-])/tmp/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*`)
@@ -74,6 +76,7 @@ func (s *Scrubber) String(v string) string {
 	}
 	v = uuidRe.ReplaceAllStringFunc(v, func(m string) string { return s.id("uuid", strings.ToLower(m)) })
 	v = ulidRe.ReplaceAllStringFunc(v, func(m string) string { return s.id("ulid", m) })
+	v = sesRe.ReplaceAllStringFunc(v, func(m string) string { return s.id("session", m) })
 	v = timeRe.ReplaceAllString(v, "<time>")
 	v = clockRe.ReplaceAllString(v, "<clock>")
 	v = paneRe.ReplaceAllStringFunc(v, func(m string) string { return s.Pane(m) })
