@@ -406,3 +406,18 @@ func TestRecordOpenCode(t *testing.T) {
 		resume:   true,
 	})
 }
+
+// TestRecordPi records Pi's standard scenarios. See recordMode. Pi has no
+// shell mode of its own (a draft that starts with "!" runs in a shell on
+// submit; fleetd reads such a draft as bash mode, and the lead's "!" text
+// goes as a file: the mode-character scenario) and asks no permission.
+func TestRecordPi(t *testing.T) {
+	recordKind(t, kindScript{
+		kind: herdrbridge.Pi{}, bin: fakeapi.RequirePi, version: versionLine,
+		role: func(bin, baseURL string, env map[string]string) map[string]any {
+			return piRole(bin, baseURL, env, map[string]any{"restart": "on-failure", "restart_backoff": "200ms"})
+		},
+		dialog: []string{"/settings", "<enter>"},
+		resume: true,
+	})
+}

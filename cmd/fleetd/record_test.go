@@ -61,12 +61,13 @@ func requireRecordMode(t *testing.T) {
 	}
 }
 
-// cliVersion is the first line of `bin --version`.
+// cliVersion is the first line of `bin --version` (on stdout, or on
+// stderr where Pi writes it).
 func cliVersion(t *testing.T, bin string, env ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, "--version")
 	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.Output()
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s --version: %v", bin, err)
 	}
