@@ -27,8 +27,10 @@ var (
 	// clockRe is a time of day a CLI shows ("done 1:03 PM").
 	clockRe = regexp.MustCompile(`\b\d{1,2}:\d\d( ?[AP]M)?\b`)
 	paneRe  = regexp.MustCompile(`\bw[0-9A-Z]+:p[0-9A-Z]+\b`)
-	// sesRe is an OpenCode session id.
-	sesRe = regexp.MustCompile(`\bses_[0-9A-Za-z]{20,}\b`)
+	// sesRe is an OpenCode session id; chatRe a Gemini CLI chat file's
+	// name (its start time and session prefix).
+	sesRe  = regexp.MustCompile(`\bses_[0-9A-Za-z]{20,}\b`)
+	chatRe = regexp.MustCompile(`session-\d{4}-\d\d-\d\dT\d\d-\d\d-[0-9a-f]{8}`)
 	// tmpRe catches temporary paths no literal named (a Go test's
 	// t.TempDir and what lies below it).
 	tmpRe = regexp.MustCompile(`(^|[^A-Za-z0-9_.$/-])/tmp/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*`)
@@ -78,6 +80,7 @@ func (s *Scrubber) String(v string) string {
 	v = ulidRe.ReplaceAllStringFunc(v, func(m string) string { return s.id("ulid", m) })
 	v = sesRe.ReplaceAllStringFunc(v, func(m string) string { return s.id("session", m) })
 	v = timeRe.ReplaceAllString(v, "<time>")
+	v = chatRe.ReplaceAllString(v, "session-<time>-<id>")
 	v = clockRe.ReplaceAllString(v, "<clock>")
 	v = paneRe.ReplaceAllStringFunc(v, func(m string) string { return s.Pane(m) })
 	v = tmpRe.ReplaceAllString(v, "${1}$$TMP")
