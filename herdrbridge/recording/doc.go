@@ -18,7 +18,8 @@
 //
 // Replay. Replay feeds a recording's screens, in order, to the kind's own
 // functions — herdrbridge.ScreenReadiness (the bridge's readiness decision
-// on a screen), ParseComposer, Working, the Lander's Landed, the
+// on a screen), ParseComposer, Working, the DialogReader's ParseDialog,
+// the Lander's Landed, the
 // EnterDropper's Unsubmitted, the LazyClearer's Cleared — and its turns to
 // the kind's typing plan (PlanText, PlanCommand), and compares the decision
 // sequence with the one stored when it was recorded. It also checks the

@@ -79,7 +79,12 @@ type replayer struct {
 }
 
 // Replay feeds a recording through the kind's decision code (see the
-// package doc) and returns what it decides.
+// package doc) and returns what it decides. Each look at a screen says
+// what the kind reads there: its composer, the bridge's readiness
+// (herdrbridge.ScreenReadiness), a dialog waiting for a person (a
+// DialogReader's ParseDialog), and, while a turn is typed, whether its
+// text has landed (Lander), whether Enter was dropped (EnterDropper),
+// whether a clear took effect (LazyClearer).
 func Replay(k herdrbridge.Kind, r *Recording) Result {
 	p := &replayer{k: k, r: r, texts: map[string]string{}, cmds: map[string]string{}, typings: map[string]*typing{}, verdict: map[string]string{}}
 	for i, st := range r.Steps {
@@ -134,6 +139,11 @@ func (p *replayer) read(st Step) {
 	p.verdict[st.Pane] = v
 	p.pane = st.Pane
 	parts := []string{st.Pane + ":", "composer=" + describe(c), "→", v}
+	if dr, ok := p.k.(herdrbridge.DialogReader); ok {
+		if d, ok := dr.ParseDialog(screen); ok {
+			parts = append(parts, fmt.Sprintf("dialog=%q(%d options)", clip(d.Question, 40), len(d.Options)))
+		}
+	}
 	if t := p.typings[st.Pane]; t != nil {
 		if l, ok := p.k.(herdrbridge.Lander); ok && t.pending() && len(t.got) > t.clearOps {
 			parts = append(parts, "landed="+l.Landed(screen, t.shows).String())

@@ -1,6 +1,7 @@
 package recording_test
 
 import (
+	"flag"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -8,6 +9,13 @@ import (
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/herdrbridge/recording"
 )
+
+// updateDecisions rewrites each recording's decisions with what the
+// replay says now: for when the replay itself learns to say more (a new
+// decision of the bridge joins it), never to accept what a kind's
+// change did to recorded screens — that is re-recorded and reviewed
+// (README). go test ./herdrbridge/recording -run TestRecordingsReplay -args -update-decisions
+var updateDecisions = flag.Bool("update-decisions", false, "rewrite the recordings' decisions with the replay's")
 
 // Every recording in testdata replays through the kind's decision code to
 // the decisions it was recorded with, and they agree with what the bridge
@@ -31,6 +39,16 @@ func TestRecordingsReplayToTheirDecisions(t *testing.T) {
 			k, err := herdrbridge.KindOf(rec.Kind)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if *updateDecisions {
+				res := recording.Replay(k, rec)
+				if len(res.Problems) > 0 {
+					t.Fatalf("not rewritten, the replay finds problems: %v", res.Problems)
+				}
+				rec.Decisions = res.Decisions
+				if err := recording.Save(path, rec); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if len(rec.Decisions) == 0 {
 				t.Fatalf("%s has no decisions", rel)
