@@ -345,6 +345,14 @@ func (b *Bridge) typeTurn(ctx context.Context, agent string, t lifecycle.Turn) {
 		b.fail(ctx, agent, t.ID, events.ReasonPaneExited, "herdr refused the prompt: "+err.Error())
 	case !wrote:
 		b.defer_(ctx, agent, t, err)
+	case errors.Is(err, ErrShellMode):
+		// The text sits in a shell-mode composer, unsubmitted: clear it
+		// (never Enter), and fail the turn saying so.
+		rec := b.recoverComposer(ctx, agent, tg.pane, tg.kind)
+		if !rec.ok {
+			b.attend(ctx, agent, AttentionScreen, rec.String())
+		}
+		b.fail(ctx, agent, t.ID, events.ReasonIndeterminate, "not submitted: "+err.Error()+" (a person's \"!\" at the pane?); "+rec.String())
 	default:
 		// Part of the text may sit in the composer: never retype it.
 		b.fail(ctx, agent, t.ID, events.ReasonIndeterminate, "typing stopped part-way: "+err.Error())
@@ -442,6 +450,15 @@ func (b *Bridge) enter(ctx context.Context, tg target, method, text string, left
 	}
 	if err := settle(b.cfg.EnterDelay); err != nil {
 		return err
+	}
+	if _, landed := tg.kind.(Lander); !landed || method != MethodLanded {
+		// No landing read said what the composer holds: read it once.
+		// A person's "!" a moment before the paste (the look before it
+		// said ready) puts the text in the CLI's shell mode, and Enter
+		// there runs it as a command.
+		if r, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: tg.pane, Source: herdrapi.SourceVisible}); err == nil && tg.kind.ParseComposer(r.Text).Bash {
+			return ErrShellMode
+		}
 	}
 	if left {
 		// A screen read (or a moment) between the Left and the Enter,

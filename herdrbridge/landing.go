@@ -2,6 +2,7 @@ package herdrbridge
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -24,7 +25,16 @@ const (
 	// LandingDone: the composer shows the whole text: Enter now submits
 	// it.
 	LandingDone
+	// LandingShell: the composer is in its shell mode ("!"): Enter would
+	// run the text as a command. A person's "!" a moment before the
+	// paste, read as an empty box just before, did so with the real
+	// Claude Code (recorded: the reply held "command not found").
+	LandingShell
 )
+
+// ErrShellMode means the composer was in its shell mode when a typed
+// text was about to be submitted: Enter was not pressed.
+var ErrShellMode = errors.New("the composer is in shell mode: Enter would run the text as a command")
 
 // String names the state, for logs and test messages.
 func (l Landing) String() string {
@@ -33,6 +43,8 @@ func (l Landing) String() string {
 		return "pending"
 	case LandingDone:
 		return "done"
+	case LandingShell:
+		return "shell"
 	}
 	return "unknown"
 }
@@ -101,6 +113,9 @@ func LandedInComposer(screen, text string) Landing {
 	}
 	want := squash(text)
 	if !windowed {
+		if strings.HasPrefix(rows[top+1], "!") {
+			return LandingShell
+		}
 		first, ok := strings.CutPrefix(rows[top+1], "❯")
 		if !ok {
 			return LandingUnknown
@@ -157,6 +172,9 @@ func (b *Bridge) awaitLanding(ctx context.Context, pane string, l Lander, text s
 		}
 		waited := b.cfg.Now().Sub(start)
 		switch {
+		case state == LandingShell:
+			b.cfg.Metrics.observeLanding(waited, "shell")
+			return ErrShellMode
 		case state == LandingDone:
 			b.cfg.Metrics.observeLanding(waited, "landed")
 			return nil
