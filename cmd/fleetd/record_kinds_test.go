@@ -361,17 +361,21 @@ func resumedWith(reqs []fakeapi.Request, prompt, earlier string) bool {
 }
 
 // TestRecordCodex records Codex's standard scenarios. See recordMode.
-// fleetd's CODEX_HOME trusts the working directory, so Codex runs a
-// tool in its sandbox without asking: no permission scenario.
+// fleetd's CODEX_HOME trusts the working directory, so Codex runs a tool
+// in its sandbox without asking; the permission scenario's command asks
+// to leave the sandbox (require_escalated), which Codex asks a person
+// about (herdrbridge reads that dialog: QuietDialogs).
 func TestRecordCodex(t *testing.T) {
 	recordKind(t, kindScript{
 		kind: herdrbridge.Codex{}, bin: fakeapi.RequireCodex, version: versionLine,
 		role: func(bin, baseURL string, env map[string]string) map[string]any {
 			return codexRole(bin, baseURL, env, map[string]any{"restart": "on-failure", "restart_backoff": "200ms"})
 		},
-		dialog:   []string{"/permissions", "<enter>"},
-		shellKey: "!",
-		resume:   true,
+		dialog:     []string{"/permissions", "<enter>"},
+		shellKey:   "!",
+		permission: `echo: touch a file [tool=exec_command:{"cmd":"touch permission-test.txt","sandbox_permissions":"require_escalated","justification":"a permission test"}]`,
+		allow:      []string{"enter"},
+		resume:     true,
 	})
 }
 
@@ -392,18 +396,21 @@ func TestRecordGemini(t *testing.T) {
 }
 
 // TestRecordOpenCode records OpenCode's standard scenarios. See
-// recordMode. OpenCode's permission questions are not reported as
-// blocked (docs/opencode-composer.md): no permission scenario.
+// recordMode. OpenCode asks permission for a command outside its
+// directory (fleetd's plugin reports it blocked); "Allow once" is
+// selected first.
 func TestRecordOpenCode(t *testing.T) {
 	recordKind(t, kindScript{
 		kind: herdrbridge.OpenCode{}, bin: fakeapi.RequireOpenCode, version: versionLine,
 		role: func(bin, baseURL string, env map[string]string) map[string]any {
 			return openCodeRole(bin, baseURL, env, map[string]any{"restart": "on-failure", "restart_backoff": "200ms"})
 		},
-		prepare:  func(t *testing.T, f *claudeFleet) { seedOpenCodeGlobalConfig(t, f.home) },
-		dialog:   []string{"type:/", "<enter>"},
-		shellKey: "!",
-		resume:   true,
+		prepare:    func(t *testing.T, f *claudeFleet) { seedOpenCodeGlobalConfig(t, f.home) },
+		dialog:     []string{"type:/", "<enter>"},
+		shellKey:   "!",
+		permission: `echo: touch a file [tool=bash:{"command":"touch ../permission-test.txt","description":"a permission test"}]`,
+		allow:      []string{"enter"},
+		resume:     true,
 	})
 }
 
