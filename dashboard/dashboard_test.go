@@ -245,6 +245,19 @@ func TestTurnTimeline(t *testing.T) {
 	}
 }
 
+// A role turn cancelled in its role's queue ends its timeline failed,
+// saying who cancelled it where.
+func TestTurnTimelineOfARoleTurnCancelledInItsQueue(t *testing.T) {
+	f := fleettest.New(t)
+	_, base := serve(t, f, nil)
+	id := f.MustAppend(events.Event{Subject: "w-local", Data: events.RoleQueued{From: "lead", Text: "nobody took it"}}).ID
+	f.MustAppend(events.Event{Subject: "w-local", CorrelationID: id, Data: events.RoleCancelled{By: "alice"}})
+	tl := checkTimeline(t, f, base, id, "queued", "failed")
+	if got := tl.Steps[1].Detail; got != "cancelled: cancelled by alice in role:w-local's queue" {
+		t.Errorf("the cancel's step says %q", got)
+	}
+}
+
 // Costs are what the replied events recorded, summed by agent, role,
 // session and job over a window; a reply re-appended under its id counts
 // once.

@@ -177,8 +177,10 @@ func (s *Server) turnEvents(ctx context.Context, src source, t lifecycle.Turn) (
 		}
 	}
 	if t.Role != "" {
-		if subj, err := events.RoleSubject(t.Role, "queued"); err == nil {
-			subjects = append(subjects, subj)
+		for _, kind := range []string{"queued", "cancelled"} {
+			if subj, err := events.RoleSubject(t.Role, kind); err == nil {
+				subjects = append(subjects, subj)
+			}
 		}
 	}
 	if len(subjects) == 0 || t.LastSeq == 0 {
@@ -209,6 +211,8 @@ func stepOf(ev events.Event, first bool) (Step, bool) {
 		if d.Requeue > 0 {
 			st.Detail = fmt.Sprintf("back in role:%s's queue (release %d)", ev.Subject, d.Requeue)
 		}
+	case events.RoleCancelled:
+		st.Step, st.Detail = StepFailed, fmt.Sprintf("%s: cancelled by %s in role:%s's queue", events.ReasonCancelled, d.By, ev.Subject)
 	case events.AgentReleased:
 		st.Step, st.Detail = StepReleased, fmt.Sprintf("from %s back to role:%s: %s: %s", ev.Subject, d.Role, d.Reason, d.Message)
 	case events.AgentQueued:

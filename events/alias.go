@@ -131,6 +131,9 @@ type RoleBudgetWarning = eventcore.RoleBudgetWarning
 // RoleQueued is eventcore.RoleQueued.
 type RoleQueued = eventcore.RoleQueued
 
+// RoleCancelled is eventcore.RoleCancelled.
+type RoleCancelled = eventcore.RoleCancelled
+
 // Status is eventcore.Status.
 type Status = eventcore.Status
 
@@ -218,6 +221,7 @@ const (
 	TypeJobTask          = eventcore.TypeJobTask
 	TypeRoleBudget       = eventcore.TypeRoleBudget
 	TypeRoleQueued       = eventcore.TypeRoleQueued
+	TypeRoleCancelled    = eventcore.TypeRoleCancelled
 )
 
 // The sentinel errors of eventcore.

@@ -104,6 +104,8 @@ func Describe(ev Event) string {
 		fmt.Fprintf(&b, " option %d by %s", d.Option, d.By)
 	case RoleQueued:
 		fmt.Fprintf(&b, "%s from=%s %q", turn, d.From, clip(d.Text, 60))
+	case RoleCancelled:
+		fmt.Fprintf(&b, "%s by %s", turn, d.By)
 	case AgentInbox:
 		fmt.Fprintf(&b, " %s from=%s %q", ev.ID, d.From, clip(d.Text, 60))
 		if d.ReplyTo != "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
+	"github.com/fleetd/fleetd/turns"
 )
 
 // Agents stops and restarts agents in this host's herdr: the gateway's
@@ -44,8 +45,11 @@ type Stopped struct {
 // Cancelled answers POST /message/{id}/cancel: the turn, failed
 // cancelled.
 type Cancelled struct {
-	ID    string `json:"id"`
-	Agent string `json:"agent"`
+	ID string `json:"id"`
+	// Agent is the agent the turn was queued for; empty for a role turn
+	// cancelled in its role's queue (Role).
+	Agent string `json:"agent,omitempty"`
+	Role  string `json:"role,omitempty"`
 	By    string `json:"by"`
 }
 
@@ -142,10 +146,10 @@ func (s *Server) postRestart(w http.ResponseWriter, r *http.Request) {
 // gateway wrote first; each conflict means the agent's log moved.
 const cancelTries = 5
 
-// postCancel fails a turn still queued for an agent, reason cancelled:
-// 200 once the log holds it, 404 unknown_turn, 409 turn_done (final),
-// turn_typed (the agent has it: it cannot be taken back) or unassigned (a
-// role turn no agent took yet: its role's router holds it).
+// postCancel fails a turn still queued — for an agent, or in its role's
+// queue — reason cancelled: 200 once the log holds it, 404 unknown_turn,
+// 409 turn_done (final) or turn_typed (the agent has it: it cannot be
+// taken back).
 func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, err := ulid.ParseStrict(id); err != nil {
@@ -189,7 +193,11 @@ func (s *Server) cancelTurn(ctx context.Context, id, by string) (Cancelled, *api
 		case t.State != lifecycle.StateQueued:
 			return Cancelled{}, fail(http.StatusConflict, "turn_typed", "turn %s is %s: %s has it, and a prompt typed is never taken back", id, t.State, t.Agent)
 		case t.Agent == "":
-			return Cancelled{}, fail(http.StatusConflict, "unassigned", "turn %s waits in role %s's queue for an agent; cancel it once one has it", id, t.Role)
+			c, done, aerr := s.cancelUnassigned(ctx, t, by)
+			if done || aerr != nil {
+				return c, aerr
+			}
+			continue // an agent took it meanwhile: cancel it there
 		}
 		all, err := events.AgentAll(t.Agent)
 		if err != nil {
@@ -219,6 +227,59 @@ func (s *Server) cancelTurn(ctx context.Context, id, by string) (Cancelled, *api
 		return Cancelled{}, fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
 	}
 	return Cancelled{}, fail(http.StatusConflict, "busy", "turn %s: agent's log kept moving; try again", id)
+}
+
+// cancelUnassigned cancels a role turn no agent has taken yet
+// (turns.Cancellation), racing its role's router without a lock: the
+// cancel is appended guarded by the agents' queues as the views show them
+// (no turn reached any agent since), and it carries the id of the turn's
+// next assignment, so the router's assignment after it is a duplicate the
+// log does not store. done is false when the turn moved meanwhile (an
+// agent has it now): the caller reads it again.
+func (s *Server) cancelUnassigned(ctx context.Context, t lifecycle.Turn, by string) (c Cancelled, done bool, aerr *apiError) {
+	unavailable := func(err error) (Cancelled, bool, *apiError) {
+		return Cancelled{}, false, fail(http.StatusServiceUnavailable, "unavailable", "read the agents' queues: %v", err)
+	}
+	queued, err := s.cfg.Log.LastSeq(ctx, turns.QueuedAll)
+	if err == nil {
+		err = s.cfg.Views.WaitSeq(ctx, queued)
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	t, ok, err := s.cfg.Views.Turn(ctx, t.ID)
+	if err != nil {
+		return unavailable(err)
+	}
+	if !ok || t.Agent != "" || t.State != lifecycle.StateQueued {
+		return Cancelled{}, false, nil
+	}
+	ev, err := turns.Cancellation(t, by)
+	if err != nil {
+		return Cancelled{}, false, nil
+	}
+	ev.Source = s.source
+	ack, err := s.cfg.Log.Append(ctx, ev, events.ExpectLastSeqFor(queued, turns.QueuedAll))
+	switch {
+	case errors.Is(err, events.ErrConcurrency):
+		return Cancelled{}, false, nil
+	case err != nil:
+		if e := logError(err); e != nil {
+			return Cancelled{}, false, e
+		}
+		return Cancelled{}, false, fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
+	case ack.Duplicate:
+		// The log holds an event with this id already: the router's
+		// assignment (then the turn is an agent's: look again), or this
+		// cancel stored once by a retry. The views tell which.
+		if err := s.cfg.Views.WaitSeq(ctx, ack.Seq); err != nil {
+			return unavailable(err)
+		}
+		if t, ok, err := s.cfg.Views.Turn(ctx, t.ID); err != nil || !ok || t.Reason != events.ReasonCancelled || t.Agent != "" {
+			return Cancelled{}, false, nil
+		}
+	}
+	return Cancelled{ID: t.ID, Role: t.Role, By: by}, true, nil
 }
 
 // Stop asks the shim to stop an agent of its host (POST

@@ -146,6 +146,22 @@ func (b *Book) Apply(ev events.Event) (Turn, bool) {
 		b.roles[ev.Subject] = append(b.roles[ev.Subject], id)
 		return b.touch(t, ev), true
 
+	case events.RoleCancelled:
+		// Only a turn still in its role's queue: the cancel's id is the
+		// turn's next assignment's, so the log holds one or the other.
+		t, ok := b.turns[id]
+		if !ok || t.Agent != "" || t.State != StateQueued || t.Role != ev.Subject {
+			return Turn{}, false
+		}
+		b.roles[t.Role] = remove(b.roles[t.Role], id)
+		t.State = StateFailed
+		t.FailedAt = ev.Time
+		t.Reason, t.Message = events.ReasonCancelled, d.Message
+		if t.Message == "" {
+			t.Message = "cancelled by " + d.By
+		}
+		return b.touch(t, ev), true
+
 	case events.AgentQueued:
 		t, ok := b.turns[id]
 		switch {

@@ -110,6 +110,35 @@ func TestRoleTurnIsAssignedOnce(t *testing.T) {
 	}
 }
 
+// A role cancel fails a turn still in its role's queue, and only such a
+// turn: one an agent has, one of another role or one already final is
+// left as it is.
+func TestARoleCancelFailsOnlyATurnInItsRolesQueue(t *testing.T) {
+	s := newScript(t)
+	s.apply("R1", "w-local", "R1", events.RoleQueued{Text: "waits"})
+	s.apply("R2", "w-local", "R2", events.RoleQueued{Text: "taken"})
+	s.apply("a2", "w1", "R2", events.AgentQueued{Text: "taken", AssignedFrom: "w-local"})
+	if s.apply("c0", "other", "R1", events.RoleCancelled{By: "alice"}) {
+		t.Error("a cancel on another role's subject was applied")
+	}
+	if !s.apply("c1", "w-local", "R1", events.RoleCancelled{By: "alice"}) {
+		t.Fatal("the cancel of a waiting role turn was not applied")
+	}
+	got, _ := s.book.Turn("R1")
+	if got.State != lifecycle.StateFailed || got.Reason != events.ReasonCancelled || got.Message != "cancelled by alice" || len(s.book.RoleQueue("w-local")) != 0 {
+		t.Errorf("turn = %+v, role queue %v", got, s.book.RoleQueue("w-local"))
+	}
+	if s.apply("c1b", "w-local", "R1", events.RoleCancelled{By: "bob"}) {
+		t.Error("a second cancel was applied")
+	}
+	if s.apply("late", "w2", "R1", events.AgentQueued{Text: "waits", AssignedFrom: "w-local"}) || s.book.Busy("w2") {
+		t.Error("a cancelled role turn was put on an agent")
+	}
+	if s.apply("c2", "w-local", "R2", events.RoleCancelled{By: "alice"}) || s.state("R2") != lifecycle.StateQueued {
+		t.Errorf("a role cancel changed a turn an agent has: %s", s.state("R2"))
+	}
+}
+
 func TestAReleasedRoleTurnGoesBackToItsRoleAndIsTypedOnlyByItsNextAgent(t *testing.T) {
 	s := newScript(t)
 	s.apply("R1", "w", "R1", events.RoleQueued{Text: "first"})

@@ -30,6 +30,10 @@
 //     log holds at most one of them for that assignment, and the fold
 //     ignores whichever comes second anyway. So a role turn is typed at
 //     most once fleet-wide, whatever dies and whoever releases it;
+//   - a role cancel (events.RoleCancelled) fails a role turn no agent has
+//     yet; it applies only while the turn waits in its role's queue. Its
+//     event id is the turn's next assignment's, so the log holds at most
+//     one of the two;
 //   - transitions are idempotent: a repeated or out-of-order event that
 //     would move a turn backwards, or touch a finished turn, is ignored and
 //     reported as not applied.

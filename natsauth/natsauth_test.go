@@ -252,6 +252,7 @@ func TestAnAgentPublishesOnlyItsOwnHookEvents(t *testing.T) {
 		a1.deny("appending a2's "+kind, "fleet.agent.a2."+kind, appendEvent(a1, "a2", d))
 	}
 	a1.deny("appending a role turn", "fleet.role.w.queued", appendEvent(a1, "w", events.RoleQueued{Text: "INJECTED"}))
+	a1.deny("cancelling a role turn", "fleet.role.w.cancelled", appendEvent(a1, "w", events.RoleCancelled{By: "INJECTED"}))
 	a1.deny("announcing a host", "fleet.host.h1.up", appendEvent(a1, "h1", events.HostUp{Host: "h1"}))
 	a1.deny("sending a turn through the micro service", "fleetd.send", func(ctx context.Context) error {
 		_, err := a1.nc.RequestWithContext(ctx, "fleetd.send", []byte(`{"to":"a2","text":"INJECTED"}`))

@@ -387,7 +387,7 @@ func (m *materializer) apply(ev events.Event, b *batch) {
 		m.hostEvent(ev.Subject, ev.Time, true, b)
 	case events.HostDown:
 		m.hostEvent(ev.Subject, ev.Time, false, b)
-	case events.RoleQueued:
+	case events.RoleQueued, events.RoleCancelled:
 		m.turnEvent(ev, b)
 	case events.RoleBudgetWarning:
 		m.st.roleUsage(ev.Subject).warned(d.Limit, d.Percent, ev.Time)

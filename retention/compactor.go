@@ -155,7 +155,7 @@ func (c *Compactor) report(sw Sweep, err error) {
 // below the floor, they go.
 var turnSubjects = []string{
 	"fleet.agent.*.queued", "fleet.agent.*.typed", "fleet.agent.*.submitted", "fleet.agent.*.replied",
-	"fleet.agent.*.failed", "fleet.agent.*.deferred", "fleet.role.*.queued",
+	"fleet.agent.*.failed", "fleet.agent.*.deferred", "fleet.role.*.queued", "fleet.role.*.cancelled",
 }
 
 // The subjects that say an agent's or a host's state, latest first: the

@@ -52,11 +52,20 @@
 //     the agent's restart or fail after their deadline; typed turns of an
 //     agent that died fail (agent_died), never retyped.
 //
-// A role turn whose deadline passes while it waits stays queued: there is
-// no agent subject to record a failure on, and the role subject carries
-// only queued events. The lead's blocking call answers 504 with the turn
-// id to re-attach; the deadline rides on the AgentQueued, so the owning
-// gateway can fail it once assigned.
+// Cancelled in the queue: a role turn no agent has yet is cancelled by a
+// RoleCancelled on the role's subject (turns.Cancellation), whose event id
+// is the id of the assignment the router would append next. A router that
+// decided on views read before the cancel appends an assignment that the
+// stream's dedupe stores nowhere (the append answers Duplicate, which the
+// router takes as done; its views show the turn failed), and a cancel
+// after an assignment is refused the same way, or by its guard on the
+// agents' queues, and cancels the turn on its agent instead. No lock, no
+// extra round trip on the router's path.
+//
+// A role turn whose deadline passes while it waits stays queued: no
+// router records a failure for it. The lead's blocking call answers 504
+// with the turn id to re-attach; the deadline rides on the AgentQueued, so
+// the owning gateway can fail it once assigned.
 //
 // router imports events, lifecycle, projections, roles and turns, and
 // internal/restart to run a role's worker again after a failure; never

@@ -294,10 +294,10 @@ func (r *Router) choose(role string) (projections.Agent, bool) {
 	return *best, true
 }
 
-// queuedAll is every agent's queued events: each turn put on an agent,
-// by a router or by name, is one, and nothing else adds to an agent's
-// turns — so nothing else can raise a role's count against its cap.
-const queuedAll = "fleet.agent.*.queued"
+// queuedAll is every agent's queued events (turns.QueuedAll): nothing
+// else adds to an agent's turns, so nothing else can raise a role's count
+// against its cap.
+const queuedAll = turns.QueuedAll
 
 // assign appends the turn's assignment to agent (turns.Assignment), as
 // decided on the views read at seen, and only if the decision still holds

@@ -22,12 +22,8 @@ func Assignment(queued events.Event, agent string) (events.Event, error) {
 		return events.Event{}, fmt.Errorf("assign event %s (%T): %w", queued.ID, queued.Data, ErrNotRoleQueued)
 	}
 	turn := lifecycle.TurnID(queued)
-	id := AssignmentID(turn)
-	if rq.Requeue > 0 {
-		id = attemptID("assign", turn, rq.Requeue)
-	}
 	return events.Event{
-		ID: id, Subject: agent, CorrelationID: turn, CausationID: queued.ID,
+		ID: assignmentID(turn, rq.Requeue), Subject: agent, CorrelationID: turn, CausationID: queued.ID,
 		Data: events.AgentQueued{
 			From: rq.From, Text: rq.Text, Command: rq.Command, Normalized: rq.Normalized, Context: rq.Context,
 			SliceRef: rq.SliceRef, Deadline: rq.Deadline, AssignedFrom: queued.Subject, Job: rq.Job, Task: rq.Task,
@@ -42,6 +38,42 @@ func Assignment(queued events.Event, agent string) (events.Event, error) {
 // JetStream's dedupe stores the assignment once.
 func AssignmentID(turnID string) string {
 	return events.DerivedIDFrom(turnID, "fleetd/router/assign/"+turnID)
+}
+
+// QueuedAll is every agent's queued events: each turn put on an agent, by
+// a router or by name, is one. A router's assignment is appended guarded
+// by its last sequence (so no turn reached any agent since the router's
+// views), and so is Cancellation's event (so no agent took the turn since
+// the canceller's).
+const QueuedAll = "fleet.agent.*.queued"
+
+// assignmentID is the id of the assignment of a turn queued for its role
+// after its n-th release (0: as first queued).
+func assignmentID(turnID string, n int) string {
+	if n > 0 {
+		return attemptID("assign", turnID, n)
+	}
+	return AssignmentID(turnID)
+}
+
+// Cancellation builds the RoleCancelled that cancels role turn t while no
+// agent has it (queued, unassigned), by whom. Its id is the id of the
+// assignment the turn would get next (after its t.Releases-th release, as
+// the router's RoleQueued of that attempt says), so JetStream's dedupe
+// stores only the first of the two: a cancel stored first turns the
+// router's assignment into a duplicate it stores nowhere, and an
+// assignment stored first turns the cancel into one. Whoever appends it
+// therefore reads a Duplicate ack as "not cancelled; look again". The
+// caller sets Source and Time; a turn an agent has, or a final one, is
+// ErrNotUnassigned.
+func Cancellation(t lifecycle.Turn, by string) (events.Event, error) {
+	if t.Role == "" || t.Agent != "" || t.State != lifecycle.StateQueued {
+		return events.Event{}, fmt.Errorf("cancel turn %s (%s on %q, role %q): %w", t.ID, t.State, t.Agent, t.Role, ErrNotUnassigned)
+	}
+	return events.Event{
+		ID: assignmentID(t.ID, t.Releases), Subject: t.Role, CorrelationID: t.ID,
+		Data: events.RoleCancelled{By: by, Message: "cancelled by " + by},
+	}, nil
 }
 
 // attemptID is the id of the event of kind for the n-th attempt of a

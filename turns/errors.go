@@ -35,6 +35,9 @@ var (
 	// turn assigned to an agent and still untyped, or Requeue for one that
 	// was never released.
 	ErrNotReleasable = errors.New("turn is not a released or releasable role turn")
+	// ErrNotUnassigned: Cancellation was asked for a turn that is not a
+	// role turn waiting in its role's queue (an agent has it, or it ended).
+	ErrNotUnassigned = errors.New("turn is not an unassigned role turn")
 	// ErrBudgetExhausted: the target of a turn is out of budget, so
 	// nothing was queued. It comes as a *BudgetError.
 	ErrBudgetExhausted = errors.New("budget_exhausted")

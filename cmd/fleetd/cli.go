@@ -27,7 +27,7 @@ type CLI struct {
 	Send         SendCmd         `cmd:"" help:"Send a turn to an agent or role:<role> and print the reply (blocks; --async prints the turn id)."`
 	Turn         TurnCmd         `cmd:"" help:"Show a turn's state and reply; --wait re-attaches to it."`
 	Answer       AnswerCmd       `cmd:"" help:"Show the dialog an agent is blocked on (a permission prompt), or answer it with an option's number."`
-	Cancel       CancelCmd       `cmd:"" help:"Cancel a turn still queued for an agent: it fails 'cancelled', naming who."`
+	Cancel       CancelCmd       `cmd:"" help:"Cancel a turn still queued (for an agent, or in its role's queue): it fails 'cancelled', naming who. A typed turn is never taken back."`
 	Stop         StopCmd         `cmd:"" help:"Stop an agent of a host for good (its pane closed, never restarted), through that host's shim."`
 	Restart      RestartCmd      `cmd:"" help:"Restart an agent afresh in a new pane under the same id, resuming its session, through its host's shim."`
 	Roster       RosterCmd       `cmd:"" help:"List the fleet's agents: host, role, status, turn, queue, model, tokens, branch, last seen (--at: as it was then)."`

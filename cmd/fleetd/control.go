@@ -41,8 +41,9 @@ func (c *RestartCmd) Run(ctx context.Context, g *Globals) error {
 	return printResult(c.out, c.JSON, reg, err, func(w io.Writer) { fmt.Fprintf(w, "%s: restarted in pane %s on %s\n", reg.Agent, reg.Pane, reg.Host) })
 }
 
-// CancelCmd fails a turn still queued for an agent, reason cancelled
-// (POST /message/{id}/cancel), as the dashboard's cancel button does.
+// CancelCmd fails a turn still queued — for an agent, or in its role's
+// queue — reason cancelled (POST /message/{id}/cancel), as the
+// dashboard's cancel button does.
 type CancelCmd struct {
 	Turn string `arg:"" help:"The turn id (what 'fleetd send --async' printed)."`
 	From string `default:"lead" help:"Who cancels it, as the log records it."`
@@ -54,7 +55,13 @@ type CancelCmd struct {
 // Run cancels the turn.
 func (c *CancelCmd) Run(ctx context.Context, g *Globals) error {
 	res, err := newShimClient(g).Cancel(ctx, c.Turn, c.From)
-	return printResult(c.out, c.JSON, res, err, func(w io.Writer) { fmt.Fprintf(w, "turn %s on %s: cancelled by %s\n", res.ID, res.Agent, res.By) })
+	return printResult(c.out, c.JSON, res, err, func(w io.Writer) {
+		where := "on " + res.Agent
+		if res.Agent == "" {
+			where = "in role " + res.Role + "'s queue"
+		}
+		fmt.Fprintf(w, "turn %s %s: cancelled by %s\n", res.ID, where, res.By)
+	})
 }
 
 // printResult prints what a shim call answered (res, or err as the

@@ -31,6 +31,19 @@ func TestCancelStopAndRestartCommands(t *testing.T) {
 	if err := (&CancelCmd{Turn: acc.ID, From: "alice", out: &out}).Run(ctx, g); err == nil || !strings.Contains(err.Error(), "turn_done") {
 		t.Errorf("a second cancel: %v, want turn_done", err)
 	}
+	// A role turn no agent has taken (no router runs here): cancelled in
+	// its role's queue.
+	role, err := leadshim.NewClient(g.URL, "").SendAsync(ctx, leadshim.Message{To: "role:w-local", From: "lead", Text: "nobody takes it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := (&CancelCmd{Turn: role.ID, From: "bob", out: &out}).Run(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "turn "+role.ID+" in role w-local's queue: cancelled by bob\n"; got != want {
+		t.Errorf("printed %q, want %q", got, want)
+	}
 	if err := (&StopCmd{Agent: "w1", From: "alice", out: &out}).Run(ctx, g); err == nil || !strings.Contains(err.Error(), "no_herdr") {
 		t.Errorf("stop without herdr: %v, want no_herdr", err)
 	}

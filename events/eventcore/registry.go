@@ -74,6 +74,7 @@ func NewRegistry(opts ...RegistryOption) *Registry {
 	Register[AgentInbox](r)
 	Register[AgentInboxRead](r)
 	Register[RoleQueued](r)
+	Register[RoleCancelled](r)
 	Register[AgentBudgetWarning](r)
 	Register[RoleBudgetWarning](r)
 	Register[HostUp](r)

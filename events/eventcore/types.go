@@ -56,6 +56,7 @@ const (
 	TypeAgentInbox      Type = "fleet.agent.inbox"
 	TypeAgentInboxRead  Type = "fleet.agent.inbox_read"
 	TypeRoleQueued      Type = "fleet.role.queued"
+	TypeRoleCancelled   Type = "fleet.role.cancelled"
 	// TypeAgentBudget and TypeRoleBudget are budget warnings: fleet.agent.<id>.budget_warning
 	// and fleet.role.<role>.budget_warning.
 	TypeAgentBudget Type = "fleet.agent.budget_warning"
@@ -506,6 +507,19 @@ type RoleQueued struct {
 	Requeue int `json:"requeue,omitempty"`
 }
 
+// RoleCancelled: a role turn that no agent has taken yet is cancelled
+// (reason cancelled, as events.ReasonCancelled): it leaves its role's
+// queue and is final. Its correlation id is the turn id, and its event id
+// is the id the turn's next assignment would have (turns.Cancellation):
+// JetStream's dedupe stores only the first of the two, so a router that
+// decided on views read before the cancel cannot put the turn on an agent
+// after it, and a cancel that comes after an assignment is refused.
+type RoleCancelled struct {
+	// By names who cancelled it (the signed-in identity or the lead).
+	By      string `json:"by" limit:"line"`
+	Message string `json:"message,omitempty" limit:"text"`
+}
+
 // BudgetWarning: an agent's or a role's usage in one budget window
 // crossed Percent (80: a warning; 100: exhausted, new turns are refused
 // until FreesAt) of the roles file's limit. It is written once per
@@ -648,6 +662,7 @@ func (AgentRestart) EventType() Type       { return TypeAgentRestart }
 func (AgentInbox) EventType() Type         { return TypeAgentInbox }
 func (AgentInboxRead) EventType() Type     { return TypeAgentInboxRead }
 func (RoleQueued) EventType() Type         { return TypeRoleQueued }
+func (RoleCancelled) EventType() Type      { return TypeRoleCancelled }
 func (AgentBudgetWarning) EventType() Type { return TypeAgentBudget }
 func (RoleBudgetWarning) EventType() Type  { return TypeRoleBudget }
 func (HostUp) EventType() Type             { return TypeHostUp }

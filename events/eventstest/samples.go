@@ -39,6 +39,7 @@ func Samples(agent string) []events.Event {
 		a(events.AgentInbox{From: "main-a", Text: "the schema is in docs/api.md", ReplyTo: "01JF6Z00000000000000000000", Turn: "01JF6Z00000000000000000001", Status: "replied"}),
 		a(events.AgentInboxRead{Through: 42}),
 		{Subject: "w-local", CorrelationID: turn, Data: events.RoleQueued{From: "lead", Text: "any worker", Deadline: deadline}},
+		{Subject: "w-local", CorrelationID: turn, Data: events.RoleCancelled{By: "alice", Message: "cancelled by alice"}},
 		a(events.AgentBudgetWarning{BudgetWarning: events.BudgetWarning{Limit: "usd_per_day", Scope: "agent", Percent: 80, Used: 16.5, Max: 20, FreesAt: deadline}}),
 		{Subject: "w-local", Data: events.RoleBudgetWarning{BudgetWarning: events.BudgetWarning{Limit: "tokens_per_hour", Scope: "role", Percent: 100, Used: 2_000_100, Max: 2_000_000, FreesAt: deadline}}},
 		{Subject: "h1", Data: events.HostUp{Host: "h1", Version: "dev", NATSURL: "nats://127.0.0.1:4222", PID: 42}},
