@@ -529,6 +529,16 @@ func (r *fabricRun) overheadRows(ts turnSet, hop Sample, fl hopFloors) []Row {
 			fmtMs(time.Duration(turnHops)*fl.log.P50()+fl.http.P50()+fl.herdr.P50()))}
 	fab.Check(fab.P50 <= 1 && fab.P99 <= 5)
 	fab.Ratio()
+	// The same overhead against what its hops cost with nothing behind
+	// them on this machine in this run: what is left is fleetd's own.
+	hops := time.Duration(turnHops)*fl.log.P50() + fl.http.P50() + fl.herdr.P50()
+	excess := Row{Name: "fabric overhead over its hops (think 0)", N: n, Unit: UnitMs, P50: Ms(ts.fabric.P50()),
+		Base: Ms(hops), BaseName: "the same hops, no work", Target: "≤ hops + 0.5ms",
+		Note: fmt.Sprintf("the row above's overhead against the hops a turn crosses, each timed with no work behind it after a pause (the process hop rows): %d log hops %s, an HTTP request %s, a herdr call %s; over them, fleetd's own work on the turn's path",
+			turnHops, fmtMs(time.Duration(turnHops)*fl.log.P50()), fmtMs(fl.http.P50()), fmtMs(fl.herdr.P50()))}
+	over := excess.Delta()
+	excess.Versus = fmt.Sprintf("%+.2fms", over)
+	excess.Check(over <= 0.5)
 	rt := Row{Name: "log hop: raw JetStream publish → consume", N: len(hop), Unit: UnitMs, P50: Ms(hop.P50()),
 		P99: Ms(hop.P99()), Status: StatusNone, Note: "in-process, on the gateway's server: publish with ack → an ordered consumer has it"}
 	httpHop := Row{Name: "process hop: HTTP request, lead → another process", N: len(fl.http), Unit: UnitMs, P50: Ms(fl.http.P50()),
@@ -540,7 +550,7 @@ func (r *fabricRun) overheadRows(ts turnSet, hop Sample, fl hopFloors) []Row {
 	herdrHop := Row{Name: "process hop: herdr call (ping)", N: len(fl.herdr), Unit: UnitMs, P50: Ms(fl.herdr.P50()),
 		P99: Ms(fl.herdr.P99()), Status: StatusNone,
 		Note: "the gateway's process calls herdr's ping, 10 ms apart: a connection, a request and its answer, the floor of the screen read before typing"}
-	return []Row{comp, fab, rt, logHop, httpHop, herdrHop}
+	return []Row{comp, fab, excess, rt, logHop, httpHop, herdrHop}
 }
 
 // fanOut sends one turn to each of K agents at once, each working T. Its
