@@ -150,8 +150,8 @@ func (c *BridgeConfig) setDefaults() {
 	if c.SubmitTimeout <= 0 {
 		c.SubmitTimeout = 5 * time.Second
 	}
-	if c.EnterDelay < 300*time.Millisecond {
-		c.EnterDelay = 300 * time.Millisecond
+	if c.EnterDelay < DefaultEnterDelay {
+		c.EnterDelay = DefaultEnterDelay
 	}
 	if c.HookGrace <= 0 {
 		c.HookGrace = time.Second
@@ -178,7 +178,7 @@ func (c *BridgeConfig) setDefaults() {
 		c.CommandTimeout = 5 * time.Minute
 	}
 	if c.AttentionAfter <= 0 {
-		c.AttentionAfter = 10 * time.Second
+		c.AttentionAfter = DefaultAttentionAfter
 	}
 	if c.ReconnectBackoff <= 0 {
 		c.ReconnectBackoff = 250 * time.Millisecond

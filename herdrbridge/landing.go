@@ -161,8 +161,9 @@ func squash(s string) string { return strings.Join(strings.Fields(s), "") }
 // awaitLanding waits, after text was typed into pane, until it is safe to
 // press Enter: the kind's screen shows the text landed; or, while it
 // cannot tell, the fixed pause has passed since the typing; or, while the
-// composer shows none or part of it, LandTimeout has (EnterWait records
-// which). ctx ending is its only error.
+// composer shows none or part of it, LandTimeout has (EnterAfter decides;
+// the EnterWait metric records which). ErrShellMode when the composer is
+// in its shell mode, else ctx ending is its only error.
 func (b *Bridge) awaitLanding(ctx context.Context, pane string, l Lander, text string) error {
 	start := b.cfg.Now()
 	for {
@@ -171,18 +172,13 @@ func (b *Bridge) awaitLanding(ctx context.Context, pane string, l Lander, text s
 			state = l.Landed(r.Text, text)
 		}
 		waited := b.cfg.Now().Sub(start)
-		switch {
-		case state == LandingShell:
-			b.cfg.Metrics.observeLanding(waited, "shell")
+		switch v := EnterAfter(state, waited, b.cfg.EnterDelay); v {
+		case EnterNotYet:
+		case EnterShell:
+			b.cfg.Metrics.observeLanding(waited, v)
 			return ErrShellMode
-		case state == LandingDone:
-			b.cfg.Metrics.observeLanding(waited, "landed")
-			return nil
-		case state == LandingUnknown && waited >= b.cfg.EnterDelay:
-			b.cfg.Metrics.observeLanding(waited, "pause")
-			return nil
-		case waited >= LandTimeout:
-			b.cfg.Metrics.observeLanding(waited, "timeout")
+		default:
+			b.cfg.Metrics.observeLanding(waited, v)
 			return nil
 		}
 		if !sleep(ctx, landPoll) {

@@ -84,39 +84,32 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		return false
 	}
 	c := tg.kind.ParseComposer(r.Text)
-	switch ScreenReadiness(tg.kind, r.Text) {
-	case ScreenWorking:
-		// The turn is not over though herdr and the hooks say idle: Claude
-		// Code runs its Stop hook inside the turn (the title's spinner
-		// stopped, "esc to interrupt" still shown), and a prompt submitted
-		// then is queued under the finished prompt's id. With Enter at the
-		// sign it would land there; the fixed pause only made it rarer.
-		b.backoffFrom(agent, 20*time.Millisecond)
-		return false
-	case ScreenReady:
+	verdict := ScreenReadiness(tg.kind, r.Text)
+	look := b.look(agent, verdict)
+	switch look.Attention {
 	case AttentionBashMode:
 		b.attend(ctx, agent, AttentionBashMode, "the prompt box is in bash mode: what is typed would run in a shell")
-		b.backoff(agent)
-		return false
 	case AttentionComposerText:
 		b.attend(ctx, agent, AttentionComposerText, "the prompt box holds text nobody submitted: "+clip(c.Text, 120))
-		b.backoff(agent)
-		return false
-	default:
+	case AttentionNoPromptBox:
 		// No prompt box yet (Claude Code is starting) or a dialog covers
-		// it: wait, and call for attention once it has lasted.
-		if b.noBoxFor(agent) >= b.cfg.AttentionAfter {
-			b.attend(ctx, agent, AttentionNoPromptBox, "the agent is idle but its prompt box is not on screen (a dialog or overlay is open?): "+clip(lastRows(r.Text, 3), 160))
-		}
+		// it, and that has lasted.
+		b.attend(ctx, agent, AttentionNoPromptBox, "the agent is idle but its prompt box is not on screen (a dialog or overlay is open?): "+clip(lastRows(r.Text, 3), 160))
+	}
+	switch {
+	case look.Type:
+	case look.Soon:
+		// A turn not over though herdr and the hooks say idle (Claude
+		// Code runs its Stop hook inside the turn: the title's spinner
+		// stopped, "esc to interrupt" still shown, and a prompt submitted
+		// then is queued under the finished prompt's id), or a prompt box
+		// not drawn yet: look again soon.
 		b.backoffFrom(agent, 20*time.Millisecond)
 		return false
+	default:
+		b.backoff(agent)
+		return false
 	}
-	b.mu.Lock()
-	if a := b.agents[agent]; a != nil {
-		a.resetBackoff()
-		a.noBoxSince = time.Time{}
-	}
-	b.mu.Unlock()
 	if tg.attention != "" {
 		b.attend(ctx, agent, "", "")
 	}
@@ -151,20 +144,22 @@ func ScreenReadiness(k Kind, screen string) string {
 	return AttentionNoPromptBox
 }
 
-// noBoxFor is how long the agent has been seen idle without its prompt
-// box; it starts counting now if it was not.
-func (b *Bridge) noBoxFor(agent string) time.Duration {
+// look takes one look's verdict through Settle with the agent's memory
+// of looks without a prompt box, and keeps what it says for the next;
+// a look that says type starts the agent's backoff afresh.
+func (b *Bridge) look(agent, verdict string) Look {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	a := b.agents[agent]
 	if a == nil {
-		return 0
+		return Settle(verdict, time.Time{}, b.cfg.Now(), b.cfg.AttentionAfter)
 	}
-	now := b.cfg.Now()
-	if a.noBoxSince.IsZero() {
-		a.noBoxSince = now
+	l := Settle(verdict, a.noBoxSince, b.cfg.Now(), b.cfg.AttentionAfter)
+	a.noBoxSince = l.NoBoxSince
+	if l.Type {
+		a.resetBackoff()
 	}
-	return now.Sub(a.noBoxSince)
+	return l
 }
 
 // attend records that the agent needs attention for reason (or, with "",
