@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -53,6 +54,49 @@ type typing struct {
 	want, got []op
 	entered   bool
 	submitted bool
+	// gates are the writes the bridge sends only once EnterAfter lets
+	// it (the Enter, and the Left before it), by index in want; lastAt
+	// is the time of the last write, from which a gate's wait counts.
+	gates  map[int]gate
+	lastAt time.Time
+	// look is the last look at the composer in the wait for the next
+	// gate: its read, what EnterAfter said then, and how long after the
+	// last write.
+	look struct {
+		read                int
+		verdict, less, more string // at the look's time, clockSlack before and after
+		waited              time.Duration
+	}
+}
+
+// gate is one wait for Enter after text was typed (Bridge.enter).
+type gate struct {
+	// landed: the kind reads the composer for the text (Lander and
+	// MethodLanded); else the bridge waits the fixed pause.
+	landed bool
+	pause  time.Duration
+	shows  string // what the composer shows once the text landed
+}
+
+// clockSlack is how far apart the recorded times and the bridge's own
+// may be: a recording times a read when its answer passed the proxy and
+// a write when its request did, the bridge reads its clock a moment
+// later, and both are kept in whole milliseconds. A timed decision that
+// changes within clockSlack of the recorded time was taken either way.
+const clockSlack = 5 * time.Millisecond
+
+// epoch is the fake clock's time 0, the recording's first step.
+var epoch = time.Unix(0, 0).UTC()
+
+// settling is what the replay holds of the bridge's typing gate for a
+// pane (herdrbridge.Settle): the memory of looks without a prompt box,
+// and the last look that decided on typing.
+type settling struct {
+	noBoxSince time.Time
+	last       herdrbridge.Look
+	read       int
+	at         time.Time
+	looked     bool
 }
 
 // pending: the plan's writes are not all done yet.
@@ -69,6 +113,19 @@ type replayer struct {
 	verdict map[string]string // pane → what its last look said
 	pane    string            // the pane of the last look
 	reads   int
+	// now is the fake clock: the recorded time of the step at hand.
+	now time.Time
+	// queued are the turns queued and not typed (a deferral queues its
+	// turn again); inFlight the turn typed and not yet replied or
+	// failed. A look at the screen while a turn waits and none is in
+	// flight is one the bridge took to decide on typing (Bridge.ready).
+	queued   map[string]bool
+	inFlight string
+	settle   map[string]*settling // pane → its typing gate
+	// attention is the reason the log holds; owed an attention the
+	// gate called for that the log does not show yet.
+	attention string
+	owed      *owed
 	// run is the line of the reads that said the same thing, not yet
 	// written.
 	run struct {
@@ -86,8 +143,10 @@ type replayer struct {
 // text has landed (Lander), whether Enter was dropped (EnterDropper),
 // whether a clear took effect (LazyClearer).
 func Replay(k herdrbridge.Kind, r *Recording) Result {
-	p := &replayer{k: k, r: r, texts: map[string]string{}, cmds: map[string]string{}, typings: map[string]*typing{}, verdict: map[string]string{}}
+	p := &replayer{k: k, r: r, texts: map[string]string{}, cmds: map[string]string{}, typings: map[string]*typing{}, verdict: map[string]string{},
+		queued: map[string]bool{}, settle: map[string]*settling{}}
 	for i, st := range r.Steps {
+		p.now = epoch.Add(time.Duration(st.At) * time.Millisecond)
 		switch st.Op {
 		case OpRead:
 			p.read(st)
@@ -98,6 +157,7 @@ func Replay(k herdrbridge.Kind, r *Recording) Result {
 		}
 	}
 	p.flush()
+	p.payOwed("")
 	for _, t := range p.typings {
 		if t.pending() {
 			p.problem("turn %s: typing stopped after %d of the plan's %d writes", t.turn, len(t.got), len(t.want))
@@ -129,6 +189,7 @@ func (p *replayer) flush() {
 
 // read decides on one look at the screen.
 func (p *replayer) read(st Step) {
+	p.payOwed(st.Pane)
 	p.reads++
 	screen := ""
 	if st.Screen >= 0 && st.Screen < len(p.r.Screens) {
@@ -139,12 +200,18 @@ func (p *replayer) read(st Step) {
 	p.verdict[st.Pane] = v
 	p.pane = st.Pane
 	parts := []string{st.Pane + ":", "composer=" + describe(c), "→", v}
+	t := p.typings[st.Pane]
+	if len(p.queued) > 0 && p.inFlight == "" && !t.pending() {
+		parts = append(parts, "settle="+p.look(st.Pane, v))
+	} else if s := p.settle[st.Pane]; s != nil {
+		s.looked = false
+	}
 	if dr, ok := p.k.(herdrbridge.DialogReader); ok {
 		if d, ok := dr.ParseDialog(screen); ok {
 			parts = append(parts, fmt.Sprintf("dialog=%q(%d options)", clip(d.Question, 40), len(d.Options)))
 		}
 	}
-	if t := p.typings[st.Pane]; t != nil {
+	if t != nil {
 		if l, ok := p.k.(herdrbridge.Lander); ok && t.pending() && len(t.got) > t.clearOps {
 			parts = append(parts, "landed="+l.Landed(screen, t.shows).String())
 		}
@@ -154,6 +221,9 @@ func (p *replayer) read(st Step) {
 		if lc, ok := p.k.(herdrbridge.LazyClearer); ok && t.clear && len(t.got) >= t.clearOps && t.pending() {
 			parts = append(parts, fmt.Sprintf("cleared=%v", lc.Cleared(screen)))
 		}
+		if g, ok := t.gates[len(t.got)]; ok && t.pending() && g.landed {
+			parts = append(parts, "enter="+p.landing(t, g, screen))
+		}
 	}
 	key := strings.Join(parts, " ")
 	if p.run.n > 0 && p.run.key == key {
@@ -162,6 +232,77 @@ func (p *replayer) read(st Step) {
 	}
 	p.flush()
 	p.run.key, p.run.first, p.run.last, p.run.n = key, p.reads, p.reads, 1
+}
+
+// look takes a look the bridge took to decide on typing through its
+// typing gate (herdrbridge.Settle) at the recorded time, and says what
+// the gate decided: type, wait, or call for a person. An attention the
+// gate calls for that the log does not hold yet is owed: the bridge
+// records it before it looks again.
+func (p *replayer) look(pane, verdict string) string {
+	s := p.settle[pane]
+	if s == nil {
+		s = &settling{}
+		p.settle[pane] = s
+	}
+	since := s.noBoxSince
+	l := herdrbridge.Settle(verdict, since, p.now, herdrbridge.DefaultAttentionAfter)
+	s.noBoxSince, s.last, s.read, s.at, s.looked = l.NoBoxSince, l, p.reads, p.now, true
+	if l.Attention != "" && l.Attention != p.attention &&
+		herdrbridge.Settle(verdict, since, p.now.Add(-clockSlack), herdrbridge.DefaultAttentionAfter).Attention != "" {
+		p.owed = &owed{pane: pane, reason: l.Attention, read: p.reads, at: p.now, since: l.NoBoxSince}
+	}
+	switch {
+	case l.Type:
+		return "type"
+	case l.Attention != "":
+		return "attention(" + l.Attention + ")"
+	}
+	return "wait"
+}
+
+// owed is an attention the typing gate called for at a look.
+type owed struct {
+	pane, reason string
+	read         int
+	at, since    time.Time
+}
+
+// payOwed reports an owed attention the bridge did not record before
+// it looked at pane again ("" for the end of the recording).
+func (p *replayer) payOwed(pane string) {
+	o := p.owed
+	if o == nil || (pane != "" && pane != o.pane) {
+		return
+	}
+	p.owed = nil
+	why := ""
+	if o.reason == herdrbridge.AttentionNoPromptBox {
+		why = fmt.Sprintf(", no prompt box for %s since %s", o.at.Sub(o.since), o.since.Sub(epoch))
+	}
+	p.problem("read %d (at %s): the typing gate (Settle) called for attention %s%s, and the bridge recorded none", o.read, o.at.Sub(epoch), o.reason, why)
+}
+
+// landing decides on one look at the composer while the bridge waits to
+// press Enter after text (Bridge.awaitLanding), at the recorded time,
+// and reports a look the bridge should have pressed Enter after.
+func (p *replayer) landing(t *typing, g gate, screen string) string {
+	if t.look.read > 0 && t.look.less != herdrbridge.EnterNotYet {
+		p.problem("turn %s: read %d said %s %s after the text (EnterAfter), and the bridge looked again (read %d) instead of pressing Enter",
+			t.turn, t.look.read, t.look.verdict, t.look.waited, p.reads)
+	}
+	state := p.k.(herdrbridge.Lander).Landed(screen, g.shows)
+	waited := p.now.Sub(t.lastAt)
+	v := herdrbridge.EnterAfter(state, waited, g.pause)
+	t.look.read, t.look.verdict, t.look.waited = p.reads, v, waited
+	t.look.less = herdrbridge.EnterAfter(state, waited-clockSlack, g.pause)
+	t.look.more = herdrbridge.EnterAfter(state, waited+clockSlack, g.pause)
+	if v == herdrbridge.EnterShell {
+		// The bridge presses no Enter (ErrShellMode): what it types next
+		// is the recovery's, not the plan's.
+		t.want = t.got
+	}
+	return v
 }
 
 // describe names what a composer holds.
@@ -194,7 +335,11 @@ func (p *replayer) write(i int, st Step) {
 	}
 	got := op{op: st.Op, text: st.Text, keys: st.Keys}
 	want := t.want[len(t.got)]
+	if g, ok := t.gates[len(t.got)]; ok {
+		p.gate(t, g, got)
+	}
 	t.got = append(t.got, got)
+	t.lastAt, t.look = p.now, typing{}.look
 	if got.String() != want.String() {
 		p.problem("turn %s: write %d (step %d) was %s, the plan says %s", t.turn, len(t.got), i, got, want)
 		t.want = t.got // stop matching the rest
@@ -207,6 +352,32 @@ func (p *replayer) write(i int, st Step) {
 	}
 }
 
+// gate decides, at the recorded time of a write the bridge sends only
+// once EnterAfter lets it, whether it did: after a look at the composer
+// that said so (a Lander), or after the fixed pause.
+func (p *replayer) gate(t *typing, g gate, w op) {
+	waited := p.now.Sub(t.lastAt)
+	var v, more string
+	switch {
+	case !g.landed:
+		v = herdrbridge.EnterAfter(herdrbridge.LandingUnknown, waited, g.pause)
+		more = herdrbridge.EnterAfter(herdrbridge.LandingUnknown, waited+clockSlack, g.pause)
+		if more == herdrbridge.EnterNotYet {
+			p.problem("turn %s: %s %s after the text, before the pause (%s): EnterAfter says %s", t.turn, w, waited, g.pause, v)
+		}
+	case t.look.read == 0:
+		v = "no look"
+		p.problem("turn %s: %s %s after the text, with no look at the composer since", t.turn, w, waited)
+	default:
+		v = t.look.verdict
+		if t.look.more == herdrbridge.EnterNotYet {
+			p.problem("turn %s: %s %s after the text, when the last look at the composer (read %d, %s after it) said %s (EnterAfter)",
+				t.turn, w, waited, t.look.read, t.look.waited, v)
+		}
+	}
+	p.decide("turn %s: %s: %s", t.turn, w, v)
+}
+
 // log takes in one log event: a turn's text, its typing, its submission,
 // an attention.
 func (p *replayer) log(st Step) {
@@ -214,13 +385,31 @@ func (p *replayer) log(st Step) {
 	case "queued":
 		p.texts[st.Turn], _ = st.Data["text"].(string)
 		p.cmds[st.Turn], _ = st.Data["command"].(string)
+		p.queued[st.Turn] = true
 	case "typed":
 		p.typed(st)
+	case "deferred":
+		// herdr refused it having typed nothing: back at the head of the
+		// queue.
+		p.queued[st.Turn] = true
+		if p.inFlight == st.Turn {
+			p.inFlight = ""
+		}
 	case "submitted", "replied", "failed":
 		for _, t := range p.typings {
 			if t.turn == st.Turn {
 				t.submitted = true
 			}
+		}
+		if st.Event != "submitted" {
+			delete(p.queued, st.Turn)
+			if p.inFlight == st.Turn {
+				p.inFlight = ""
+			}
+		}
+	case "session":
+		if state, _ := st.Data["state"].(string); state == "started" {
+			p.attention = "" // the bridge forgets it with the old session
 		}
 	case "attention":
 		// An attention names no pane: it is about the agent's, the last
@@ -228,6 +417,15 @@ func (p *replayer) log(st Step) {
 		reason, _ := st.Data["reason"].(string)
 		if slices.Contains(screenAttention, reason) && p.verdict[p.pane] != reason {
 			p.problem("attention %s, but the last look at the screen (%s) said %q", reason, p.pane, p.verdict[p.pane])
+		}
+		if s := p.settle[p.pane]; s != nil && s.looked && reason != "" && reason == p.verdict[p.pane] && s.last.Attention != reason &&
+			herdrbridge.Settle(p.verdict[p.pane], s.noBoxSince, s.at.Add(clockSlack), herdrbridge.DefaultAttentionAfter).Attention != reason {
+			p.problem("attention %s at %s: the typing gate (Settle) said %s at read %d, the box missing for %s since %s, under AttentionAfter (%s)",
+				reason, p.now.Sub(epoch), "wait", s.read, s.at.Sub(s.noBoxSince), s.noBoxSince.Sub(epoch), herdrbridge.DefaultAttentionAfter)
+		}
+		p.attention = reason
+		if p.owed != nil && p.owed.reason == reason {
+			p.owed = nil
 		}
 	}
 }
@@ -243,8 +441,10 @@ func (p *replayer) typed(st Step) {
 		p.typings[pane] = &typing{turn: st.Turn, want: []op{{op: OpKeys, keys: []string{"enter"}}}}
 		return
 	}
-	if v := p.verdict[pane]; v != herdrbridge.ScreenReady {
-		p.problem("turn %s: typed into %s after a look that said %q, not ready", st.Turn, pane, v)
+	delete(p.queued, st.Turn)
+	p.inFlight = st.Turn
+	if s := p.settle[pane]; s == nil || !s.looked || !s.last.Type {
+		p.problem("turn %s: typed into %s after a look that said %q, not ready", st.Turn, pane, p.verdict[pane])
 	}
 	var plan herdrbridge.Plan
 	if cmd := p.cmds[st.Turn]; cmd != "" {
@@ -261,7 +461,9 @@ func (p *replayer) typed(st Step) {
 	if plan.Delivery != delivery {
 		p.problem("turn %s: the plan's delivery is %s, the bridge recorded %s", st.Turn, plan.Delivery, delivery)
 	}
-	t := &typing{turn: st.Turn, shows: plan.Shows(), clear: clear}
+	t := &typing{turn: st.Turn, shows: plan.Shows(), clear: clear, gates: map[int]gate{}, lastAt: p.now}
+	_, lander := p.k.(herdrbridge.Lander)
+	landed := lander && method == herdrbridge.MethodLanded
 	enter := op{op: OpKeys, keys: []string{"enter"}}
 	if clear {
 		command := "/clear"
@@ -271,6 +473,7 @@ func (p *replayer) typed(st Step) {
 		if method == herdrbridge.MethodPrompt {
 			t.want = append(t.want, op{op: OpPrompt, text: command})
 		} else {
+			t.gates[len(t.want)+1] = gate{landed: landed, pause: herdrbridge.DefaultEnterDelay, shows: command}
 			t.want = append(t.want, op{op: OpInput, text: command}, enter)
 		}
 		t.clearOps = len(t.want)
@@ -284,8 +487,16 @@ func (p *replayer) typed(st Step) {
 				t.want = append(t.want, op{op: OpKeys, keys: []string{"left", "backspace", "right"}})
 			}
 		}
+		// Enter, and the Left before it, wait for the text to land (a
+		// Lander), else the pause goes before the first of them (the
+		// one after the Left is a moment the replay does not weigh).
+		g := gate{landed: landed, pause: herdrbridge.DefaultEnterDelay, shows: plan.Shows()}
+		t.gates[len(t.want)] = g
 		if plan.LeftBeforeEnter {
 			t.want = append(t.want, op{op: OpKeys, keys: []string{"left"}})
+			if landed {
+				t.gates[len(t.want)] = g
+			}
 		}
 		t.want = append(t.want, enter)
 	}

@@ -3,6 +3,7 @@ package recording_test
 import (
 	"flag"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,4 +149,143 @@ func TestAnAlteredScreenFailsTheReplayNamingTheDecision(t *testing.T) {
 		}
 	}
 	t.Logf("the failure reads:\n%s", msg)
+}
+
+// stepIndex is the index in rec.Steps of the first step from `from` that
+// match says is the one.
+func stepIndex(t *testing.T, rec *recording.Recording, from int, what string, match func(recording.Step) bool) int {
+	t.Helper()
+	for i := from; i < len(rec.Steps); i++ {
+		if match(rec.Steps[i]) {
+			return i
+		}
+	}
+	t.Fatalf("%s / %s has no %s", rec.Kind, rec.Scenario, what)
+	return -1
+}
+
+// readBefore is the index of the last read before step i.
+func readBefore(t *testing.T, rec *recording.Recording, i int) int {
+	t.Helper()
+	for j := i - 1; j >= 0; j-- {
+		if rec.Steps[j].Op == recording.OpRead {
+			return j
+		}
+	}
+	t.Fatalf("%s / %s: no read before step %d", rec.Kind, rec.Scenario, i)
+	return -1
+}
+
+func isAttention(reason string) func(recording.Step) bool {
+	return func(st recording.Step) bool {
+		r, _ := st.Data["reason"].(string)
+		return st.Op == recording.OpLog && st.Event == "attention" && r == reason
+	}
+}
+
+func isEnter(st recording.Step) bool {
+	return st.Op == recording.OpKeys && slices.Equal(st.Keys, []string{"enter"})
+}
+
+// The timed decisions replay on the recording's own clock, so a timing
+// that changed fails the replay, naming the decision: the typing gate
+// (herdrbridge.Settle) that calls for a person only once a prompt box
+// stayed away AttentionAfter, and EnterAfter that presses Enter only once
+// the text landed or the pause passed. Each case alters one recorded
+// time, or drops one event, of a recording that replays clean.
+func TestAnAlteredTimingFailsTheReplayNamingTheDecision(t *testing.T) {
+	for _, c := range []struct {
+		name, kind, scenario string
+		alter                func(t *testing.T, rec *recording.Recording)
+		want                 []string
+	}{{
+		name: "the attention for a missing prompt box came 6 s into its wait, not 10",
+		kind: "claude", scenario: "dialog",
+		alter: func(t *testing.T, rec *recording.Recording) {
+			att := stepIndex(t, rec, 0, "attention no_prompt_box", isAttention(herdrbridge.AttentionNoPromptBox))
+			look := readBefore(t, rec, att)
+			earlier := rec.Steps[readBefore(t, rec, look)].At + 100
+			rec.Steps[look].At, rec.Steps[att].At = earlier, earlier
+		},
+		want: []string{
+			"the decisions changed",
+			"settle=attention(" + herdrbridge.AttentionNoPromptBox + ")",
+			"the typing gate (Settle) said wait at read 10",
+			"under AttentionAfter (10s)",
+		},
+	}, {
+		name: "the attention for a missing prompt box never came",
+		kind: "claude", scenario: "dialog",
+		alter: func(t *testing.T, rec *recording.Recording) {
+			att := stepIndex(t, rec, 0, "attention no_prompt_box", isAttention(herdrbridge.AttentionNoPromptBox))
+			rec.Steps = slices.Delete(rec.Steps, att, att+1)
+		},
+		want: []string{
+			"read 10 (at 11.602s): the typing gate (Settle) called for attention " + herdrbridge.AttentionNoPromptBox,
+			"and the bridge recorded none",
+		},
+	}, {
+		name: "Enter went 120 ms after a paste into Codex, before the pause",
+		kind: "codex", scenario: "one-line-turn",
+		alter: func(t *testing.T, rec *recording.Recording) {
+			in := stepIndex(t, rec, 0, "paste", func(st recording.Step) bool { return st.Op == recording.OpInput })
+			enter := stepIndex(t, rec, in, "Enter", isEnter)
+			rec.Steps[enter].At = rec.Steps[in].At + 120
+			if look := readBefore(t, rec, enter); look > in {
+				rec.Steps[look].At = rec.Steps[enter].At
+			}
+		},
+		want: []string{
+			"- turn <ulid-1>: keys[enter]: " + herdrbridge.EnterPause,
+			"+ turn <ulid-1>: keys[enter]: " + herdrbridge.EnterNotYet,
+			"turn <ulid-1>: keys[enter] 120ms after the text, before the pause (300ms): EnterAfter says wait",
+		},
+	}, {
+		name: "Enter went into Claude Code's box while a look said the paste had not landed",
+		kind: "claude", scenario: "one-line-turn",
+		alter: func(t *testing.T, rec *recording.Recording) {
+			enter := stepIndex(t, rec, 0, "Enter", isEnter)
+			// The look that said landed goes: the one before it said
+			// pending.
+			rec.Steps = slices.Delete(rec.Steps, enter-1, enter)
+		},
+		want: []string{
+			"- turn <ulid-1>: keys[enter]: " + herdrbridge.EnterLanded,
+			"+ turn <ulid-1>: keys[enter]: " + herdrbridge.EnterNotYet,
+			"when the last look at the composer (read 3",
+			"said wait (EnterAfter)",
+		},
+	}, {
+		name: "Claude Code's box showed the paste whole, and the bridge looked again",
+		kind: "claude", scenario: "one-line-turn",
+		alter: func(t *testing.T, rec *recording.Recording) {
+			enter := stepIndex(t, rec, 0, "Enter", isEnter)
+			again := rec.Steps[enter-1]
+			again.At += 10
+			rec.Steps = slices.Insert(rec.Steps, enter, again)
+		},
+		want: []string{
+			"+ reads 4-5 pane-1:",
+			"turn <ulid-1>: read 4 said landed 24ms after the text (EnterAfter), and the bridge looked again (read 5) instead of pressing Enter",
+		},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := loadScenario(t, c.kind, c.scenario)
+			k, _ := herdrbridge.KindOf(rec.Kind)
+			if err := recording.Check(k, rec); err != nil {
+				t.Fatalf("the unaltered recording does not replay: %v", err)
+			}
+			c.alter(t, rec)
+			err := recording.Check(k, rec)
+			if err == nil {
+				t.Fatal("the replay of the altered recording passed")
+			}
+			for _, want := range c.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the failure does not say %q:\n%s", want, err)
+				}
+			}
+			t.Logf("the failure reads:\n%s", err)
+		})
+	}
 }
