@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
@@ -20,6 +21,10 @@ import (
 type Dialog struct {
 	Title, Detail, Question string
 	Options                 []string
+	// Selected is the option (from 1) the dialog has selected now, when a
+	// SelectionReader read it; 0 when unknown. It is not part of what
+	// makes two dialogs the Same, nor of what the log records.
+	Selected int
 }
 
 // Same reports whether d and o are one dialog, as far as a screen shows.
@@ -41,6 +46,15 @@ type DialogReader interface {
 // option (from 1) of d.
 type DialogKeys interface {
 	AnswerKeys(d Dialog, option int) []string
+}
+
+// SelectionReader is a DialogKeys kind whose dialog keeps a selection the
+// keys move from, shown only by colour (OpenCode's: a person at the pane
+// may have moved it): Selected reads it off the screen rendered with its
+// styles (herdr's read with format ansi), and the answer's keys start from
+// there. Nothing is typed when it cannot be read.
+type SelectionReader interface {
+	Selected(styled string, d Dialog) (option int, ok bool)
 }
 
 // answerKeys are the keys that choose option of d on reader's screen.
@@ -301,14 +315,84 @@ func (OpenCode) ParseDialog(screen string) (Dialog, bool) {
 	return d, true
 }
 
-// AnswerKeys chooses an OpenCode option by moving right from the first,
-// where each request opens, and confirming.
-func (OpenCode) AnswerKeys(_ Dialog, option int) []string {
-	keys := make([]string, 0, option)
-	for range option - 1 {
-		keys = append(keys, "right")
+// AnswerKeys chooses an OpenCode option by moving from the selected one
+// (d.Selected; the first, where each request opens, when unknown) and
+// confirming. It moves towards the option without going round the row's
+// end: OpenCode wraps there, but a version that stops at the end would
+// then be left on the wrong option.
+func (OpenCode) AnswerKeys(d Dialog, option int) []string {
+	from := max(d.Selected, 1)
+	key, n := "right", option-from
+	if n < 0 {
+		key, n = "left", -n
+	}
+	keys := make([]string, 0, n+1)
+	for range n {
+		keys = append(keys, key)
 	}
 	return append(keys, "enter")
+}
+
+// Selected reads which of OpenCode's options is selected: the one drawn
+// on the warning colour, the colour of the dialog's "△" (measured with
+// 1.18.33); failing that, the one option of three or more whose
+// background differs from all the others'.
+func (OpenCode) Selected(styled string, d Dialog) (int, bool) {
+	rows := strings.Split(strings.TrimRight(styled, "\n"), "\n")
+	k := slices.IndexFunc(rows, func(r string) bool {
+		t := cellText(styledCells(r))
+		return strings.Contains(t, "⇆") && strings.Contains(t, "select")
+	})
+	if k < 0 {
+		return 0, false
+	}
+	// The options' row: each option's background at its first letter.
+	cells := styledCells(rows[k])
+	text := cellText(cells)
+	bgs := make([]string, 0, len(d.Options))
+	at := 0
+	for _, o := range d.Options {
+		j := strings.Index(text[at:], o)
+		if j < 0 || o == "" {
+			return 0, false
+		}
+		bgs = append(bgs, cells[utf8.RuneCountInString(text[:at+j])].bg)
+		at += j + len(o)
+	}
+	var mark string // the △'s colour, on a row above
+	for i := k - 1; i >= 0 && mark == ""; i-- {
+		cells := styledCells(rows[i])
+		if t := cellText(cells); strings.Contains(t, "△") {
+			mark = cells[utf8.RuneCountInString(t[:strings.Index(t, "△")])].fg
+		}
+	}
+	return selectedOf(bgs, mark)
+}
+
+// selectedOf picks the option whose background is mark, or else the only
+// one of three or more whose background is its own.
+func selectedOf(bgs []string, mark string) (int, bool) {
+	count := func(c string) int {
+		n := 0
+		for _, bg := range bgs {
+			if bg == c {
+				n++
+			}
+		}
+		return n
+	}
+	if mark != "" && count(mark) == 1 {
+		return slices.Index(bgs, mark) + 1, true
+	}
+	if len(bgs) < 3 {
+		return 0, false
+	}
+	for i, bg := range bgs {
+		if count(bg) == 1 && count(bgs[(i+1)%len(bgs)]) == len(bgs)-1 {
+			return i + 1, true
+		}
+	}
+	return 0, false
 }
 
 // optionRow reads a numbered option's row — "❯ 1. Yes", "   2. No",
@@ -484,6 +568,21 @@ func (b *Bridge) answerDialog(ctx context.Context, id, pane string, reader Dialo
 	case req.option > len(d.Options):
 		unanswered(fmt.Sprintf("no option %d: the dialog has %d", req.option, len(d.Options)))
 		return
+	}
+	if sr, ok := reader.(SelectionReader); ok {
+		styled, err := b.client.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible, Format: herdrapi.FormatANSI, KeepANSI: true})
+		if err != nil {
+			unanswered("the agent's screen could not be read: " + err.Error())
+			return
+		}
+		sel, ok := sr.Selected(styled.Text, d)
+		if !ok {
+			// Keys moved from a selection guessed could choose another
+			// option than the one asked for: type nothing.
+			unanswered("which option the dialog has selected cannot be read off the agent's screen")
+			return
+		}
+		d.Selected = sel
 	}
 	label := d.Options[req.option-1]
 	if denies(label) {

@@ -1,6 +1,7 @@
 package herdrbridge
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,6 +145,44 @@ func TestOpenCodeDialogsReadOffTheScreen(t *testing.T) {
 }
 
 // screenOf is a screen captured from kind's real CLI, in testdata.
+// OpenCode's selection, shown only by colour, is read off its screen
+// rendered with styles (captured from the real 1.18.33 through the fake
+// herdr's ansi read, after 0, 1 and 2 Right presses by a person at the
+// pane): the answer's keys move from it to the option asked for, so an
+// answer chooses what was asked whatever the person did first. A screen
+// without styles tells no selection, and nothing is typed then.
+func TestOpenCodeAnswersMoveFromTheSelectionOnScreen(t *testing.T) {
+	for i := range 3 {
+		styled := screenOf(t, "opencode", fmt.Sprintf("dialog-external-styled-%d", i))
+		var plain []string
+		for _, r := range strings.Split(styled, "\n") {
+			plain = append(plain, cellText(styledCells(r)))
+		}
+		d, ok := (OpenCode{}).ParseDialog(strings.Join(plain, "\n"))
+		if !ok || len(d.Options) != 3 || d.Question != "Access external directory /var/tmp" {
+			t.Fatalf("%d: read %v %#v", i, ok, d)
+		}
+		sel, ok := (OpenCode{}).Selected(styled, d)
+		if !ok || sel != i+1 {
+			t.Fatalf("after %d Right presses: selected %d %v, want %d", i, sel, ok, i+1)
+		}
+		d.Selected = sel
+		want := [][]string{
+			{"enter", "right enter", "right right enter"},
+			{"left enter", "enter", "right enter"},
+			{"left left enter", "left enter", "enter"},
+		}[i]
+		for option := 1; option <= 3; option++ {
+			if got := strings.Join((OpenCode{}).AnswerKeys(d, option), " "); got != want[option-1] {
+				t.Errorf("from %d, option %d: keys %q, want %q", sel, option, got, want[option-1])
+			}
+		}
+		if _, ok := (OpenCode{}).Selected(strings.Join(plain, "\n"), d); ok {
+			t.Errorf("%d: a selection read off a screen without styles", i)
+		}
+	}
+}
+
 func screenOf(t *testing.T, kind, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", kind, name+".txt"))

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fleetd/fleetd/fakeapi"
+	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/internal/checkfor"
 	"github.com/fleetd/fleetd/leadshim"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -26,6 +28,10 @@ type dialogKind struct {
 	// call is the fake API's marker for the kind's shell tool.
 	call            func(command string) string
 	title, question string
+	// moves are the Right presses a person makes at the pane before the
+	// Yes and before the No is answered, for a dialog whose keys move a
+	// selection (OpenCode): the answer must choose what was asked.
+	moves [2]int
 }
 
 // A real Claude Code, Gemini CLI, Codex and OpenCode agent, asked by the
@@ -102,7 +108,7 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 		{agent: "d-1", role: "w-claude", call: claude, title: "Bash command", question: "Do you want to proceed?"},
 		{agent: "g-1", role: "w-gemini", call: gemini, title: "Shell touch ", question: "Allow execution of [Shell]?"},
 		{agent: "c-1", role: "w-codex", call: codex, question: "Would you like to run the following command?"},
-		{agent: "o-1", role: "w-oc", call: openCode, dir: t.TempDir(), title: "Permission required", question: "Access external directory "},
+		{agent: "o-1", role: "w-oc", call: openCode, dir: t.TempDir(), title: "Permission required", question: "Access external directory ", moves: [2]int{2, 1}},
 	} {
 		t.Run(k.role, func(t *testing.T) {
 			if out, err := fleet.cli(ctx, "answer", k.agent, "1"); err == nil || !strings.Contains(out, "no_dialog") {
@@ -124,6 +130,7 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 			if out, err := fleet.cli(ctx, "answer", k.agent, "9"); err == nil || !strings.Contains(out, "bad_option") {
 				t.Errorf("option 9 of %d: %v\n%s", len(d.Options), err, out)
 			}
+			moveSelection(t, ctx, fleet, k.agent, k.moves[0])
 			if out, err := fleet.cli(ctx, "answer", k.agent, "1", "--from", "ops"); err != nil || !strings.Contains(out, fmt.Sprintf("answered 1. %s to %q", d.Options[0], d.Question)) {
 				t.Fatalf("fleetd answer %s 1: %v\n%s", k.agent, err, out)
 			}
@@ -141,6 +148,7 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 			denied := filepath.Join(dir, k.agent+"-no")
 			done, d = ask(k, denied)
 			no := len(d.Options)
+			moveSelection(t, ctx, fleet, k.agent, k.moves[1])
 			if out, err := fleet.cli(ctx, "answer", k.agent, fmt.Sprint(no)); err != nil || !strings.Contains(out, fmt.Sprintf("answered %d. %s", no, d.Options[no-1])) {
 				t.Fatalf("fleetd answer %s %d: %v\n%s", k.agent, no, err, out)
 			}
@@ -172,6 +180,40 @@ func TestRealPermissionDialogsAnsweredRemotely(t *testing.T) {
 	if _, err := os.Stat(strict); err == nil {
 		t.Errorf("the command the policy denied ran")
 	}
+}
+
+// moveSelection presses Right n times at agent's pane, as a person would,
+// and waits until its OpenCode dialog shows the selection moved there.
+func moveSelection(t *testing.T, ctx context.Context, fleet *claudeFleet, agent string, n int) {
+	t.Helper()
+	if n == 0 {
+		return
+	}
+	pane := agentNamed(t, fleet, ctx, agent).Pane
+	hc := herdrapi.New(fleet.socket)
+	for range n {
+		if err := hc.SendKeys(ctx, pane, "right"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkfor.Eventually(t, 10*time.Second, 100*time.Millisecond, func() error {
+		r, err := hc.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible})
+		if err != nil {
+			return err
+		}
+		d, ok := herdrbridge.OpenCode{}.ParseDialog(r.Text)
+		if !ok {
+			return fmt.Errorf("no dialog on screen:\n%s", r.Text)
+		}
+		styled, err := hc.Read(ctx, herdrapi.ReadRequest{PaneID: pane, Source: herdrapi.SourceVisible, Format: herdrapi.FormatANSI, KeepANSI: true})
+		if err != nil {
+			return err
+		}
+		if sel, ok := (herdrbridge.OpenCode{}).Selected(styled.Text, d); !ok || sel != n+1 {
+			return fmt.Errorf("selected %d (%v), want %d", sel, ok, n+1)
+		}
+		return nil
+	})
 }
 
 // denies reports an option that refuses what the dialog asks, as the
