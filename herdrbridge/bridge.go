@@ -371,8 +371,13 @@ type agentState struct {
 // herdr names an agent in its pane, and has not refused agent.prompt for
 // it — unless the agent has no hooks, which leave no other way to know it
 // is idle.
-func (a *agentState) recognised() bool {
-	return a.label != "" && (!a.promptRefused || !a.sessionSeen)
+func (a *agentState) recognised() bool { return a.statuses().Recognised() }
+
+// statuses is what herdr and the hooks have said of the agent, as the
+// decision to type weighs it.
+func (a *agentState) statuses() Statuses {
+	return Statuses{Labelled: a.label != "", Refused: a.promptRefused, Herdr: a.status,
+		Hooked: a.sessionSeen, Hook: a.hookStatus, LazySession: a.kind().LazySession()}
 }
 
 // kind is the agent's room; one this fleetd does not know (registered by

@@ -248,6 +248,7 @@ type target struct {
 	pane, role, cwd string
 	lastSeq         uint64
 	recognised      bool // herdr will agent.prompt it
+	statuses        Statuses
 	freshView       bool
 	status          herdrapi.AgentStatus
 	hook            events.Status
@@ -286,6 +287,7 @@ func (b *Bridge) snapshot(agent string) (target, bool) {
 		pane: a.pane, role: a.role, cwd: cwd, lastSeq: a.lastSeq,
 		recognised: a.recognised(), freshView: a.fresh, status: a.status,
 		hook: a.hookStatus, clears: a.clears, attention: a.attention, hooked: a.sessionSeen, kind: a.kind(),
+		statuses: a.statuses(),
 	}, true
 }
 

@@ -1,6 +1,11 @@
 package herdrbridge
 
-import "time"
+import (
+	"time"
+
+	"github.com/fleetd/fleetd/events"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
+)
 
 // The bridge's time-dependent typing decisions, as functions of what was
 // seen and of the time given: the bridge calls them with its clock
@@ -16,6 +21,65 @@ const (
 	// DefaultAttentionAfter is BridgeConfig.AttentionAfter's default.
 	DefaultAttentionAfter = 10 * time.Second
 )
+
+// Statuses is what herdr and the agent's hooks have said of an agent:
+// the status half of the decision to type (Settle weighs the screen).
+type Statuses struct {
+	// Labelled: herdr names an agent in the pane. Refused: herdr refused
+	// agent.prompt for it (it is not the pane's foreground process).
+	Labelled, Refused bool
+	// Herdr is herdr's status of the pane's agent.
+	Herdr herdrapi.AgentStatus
+	// Hooked: the agent's hooks reported its session; Hook is their
+	// last status.
+	Hooked bool
+	Hook   events.Status
+	// LazySession: the kind starts its session (and its hooks) only
+	// with the first prompt.
+	LazySession bool
+}
+
+// Recognised reports whether herdr's word about the agent counts and it
+// is typed into with agent.prompt: herdr names an agent in its pane and
+// has not refused agent.prompt for it — unless the agent has no hooks,
+// which leave no other way to know it is idle.
+func (s Statuses) Recognised() bool { return s.Labelled && (!s.Refused || !s.Hooked) }
+
+// Why the statuses hold typing back (Statuses.Hold).
+const (
+	// HeldHerdrBehind: the hooks say the turn is over, herdr does not
+	// yet: its screen detection confirms idle only after a few checks,
+	// and its event comes up to a poll later still. Ask herdr now.
+	HeldHerdrBehind = "herdr_behind"
+	// HeldByHerdr: herdr, whose word counts, says working, blocked or
+	// unknown; its next event says when that ends.
+	HeldByHerdr = "herdr_busy"
+	// HeldByHooks: herdr does not recognise the agent, and its hooks say
+	// it works.
+	HeldByHooks = "hooks_busy"
+	// HeldNoWord: herdr does not recognise the agent and it has no
+	// hooks: nothing can say it is idle.
+	HeldNoWord = "no_word"
+)
+
+// Hold says why the statuses hold typing back, "" when they let the
+// agent be typed into (the screen decides then, Settle). A kind whose
+// session starts with the first prompt has no hooks before it: its empty
+// composer on screen is the sign.
+func (s Statuses) Hold() string {
+	recognised := s.Recognised()
+	switch {
+	case recognised && !s.Herdr.Ready() && s.Hooked && s.Hook.Ready():
+		return HeldHerdrBehind
+	case recognised && !s.Herdr.Ready():
+		return HeldByHerdr
+	case !recognised && s.Hooked && !s.Hook.Ready():
+		return HeldByHooks
+	case !recognised && !s.Hooked && !s.LazySession:
+		return HeldNoWord
+	}
+	return ""
+}
 
 // Look is what one look at the screen of an agent whose statuses say
 // idle decides (Settle): type now, call for a person, or look again.

@@ -67,3 +67,31 @@ func TestEnterAfterWaitsForTheTextThePauseOrTheTimeout(t *testing.T) {
 		}
 	}
 }
+
+// Hold: herdr's word counts for an agent it recognises, the hooks' for
+// one it does not; an agent with neither waits, unless its kind starts
+// its hooks with the first prompt; hooks that say idle before herdr does
+// send the bridge to ask herdr.
+func TestHoldTakesTheWordOfWhoeverCanSayTheAgentIsIdle(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		s    herdrbridge.Statuses
+		want string
+	}{
+		{"herdr recognises it, idle", herdrbridge.Statuses{Labelled: true, Herdr: "idle", Hooked: true, Hook: "working"}, ""},
+		{"herdr recognises it, done", herdrbridge.Statuses{Labelled: true, Herdr: "done"}, ""},
+		{"herdr recognises it, working", herdrbridge.Statuses{Labelled: true, Herdr: "working", Hooked: true, Hook: "working"}, herdrbridge.HeldByHerdr},
+		{"herdr recognises it, blocked, no hooks", herdrbridge.Statuses{Labelled: true, Herdr: "blocked"}, herdrbridge.HeldByHerdr},
+		{"the hooks say idle before herdr", herdrbridge.Statuses{Labelled: true, Herdr: "working", Hooked: true, Hook: "idle"}, herdrbridge.HeldHerdrBehind},
+		{"herdr refused agent.prompt: the hooks say idle", herdrbridge.Statuses{Labelled: true, Refused: true, Herdr: "working", Hooked: true, Hook: "idle"}, ""},
+		{"herdr refused agent.prompt: the hooks say working", herdrbridge.Statuses{Labelled: true, Refused: true, Herdr: "idle", Hooked: true, Hook: "working"}, herdrbridge.HeldByHooks},
+		{"herdr refused agent.prompt, no hooks: herdr's word", herdrbridge.Statuses{Labelled: true, Refused: true, Herdr: "working"}, herdrbridge.HeldByHerdr},
+		{"not recognised, hooks idle", herdrbridge.Statuses{Hooked: true, Hook: "idle"}, ""},
+		{"not recognised, no hooks", herdrbridge.Statuses{}, herdrbridge.HeldNoWord},
+		{"not recognised, no hooks before the first prompt", herdrbridge.Statuses{LazySession: true}, ""},
+	} {
+		if got := c.s.Hold(); got != c.want {
+			t.Errorf("%s: Hold() = %q, want %q", c.name, got, c.want)
+		}
+	}
+}

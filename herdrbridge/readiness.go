@@ -38,10 +38,9 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 		}
 		*tg = fresh
 	}
-	if tg.recognised && !tg.status.Ready() && tg.hooked && tg.hook.Ready() {
-		// The hooks say the turn is over; herdr's screen detection
-		// confirms idle only after a few checks, and its event comes up
-		// to a poll later still: ask it now rather than wait.
+	hold := tg.statuses.Hold()
+	if hold == HeldHerdrBehind {
+		// Ask herdr now rather than wait for its event.
 		if err := b.peek(ctx, tg.pane); err == nil {
 			if fresh, ok := b.snapshot(agent); ok {
 				*tg = fresh
@@ -51,17 +50,10 @@ func (b *Bridge) ready(ctx context.Context, agent string, tg *target) bool {
 			b.backoffFrom(agent, 20*time.Millisecond)
 			return false
 		}
+		hold = tg.statuses.Hold()
 	}
-	switch {
-	case tg.recognised && !tg.status.Ready():
-		return false // working, blocked or unknown: herdr's next event wakes us
-	case !tg.recognised && tg.hooked && !tg.hook.Ready():
-		return false // herdr does not see the agent, and its hooks say it works
-	case !tg.recognised && !tg.hooked && !tg.kind.LazySession():
-		// herdr does not see the agent: only its own hooks can say it
-		// is idle, and an agent without hooks cannot. (A kind whose
-		// session starts with the first prompt has no hooks before it:
-		// its empty composer on screen, read below, is the sign.)
+	if hold != "" {
+		// herdr's next event, or the hooks', wakes us.
 		return false
 	}
 	if shell, known := b.roots.showsShell(b.cfg.ProcRoot, b.client.Path(), tg.pane); known && shell {
