@@ -27,22 +27,30 @@
 // follows the plan key for key, every typing came after a look that said
 // ready, every attention about the screen after a look that said so.
 //
-// The bridge's timed decisions replay on a fake clock, the recording's
-// own times: each look the bridge took to decide on typing (a turn
-// waiting, none in flight) goes through herdrbridge.Settle, the typing
-// gate's decision (type; wait; call for a person — at once for a draft
+// The bridge's typing gate and its timed decisions replay on a fake
+// clock, the recording's own times: each look the bridge took to decide
+// on typing (a turn waiting, none in flight) goes through
+// herdrbridge.Settle (type; wait; call for a person — at once for a draft
 // or bash mode, for a missing prompt box only once it stayed away
-// AttentionAfter since the first look that missed it); each look while
-// Enter waits after the text, and each Enter (and the Left before it),
-// through herdrbridge.EnterAfter (the text landed, the fixed pause
-// passed, LandTimeout). The decisions hold them ("settle=", "enter=", a
-// line per Enter saying what let it go), and the checks: an attention
-// the gate did not call for yet, or one it called for that the bridge
-// did not record before its next look; an Enter before EnterAfter let it
-// go, or a look after it did. Recorded times are the proxy's and the
-// log's, a few milliseconds from the bridge's own reads of its clock: a
-// decision that changes within clockSlack of a recorded time is taken
-// either way.
+// AttentionAfter since the first look that missed it) and the statuses
+// so far through Statuses.Hold (what herdr's and the hooks' statuses
+// allow); each look while Enter waits after the text, and each Enter (and
+// the Left before it), through herdrbridge.EnterAfter (the text landed,
+// the fixed pause passed, LandTimeout). The decisions hold them
+// ("settle=", "statuses=", "enter=", a line per Enter saying what let it
+// go), and the checks: a typing the statuses held back; an attention the
+// gate did not call for yet, or one it called for that the bridge did not
+// record before its next look; an Enter before EnterAfter let it go, or a
+// look after it did. Recorded times are the proxy's and the log's, a few
+// milliseconds from the bridge's own reads of its clock: a decision that
+// changes within clockSlack of a recorded time is taken either way. The
+// statuses are folded from the log's status, session, registered and
+// deferred events and herdr's agent detections; a recording begins with
+// the agent idle and holds neither herdr's label of it nor what herdr and
+// its hooks said before it began, so each status it has not told is taken
+// both ways, and "statuses=" shows only where that decides (in today's
+// recordings, nowhere: the check bites when a recording tells, as the
+// altered ones in the tests do).
 //
 // Why at the function level and not the whole bridge on a fake clock: the
 // bridge's pacing comes from goroutines that wait on timers and channels
@@ -52,14 +60,12 @@
 // change across the engine, which other work shares. The decisions that
 // drift when a CLI changes (composer, readiness, landing, typing plan,
 // dialogs, bash mode, a dropped Enter, a clear) are pure functions of the
-// screen and the text, and the timed ones (Settle, EnterAfter) of those
-// and the time given, which the bridge takes from its clock and the
-// replay from the recording: they replay exactly and fast, and the
-// recorded keystrokes and events pin the engine's actions to them. Not
-// replayed: the status half of readiness (what herdr's and the hooks'
-// statuses allow), since a recording starts with the agent idle and
-// holds neither herdr's label of it nor whether herdr refused
-// agent.prompt for it before; the pacing of looks (backoff, Poll); and
+// screen and the text, and the typing gate's (Settle, Statuses.Hold,
+// EnterAfter) of those, the statuses and the time given, which the bridge
+// takes from its clock and the replay from the recording: they replay
+// exactly and fast, and the recorded keystrokes and events pin the
+// engine's actions to them. Not replayed: the pacing of looks (backoff,
+// Poll), StartupGrace (no scenario types before a session started), and
 // the timeouts no recorded scenario reaches (SubmitTimeout's Enter once
 // more, an EnterDropper's early Enter, the graces that settle a turn
 // whose reply never came).

@@ -2,11 +2,14 @@ package recording
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/herdrbridge"
+	"github.com/fleetd/fleetd/herdrbridge/herdrapi"
 	"github.com/fleetd/fleetd/lifecycle"
 )
 
@@ -92,6 +95,7 @@ var epoch = time.Unix(0, 0).UTC()
 // pane (herdrbridge.Settle): the memory of looks without a prompt box,
 // and the last look that decided on typing.
 type settling struct {
+	hold       string // what the statuses said at the last look (replayer.hold)
 	noBoxSince time.Time
 	last       herdrbridge.Look
 	read       int
@@ -126,6 +130,12 @@ type replayer struct {
 	// gate called for that the log does not show yet.
 	attention string
 	owed      *owed
+	// statuses is what herdr and the hooks said of the agent as the
+	// recording tells it; known marks what it told (what was said before
+	// it began is not in it), statusAt when the last of it came.
+	statuses herdrbridge.Statuses
+	known    struct{ labelled, refused, herdr, hooked, hook bool }
+	statusAt time.Time
 	// run is the line of the reads that said the same thing, not yet
 	// written.
 	run struct {
@@ -145,9 +155,20 @@ type replayer struct {
 func Replay(k herdrbridge.Kind, r *Recording) Result {
 	p := &replayer{k: k, r: r, texts: map[string]string{}, cmds: map[string]string{}, typings: map[string]*typing{}, verdict: map[string]string{},
 		queued: map[string]bool{}, settle: map[string]*settling{}}
+	p.statuses.LazySession = k.LazySession()
 	for i, st := range r.Steps {
 		p.now = epoch.Add(time.Duration(st.At) * time.Millisecond)
 		switch st.Op {
+		case OpHerdr:
+			if st.Event == "pane_agent_detected" {
+				// herdr names the agent in the pane, or no longer; one it
+				// names again takes agent.prompt again.
+				p.statuses.Labelled, p.known.labelled = st.State != "", true
+				if st.State != "" {
+					p.statuses.Refused, p.known.refused = false, true
+				}
+				p.statusAt = p.now
+			}
 		case OpRead:
 			p.read(st)
 		case OpInput, OpKeys, OpPrompt:
@@ -202,6 +223,12 @@ func (p *replayer) read(st Step) {
 	parts := []string{st.Pane + ":", "composer=" + describe(c), "→", v}
 	t := p.typings[st.Pane]
 	if len(p.queued) > 0 && p.inFlight == "" && !t.pending() {
+		// What the statuses say goes in when the recording tells it: most
+		// begin with the agent idle, what herdr and its hooks said of it
+		// before not in them.
+		if hold := p.hold(); hold != "?" {
+			parts = append(parts, "statuses="+hold)
+		}
 		parts = append(parts, "settle="+p.look(st.Pane, v))
 	} else if s := p.settle[st.Pane]; s != nil {
 		s.looked = false
@@ -240,11 +267,8 @@ func (p *replayer) read(st Step) {
 // gate calls for that the log does not hold yet is owed: the bridge
 // records it before it looks again.
 func (p *replayer) look(pane, verdict string) string {
-	s := p.settle[pane]
-	if s == nil {
-		s = &settling{}
-		p.settle[pane] = s
-	}
+	s := p.settling(pane)
+	s.hold = p.hold()
 	since := s.noBoxSince
 	l := herdrbridge.Settle(verdict, since, p.now, herdrbridge.DefaultAttentionAfter)
 	s.noBoxSince, s.last, s.read, s.at, s.looked = l.NoBoxSince, l, p.reads, p.now, true
@@ -259,6 +283,83 @@ func (p *replayer) look(pane, verdict string) string {
 		return "attention(" + l.Attention + ")"
 	}
 	return "wait"
+}
+
+func (p *replayer) settling(pane string) *settling {
+	s := p.settle[pane]
+	if s == nil {
+		s = &settling{}
+		p.settle[pane] = s
+	}
+	return s
+}
+
+// hold is what the statuses say of typing now (herdrbridge.Statuses.Hold)
+// for every way the recording can have begun: each status it has not
+// told yet is taken both ways. "open": they let the agent be typed into
+// whatever was said before; "held(reason)": they hold it back whatever
+// was; "?": that depends on what was said before the recording began.
+// A status that came within clockSlack of the look may have come after
+// the bridge's decision: then it says "?" rather than held.
+func (p *replayer) hold() string {
+	bools := func(known, v bool) []bool {
+		if known {
+			return []bool{v}
+		}
+		return []bool{false, true}
+	}
+	herdr := []herdrapi.AgentStatus{p.statuses.Herdr}
+	if !p.known.herdr {
+		herdr = []herdrapi.AgentStatus{herdrapi.StatusIdle, herdrapi.StatusWorking}
+	}
+	hook := []events.Status{p.statuses.Hook}
+	if !p.known.hook {
+		hook = []events.Status{events.StatusIdle, events.StatusWorking}
+	}
+	reasons := map[string]bool{}
+	for _, labelled := range bools(p.known.labelled, p.statuses.Labelled) {
+		for _, refused := range bools(p.known.refused, p.statuses.Refused) {
+			for _, hooked := range bools(p.known.hooked, p.statuses.Hooked) {
+				for _, h := range herdr {
+					for _, k := range hook {
+						s := herdrbridge.Statuses{Labelled: labelled, Refused: refused, Herdr: h, Hooked: hooked, Hook: k, LazySession: p.statuses.LazySession}
+						reasons[s.Hold()] = true
+					}
+				}
+			}
+		}
+	}
+	switch {
+	case len(reasons) == 1 && reasons[""]:
+		return "open"
+	case reasons[""] || p.now.Sub(p.statusAt) < clockSlack:
+		return "?"
+	}
+	held := slices.Sorted(maps.Keys(reasons))
+	return "held(" + strings.Join(held, "|") + ")"
+}
+
+// status folds one status event of the log into what the recording
+// tells of the agent's statuses, as the bridge folds it (Bridge.apply,
+// Bridge.observe).
+func (p *replayer) status(st Step) {
+	status, _ := st.Data["status"].(string)
+	source, _ := st.Data["source"].(string)
+	switch source {
+	case "herdr":
+		p.statuses.Herdr, p.known.herdr = herdrapi.AgentStatus(status), true
+	case "hook":
+		p.statuses.Hook, p.known.hook = events.Status(status), true
+	case herdrbridge.StatusSourceScreen:
+		// A dialog answered No stopped the turn: the hooks' last word
+		// (blocked, or working) is over.
+		if p.known.hook && events.Status(status) == events.StatusIdle && (p.statuses.Hook == events.StatusBlocked || p.statuses.Hook == events.StatusWorking) {
+			p.statuses.Hook = events.StatusIdle
+		}
+	default:
+		return
+	}
+	p.statusAt = p.now
 }
 
 // owed is an attention the typing gate called for at a look.
@@ -303,6 +404,17 @@ func (p *replayer) landing(t *typing, g gate, screen string) string {
 		t.want = t.got
 	}
 	return v
+}
+
+// told is a status as the recording tells it.
+func (p *replayer) told(known bool, status string) string {
+	switch {
+	case !known:
+		return "not in the recording"
+	case status == "":
+		return "none yet"
+	}
+	return status
 }
 
 // describe names what a composer holds.
@@ -388,10 +500,24 @@ func (p *replayer) log(st Step) {
 		p.queued[st.Turn] = true
 	case "typed":
 		p.typed(st)
+	case "registered":
+		// A new pane: herdr's view of it starts afresh, and the session
+		// with the hooks' report of it (Bridge.apply).
+		p.statuses.Labelled, p.statuses.Herdr, p.statuses.Hooked = false, "", false
+		p.statuses.Refused, _ = st.Data["sandbox"].(bool)
+		p.known.labelled, p.known.herdr, p.known.hooked, p.known.refused = true, true, true, true
+		p.statusAt = p.now
+	case "status":
+		p.status(st)
 	case "deferred":
 		// herdr refused it having typed nothing: back at the head of the
-		// queue.
+		// queue; refused agent.prompt, the agent is typed into as one
+		// herdr does not recognise.
 		p.queued[st.Turn] = true
+		if reason, _ := st.Data["reason"].(string); reason == "agent_not_ready" || reason == "agent_not_found" {
+			p.statuses.Refused, p.known.refused = true, true
+			p.statusAt = p.now
+		}
 		if p.inFlight == st.Turn {
 			p.inFlight = ""
 		}
@@ -410,6 +536,8 @@ func (p *replayer) log(st Step) {
 	case "session":
 		if state, _ := st.Data["state"].(string); state == "started" {
 			p.attention = "" // the bridge forgets it with the old session
+			p.statuses.Hooked, p.known.hooked = true, true
+			p.statusAt = p.now
 		}
 	case "attention":
 		// An attention names no pane: it is about the agent's, the last
@@ -445,6 +573,9 @@ func (p *replayer) typed(st Step) {
 	p.inFlight = st.Turn
 	if s := p.settle[pane]; s == nil || !s.looked || !s.last.Type {
 		p.problem("turn %s: typed into %s after a look that said %q, not ready", st.Turn, pane, p.verdict[pane])
+	} else if strings.HasPrefix(s.hold, "held") {
+		p.problem("turn %s: typed into %s while the statuses said %s (Statuses.Hold): herdr's last word %s, the hooks' %s",
+			st.Turn, pane, s.hold, p.told(p.known.herdr, string(p.statuses.Herdr)), p.told(p.known.hook, string(p.statuses.Hook)))
 	}
 	var plan herdrbridge.Plan
 	if cmd := p.cmds[st.Turn]; cmd != "" {

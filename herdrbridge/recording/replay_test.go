@@ -268,6 +268,31 @@ func TestAnAlteredTimingFailsTheReplayNamingTheDecision(t *testing.T) {
 			"+ reads 4-5 pane-1:",
 			"turn <ulid-1>: read 4 said landed 24ms after the text (EnterAfter), and the bridge looked again (read 5) instead of pressing Enter",
 		},
+	}, {
+		name: "the statuses of the agent's own turn came before it was typed",
+		kind: "claude", scenario: "dialog",
+		alter: func(t *testing.T, rec *recording.Recording) {
+			typed := stepIndex(t, rec, 0, "typing", func(st recording.Step) bool { return st.Op == recording.OpLog && st.Event == "typed" })
+			look := readBefore(t, rec, readBefore(t, rec, typed)) // the first of the two looks before it
+			// herdr's and the hook's "working", moved half a second
+			// before the looks that decided on typing.
+			var moved []recording.Step
+			for _, source := range []string{"hook", "herdr"} {
+				i := stepIndex(t, rec, typed, source+"'s working", func(st recording.Step) bool {
+					return st.Op == recording.OpLog && st.Event == "status" && st.Data["source"] == source && st.Data["status"] == "working"
+				})
+				st := rec.Steps[i]
+				st.At = rec.Steps[look].At - 500
+				moved = append(moved, st)
+				rec.Steps = slices.Delete(rec.Steps, i, i+1)
+			}
+			rec.Steps = slices.Insert(rec.Steps, look, moved...)
+		},
+		want: []string{
+			"+ reads 11-12 pane-1: composer=empty → ready statuses=held(",
+			"turn <ulid-5>: typed into pane-1 while the statuses said held(" + herdrbridge.HeldByHerdr,
+			"herdr's last word working, the hooks' working",
+		},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			rec := loadScenario(t, c.kind, c.scenario)
