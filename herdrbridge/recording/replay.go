@@ -571,9 +571,12 @@ func (p *replayer) typed(st Step) {
 	}
 	delete(p.queued, st.Turn)
 	p.inFlight = st.Turn
-	if s := p.settle[pane]; s == nil || !s.looked || !s.last.Type {
+	// The look before the typing is the gate's when the recording holds
+	// the turn's queueing; else its verdict alone.
+	gated := p.settle[pane] != nil && p.settle[pane].looked
+	if s := p.settle[pane]; p.verdict[pane] != herdrbridge.ScreenReady || gated && !s.last.Type {
 		p.problem("turn %s: typed into %s after a look that said %q, not ready", st.Turn, pane, p.verdict[pane])
-	} else if strings.HasPrefix(s.hold, "held") {
+	} else if gated && strings.HasPrefix(s.hold, "held") {
 		p.problem("turn %s: typed into %s while the statuses said %s (Statuses.Hold): herdr's last word %s, the hooks' %s",
 			st.Turn, pane, s.hold, p.told(p.known.herdr, string(p.statuses.Herdr)), p.told(p.known.hook, string(p.statuses.Hook)))
 	}
