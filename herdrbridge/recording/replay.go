@@ -226,10 +226,11 @@ func (p *replayer) read(st Step) {
 		// What the statuses say goes in when the recording tells it: most
 		// begin with the agent idle, what herdr and its hooks said of it
 		// before not in them.
-		if hold := p.hold(); hold != "?" {
+		hold := p.hold()
+		if hold != "?" {
 			parts = append(parts, "statuses="+hold)
 		}
-		parts = append(parts, "settle="+p.look(st.Pane, v))
+		parts = append(parts, "settle="+p.look(st.Pane, v, hold))
 	} else if s := p.settle[st.Pane]; s != nil {
 		s.looked = false
 	}
@@ -262,13 +263,14 @@ func (p *replayer) read(st Step) {
 }
 
 // look takes a look the bridge took to decide on typing through its
-// typing gate (herdrbridge.Settle) at the recorded time, and says what
-// the gate decided: type, wait, or call for a person. An attention the
-// gate calls for that the log does not hold yet is owed: the bridge
-// records it before it looks again.
-func (p *replayer) look(pane, verdict string) string {
+// typing gate (herdrbridge.Settle) at the recorded time, keeps what the
+// statuses said then (hold), and says what the gate decided: type, wait,
+// or call for a person. An attention the gate calls for that the log
+// does not hold yet is owed: the bridge records it before it looks
+// again.
+func (p *replayer) look(pane, verdict, hold string) string {
 	s := p.settling(pane)
-	s.hold = p.hold()
+	s.hold = hold
 	since := s.noBoxSince
 	l := herdrbridge.Settle(verdict, since, p.now, herdrbridge.DefaultAttentionAfter)
 	s.noBoxSince, s.last, s.read, s.at, s.looked = l.NoBoxSince, l, p.reads, p.now, true
@@ -297,8 +299,9 @@ func (p *replayer) settling(pane string) *settling {
 // hold is what the statuses say of typing now (herdrbridge.Statuses.Hold)
 // for every way the recording can have begun: each status it has not
 // told yet is taken both ways. "open": they let the agent be typed into
-// whatever was said before; "held(reason)": they hold it back whatever
-// was; "?": that depends on what was said before the recording began.
+// whatever was said before; "held(reasons)": they hold it back whatever
+// was, for these reasons; "?": that depends on what was said before the
+// recording began.
 // A status that came within clockSlack of the look may have come after
 // the bridge's decision: then it says "?" rather than held.
 func (p *replayer) hold() string {
