@@ -257,11 +257,13 @@ func (b *Bridge) settled(ctx context.Context, agent string, ack events.Ack, err 
 // once the agent is idle again with an empty box — and, for /clear and
 // /compact by an agent with hooks, once its hooks report the session that
 // command starts. The box is read with backoff, a few times per command.
-// A command that leaves a dialog or menu up past SubmitTimeout while the
-// agent is idle (not working) fails, the dialog closed (recoverComposer).
+// A command that leaves a dialog or menu up past SubmitTimeout (at most
+// commandDialogWait) while the agent is idle (not working) fails, the
+// dialog closed (recoverComposer).
 func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 	start := b.cfg.Now()
 	deadline := start.Add(b.cfg.SubmitTimeout)
+	dialogAt := start.Add(min(b.cfg.SubmitTimeout, commandDialogWait))
 	poll := b.cfg.Poll
 	for f, now := range b.whileTyped(ctx, agent, turn) {
 		t := f.turn
@@ -282,7 +284,7 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 		case now.Sub(start) > b.cfg.CommandTimeout:
 			ack, err = b.append(ctx, agent, turn, events.AgentFailed{Reason: events.ReasonIndeterminate,
 				Message: fmt.Sprintf("the command did not complete within %s", b.cfg.CommandTimeout)}, guard(agent, f.lastSeq))
-		case now.After(deadline) && rerr == nil && !c.Visible && idle && !b.busy(agent) && !f.kind.Working(r.Text):
+		case now.After(dialogAt) && rerr == nil && !c.Visible && idle && !b.busy(agent) && !f.kind.Working(r.Text):
 			// A command that opened a dialog or menu (/help, a picker)
 			// waits for a person's key: fleetd cannot answer it, and it
 			// must not wedge the next turn. Close it, and say so.
@@ -308,6 +310,14 @@ func (b *Bridge) resolveCommand(ctx context.Context, agent, turn string) {
 		b.settled(ctx, agent, ack, err)
 	}
 }
+
+// commandDialogWait bounds how long a command may keep the prompt box
+// away while its agent is idle and shows no work before it is taken for
+// a dialog or menu that waits for a person (/help, a picker). A host
+// slow enough to raise SubmitTimeout is given up to this, not more: the
+// answer is a failure either way, and the lead need not wait for it as
+// long as for a submission's proof.
+const commandDialogWait = 10 * time.Second
 
 // commandDone reports whether what the agent showed since the command was
 // typed completes it: /clear and /compact start a session (an agent with
