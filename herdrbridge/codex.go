@@ -63,6 +63,9 @@ func (Codex) ParseComposer(screen string) Composer {
 	if status < 0 || len(rows)-status > 3 {
 		return Composer{}
 	}
+	if codexPicker(rows[start], rows[status]) {
+		return Composer{}
+	}
 	c := Composer{Visible: true, Bash: strings.HasPrefix(rows[start], "!")}
 	if c.Bash || !strings.Contains(strings.Join(rows[status:], "\n"), "? for shortcuts") {
 		c.Text = strings.TrimSpace(strings.Join(text, "\n"))
@@ -73,6 +76,19 @@ func (Codex) ParseComposer(screen string) Composer {
 		}
 	}
 	return c
+}
+
+// codexPicker reports one of Codex's selection lists where the composer
+// was (/permissions, measured with 0.169.0): "› 1. Ask for approval
+// (current)" at the selected entry, the others below it indented, and
+// under them a row of its keys ("enter select · esc back") where the
+// composer has its status row. Read as a composer, the list looked like
+// a draft, and recovery pressed the draft's Ctrl-C, not the Escape that
+// closes it. A draft of numbered rows keeps the status row under it.
+func codexPicker(first, below string) bool {
+	entry := strings.TrimLeft(strings.TrimPrefix(first, codexPrompt), " ")
+	digits := len(entry) - len(strings.TrimLeft(entry, "0123456789"))
+	return digits > 0 && strings.HasPrefix(entry[digits:], ". ") && strings.Contains(below, "esc ")
 }
 
 // Working reports "esc to interrupt" at the bottom of the screen.

@@ -23,6 +23,10 @@ func TestCodexComposerOnItsRealScreens(t *testing.T) {
 		{"slash-popup", Composer{Visible: true, Text: "/"}, false},
 		{"slash-after-esc", Composer{Visible: true, Text: "/"}, false},
 		{"at-popup", Composer{Visible: true, Text: "@"}, false},
+		// /permissions' picker where the composer was (recorded in
+		// recording/testdata/codex/0.169.0/dialog): no prompt box, so
+		// recovery presses Escape, which closes it.
+		{"permissions-picker", Composer{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -37,6 +41,11 @@ func TestCodexComposerOnItsRealScreens(t *testing.T) {
 				t.Errorf("Working = %v, want %v", got, tt.working)
 			}
 		})
+	}
+	// A draft of numbered rows stays a draft: the status row is under it.
+	numbered := "› 1. first\n  2. second\n\n  fake-model default · /tmp/cx/work\n"
+	if got, want := (Codex{}).ParseComposer(numbered), (Composer{Visible: true, Text: "1. first\n2. second"}); got != want {
+		t.Errorf("a numbered draft read as %+v, want %+v", got, want)
 	}
 	if got := (Codex{}).ParseComposer("$ "); got.Visible {
 		t.Errorf("a shell prompt read as Codex's composer: %+v", got)
