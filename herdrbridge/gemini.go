@@ -3,6 +3,7 @@ package herdrbridge
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -120,7 +121,9 @@ func (Gemini) Working(screen string) bool {
 // (drawing the reply, running the AfterAgent or SessionStart hook) left
 // the text in the composer: Gemini reads an Enter within 40 ms of a paste
 // (as it sees time, with its render behind) as a newline. fleetd types
-// only once that row is gone.
+// only once the turn's "(esc to cancel" is gone and the row names no
+// hook but fleetd's own turn hooks (geminiTurnHooksLinger): waiting out
+// the whole 3 s held every Gemini turn after another that long.
 func geminiBusy(rows []string) bool {
 	status := ""
 	for i := len(rows) - 1; i >= 0 && i >= len(rows)-10; i-- {
@@ -138,7 +141,40 @@ func geminiBusy(rows []string) bool {
 		status = rows[len(rows)-1] // no rule: the row above the composer
 	}
 	status = strings.ToLower(status)
-	return strings.Contains(status, "(esc to cancel") || strings.Contains(status, "executing hook")
+	if strings.Contains(status, "(esc to cancel") {
+		return true
+	}
+	return strings.Contains(status, "executing hook") && !geminiTurnHooksLinger(status)
+}
+
+// geminiTurnHooks are the hooks fleetd runs at a turn's start and end
+// (BeforeAgent, AfterAgent), as Gemini names them in its status row.
+var geminiTurnHooks = []string{"fleetd-user-prompt-submit", "fleetd-stop"}
+
+// geminiTurnHooksLinger reports a status row (lower case) that names only
+// fleetd's own turn hooks, with no turn at work ("(esc to cancel" gone):
+// Gemini keeps a hook's name up 3 s from its start whatever it does, and
+// fleetd's hooks end in milliseconds, so the row outlives them and the
+// turn. (A session's hooks, after a /clear, still hold: a prompt pasted
+// under them was lost whole.)
+func geminiTurnHooksLinger(status string) bool {
+	_, names, ok := strings.Cut(status, ":")
+	if !ok {
+		return false
+	}
+	if i := strings.Index(names, "  "); i >= 0 {
+		names = names[:i] // the hints at the row's right
+	}
+	for _, n := range strings.Split(names, ",") {
+		n = strings.TrimSpace(n)
+		if j := strings.Index(n, " ("); j >= 0 {
+			n = n[:j] // "(1/2)"
+		}
+		if !slices.Contains(geminiTurnHooks, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // EnterAgainAfter: a second after the typing. Measured with 0.61.0 on a

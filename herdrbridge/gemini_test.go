@@ -13,6 +13,36 @@ import (
 // The screens are the real Gemini CLI 0.61.0's (tmux capture-pane,
 // 120×40; the truecolor ones with COLORTERM=truecolor, which frames the
 // composer).
+// Gemini's row of hooks holds typing unless it names only fleetd's own
+// turn hooks with no turn at work: a hook at work ("(esc to cancel"),
+// another's hook, or a session's hooks (after a /clear, a prompt pasted
+// under them was lost whole) hold it.
+func TestGeminiHookRowHoldsTypingUnlessOnlyFleetdsTurnHooksLinger(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "gemini", "submitted-hooks.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lingering = "Executing Hooks: fleetd-user-prompt-submit, fleetd-stop"
+	if !strings.Contains(string(b), lingering) {
+		t.Fatalf("the screen has no %q row", lingering)
+	}
+	for row, busy := range map[string]bool{
+		lingering:                     false,
+		"Executing Hook: fleetd-stop": false,
+		"Executing Hooks: fleetd-stop (1/2), fleetd-stop (2/2)":     false,
+		"⠴ Executing Hook: fleetd-stop (esc to cancel, 1s)":         true,
+		"Executing Hooks: fleetd-session-end, fleetd-session-start": true,
+		"Executing Hook: my-linter":                                 true,
+		"Executing Hooks: fleetd-stop, my-linter":                   true,
+	} {
+		screen := strings.Replace(string(b), lingering, row, 1)
+		c := (Gemini{}).ParseComposer(screen)
+		if got := (Gemini{}).Working(screen); got != busy || c.Visible == busy {
+			t.Errorf("%q: working %v, composer %+v; want busy %v", row, got, c, busy)
+		}
+	}
+}
+
 func TestGeminiComposerOnItsRealScreens(t *testing.T) {
 	tests := []struct {
 		file    string
@@ -27,6 +57,9 @@ func TestGeminiComposerOnItsRealScreens(t *testing.T) {
 		// composer on screen drops an Enter, so it is no composer yet.
 		{"working", Composer{}, true},
 		{"hook-after-reply", Composer{}, true},
+		// Only fleetd's own turn hooks still named, no turn at work: the
+		// row outlives them (a mixed fleet's Gemini, after its reply).
+		{"submitted-hooks", Composer{Visible: true}, false},
 		{"draft", Composer{Visible: true, Text: "a draft\nof two lines"}, false},
 		{"truecolor-empty", Composer{Visible: true}, false},
 		{"truecolor-draft", Composer{Visible: true, Text: "a draft\nof two lines"}, false},
