@@ -165,14 +165,21 @@ func geminiTurnHooksLinger(status string) bool {
 	if i := strings.Index(names, "  "); i >= 0 {
 		names = names[:i] // the hints at the row's right
 	}
-	for _, n := range strings.Split(names, ",") {
+	list := strings.Split(names, ",")
+	for i, n := range list {
 		n = strings.TrimSpace(n)
 		if j := strings.Index(n, " ("); j >= 0 {
 			n = n[:j] // "(1/2)"
 		}
-		if !slices.Contains(geminiTurnHooks, n) {
-			return false
+		if slices.Contains(geminiTurnHooks, n) {
+			continue
 		}
+		// Turns in quick succession pile their hooks' names up past the
+		// row's end, which cuts the last one short.
+		if i == len(list)-1 && n != "" && slices.ContainsFunc(geminiTurnHooks, func(h string) bool { return strings.HasPrefix(h, n) }) {
+			continue
+		}
+		return false
 	}
 	return true
 }

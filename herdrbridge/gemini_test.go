@@ -34,6 +34,9 @@ func TestGeminiHookRowHoldsTypingUnlessOnlyFleetdsTurnHooksLinger(t *testing.T) 
 		"Executing Hooks: fleetd-session-end, fleetd-session-start": true,
 		"Executing Hook: my-linter":                                 true,
 		"Executing Hooks: fleetd-stop, my-linter":                   true,
+		// Names piled up past the row's end (turns in quick succession).
+		"Executing Hooks: fleetd-user-prompt-submit, fleetd-stop, fleetd-user-prompt-submit, fleetd-stop, fleetd-user-prompt-su": false,
+		"Executing Hooks: fleetd-stop, my-lin": true,
 	} {
 		screen := strings.Replace(string(b), lingering, row, 1)
 		c := (Gemini{}).ParseComposer(screen)
