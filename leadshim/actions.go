@@ -213,10 +213,15 @@ func (s *Server) cancelTurn(ctx context.Context, id, by string) (Cancelled, *api
 		if t2, ok, err := s.cfg.Views.Turn(ctx, id); err != nil || !ok || t2.State != lifecycle.StateQueued || t2.Agent != t.Agent {
 			continue // it moved while the log was read: look again
 		}
-		_, err = s.cfg.Log.Append(ctx, events.Event{Subject: t.Agent, Source: s.source, CorrelationID: id,
+		ack, err := s.cfg.Log.Append(ctx, events.Event{Subject: t.Agent, Source: s.source, CorrelationID: id,
 			Data: events.AgentFailed{Reason: events.ReasonCancelled, Message: "cancelled by " + by}}, events.ExpectLastSeqFor(last, all))
 		switch {
 		case err == nil:
+			// Read-your-writes: a GET of the turn after the answer shows
+			// it cancelled.
+			if err := s.cfg.Views.WaitSeq(ctx, ack.Seq); err != nil {
+				return Cancelled{}, fail(http.StatusServiceUnavailable, "unavailable", "the cancel is in the log (#%d), the views not yet: %v", ack.Seq, err)
+			}
 			return Cancelled{ID: id, Agent: t.Agent, By: by}, nil
 		case errors.Is(err, events.ErrConcurrency):
 			continue
@@ -268,13 +273,15 @@ func (s *Server) cancelUnassigned(ctx context.Context, t lifecycle.Turn, by stri
 			return Cancelled{}, false, e
 		}
 		return Cancelled{}, false, fail(http.StatusServiceUnavailable, "nats_unavailable", "%v", err)
-	case ack.Duplicate:
-		// The log holds an event with this id already: the router's
-		// assignment (then the turn is an agent's: look again), or this
-		// cancel stored once by a retry. The views tell which.
-		if err := s.cfg.Views.WaitSeq(ctx, ack.Seq); err != nil {
-			return unavailable(err)
-		}
+	}
+	// The views tell what the log holds — read-your-writes for the
+	// caller, and for a Duplicate which event has this id: the router's
+	// assignment (the turn is an agent's: look again), or this cancel
+	// stored once by a retry.
+	if err := s.cfg.Views.WaitSeq(ctx, ack.Seq); err != nil {
+		return unavailable(err)
+	}
+	if ack.Duplicate {
 		if t, ok, err := s.cfg.Views.Turn(ctx, t.ID); err != nil || !ok || t.Reason != events.ReasonCancelled || t.Agent != "" {
 			return Cancelled{}, false, nil
 		}
