@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,6 +166,10 @@ type leadCall struct {
 	// Get, when set, is a URL the lead GETs instead of sending Msg: a
 	// request with no work behind it, the floor of the lead's hop.
 	Get string `json:"get,omitempty"`
+	// Post, when set, is a URL the lead POSTs Msg to, as JSON, instead of
+	// the shim's /message (the null turn's handler), reading the answer
+	// whole.
+	Post string `json:"post,omitempty"`
 }
 
 type leadAnswer struct {
@@ -202,9 +207,12 @@ func ServeLead(ctx context.Context, url, token string, in io.Reader, out io.Writ
 		wg.Go(func() {
 			a := leadAnswer{ID: c.ID, Start: time.Now().UnixNano()}
 			var err error
-			if c.Get != "" {
+			switch {
+			case c.Get != "":
 				err = get(ctx, plain, c.Get)
-			} else {
+			case c.Post != "":
+				err = postJSON(ctx, plain, c.Post, c.Msg)
+			default:
 				err = client.Do(ctx, http.MethodPost, "/message", c.Msg, &a.Env)
 			}
 			a.End = time.Now().UnixNano()
@@ -216,6 +224,27 @@ func ServeLead(ctx context.Context, url, token string, in io.Reader, out io.Writ
 			_ = enc.Encode(a)
 		})
 	}
+}
+
+// postJSON POSTs v as JSON to url, as the shim's client does, and reads
+// the answer whole.
+func postJSON(ctx context.Context, c *http.Client, url string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	_, err = io.ReadAll(res.Body)
+	return err
 }
 
 // get reads url's answer whole.
@@ -279,6 +308,13 @@ func (l *leadProc) read(out io.Reader) {
 // its answer was read.
 func (l *leadProc) send(ctx context.Context, m leadshim.Message) (leadshim.Envelope, time.Time, time.Time, error) {
 	return l.call(ctx, leadCall{Msg: m})
+}
+
+// post has the lead POST m to url (postJSON) and returns when, by the
+// lead's clock, the request started and its answer was read.
+func (l *leadProc) post(ctx context.Context, url string, m leadshim.Message) (time.Time, time.Time, error) {
+	_, start, end, err := l.call(ctx, leadCall{Msg: m, Post: url})
+	return start, end, err
 }
 
 // get has the lead GET url and returns when, by the lead's clock, the

@@ -43,7 +43,7 @@ func TestBenchPrintsEveryRow(t *testing.T) {
 	out, rep := runBench(t, "--quick", "--json", "--size", "tiny", "--kinds", "none")
 	want := []string{
 		"whole turn: sim-agent", "agent floor, do-nothing hooks: sim-agent", "agent floor, do-nothing hooks, Enter after herdr's pause: sim-agent", "events per turn: sim-agent", "herdr screen reads per turn, time: sim-agent", "completion:",
-		"fabric overhead per turn", "fabric overhead over its hops", "log hop:", "process hop: log hop after a pause", "process hop: HTTP request", "process hop: herdr call", "whole turn: real Claude Code", "whole turn: real Codex", "whole turn: real Gemini CLI", "whole turn: real OpenCode", "whole turn: real Pi", "fan-out:", "hook:",
+		"fabric overhead per turn", "fabric overhead over its hops", "null turn:", "log hop:", "process hop: log hop after a pause", "process hop: HTTP request", "process hop: herdr call", "whole turn: real Claude Code", "whole turn: real Codex", "whole turn: real Gemini CLI", "whole turn: real OpenCode", "whole turn: real Pi", "fan-out:", "hook:",
 		"fan-out: CPU per turn, the gateway", "fan-out: CPU per turn, the agents' hooks", "fan-out: CPU per turn, not fleetd",
 		"append: Log.Append,", "append: Log.AppendBatch,", "append: Log.AppendMany", "append: Log.AppendBatch vs raw atomic batch", "rebuild: projection fold", "roster: GET /roster",
 		"roster: Views.Roster,", "roster: Views.Roster after a change", "memory: gateway RSS", "memory: heap after", "restart: fleetd up ready",
