@@ -302,8 +302,10 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	var spawner leadshim.Spawner
 	var sessions orchestrator.Spawner
 	var agents leadshim.Agents
+	var expect func(string)
 	if g.spawner != nil {
 		spawner, sessions, agents = &ShimSpawner{Sessions: g.spawner}, g.spawner, &ShimAgents{Sessions: g.spawner}
+		expect = g.spawner.Bridge.Expect
 	}
 	runner, err := orchestrator.NewRunner(orchestrator.RunnerConfig{Log: g.Log, Views: g.Views, Spawner: sessions, Budgets: budgets, Logger: g.log})
 	if err != nil {
@@ -312,7 +314,7 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	}
 	g.goRun("job runner", runner.Run, runCtx)
 	g.shim, err = leadshim.New(leadshim.Config{
-		Inbox: g.Inboxes, Dashboard: g.Dashboard, Spawner: spawner, Agents: agents, Jobs: ShimJobs{Runner: runner},
+		Inbox: g.Inboxes, Dashboard: g.Dashboard, Spawner: spawner, Agents: agents, Jobs: ShimJobs{Runner: runner}, Expect: expect,
 		Addr: g.cfg.HTTP, Listener: ln, Token: g.cfg.Token, TLS: shimTLS, Log: g.Log, Views: g.Views, Roles: g.Roles, Budgets: budgets,
 		NC: g.nc, Logger: g.log, Host: host, Collectors: g.herdrMetrics.Collectors(), MaxText: g.cfg.MaxText,
 		MaxEventReaders: g.cfg.MaxEventReaders, MaxConns: g.cfg.MaxConns, Health: g.Health,

@@ -270,6 +270,13 @@ type agentState struct {
 	// lastSeq is the stream sequence of the aggregate's last event: the
 	// expected-last-sequence of the next guarded append.
 	lastSeq uint64
+	// wakes counts wakeLocked: every change of the agent's state wakes
+	// it, so an unchanged count says nothing changed (lookedFor).
+	wakes uint64
+	// expecting: a turn is about to be queued here (Expect); look is the
+	// look at the screen taken for it ahead (preLookFor).
+	expecting bool
+	look      preLook
 
 	// What herdr showed in the current connection (fresh is false until
 	// the first observation after a (re)connect).
@@ -824,6 +831,7 @@ func (b *Bridge) ownersChangedLocked() {
 
 // wakeLocked wakes the waiters of one agent.
 func (b *Bridge) wakeLocked(a *agentState) {
+	a.wakes++
 	close(a.changed)
 	a.changed = make(chan struct{})
 }

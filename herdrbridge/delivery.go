@@ -135,7 +135,9 @@ func (b *Bridge) step(ctx context.Context, id string) {
 		return
 	}
 	if !ok {
-		b.recheckAttention(ctx, id)
+		if !b.preLookFor(ctx, id) {
+			b.recheckAttention(ctx, id)
+		}
 		return
 	}
 	b.typeTurn(ctx, id, next)
@@ -304,14 +306,17 @@ func within(dir, base string) bool {
 // herdr's events and the agent's hooks already said and one look at the
 // screen, that the agent can take a prompt: its Claude Code is the pane's
 // foreground (not a shell), idle, and its prompt box is on screen and
-// empty. It then records AgentTyped (write-ahead, guarded by the agent's
-// last sequence so a concurrent writer forces a fresh decision) and only
-// then types, the way the plan says. Whatever happens after the append,
+// empty. (The look may have been taken ahead, while the turn's queued
+// event was being stored, when this gateway admitted it: Expect; it
+// stands only if nothing but that event changed the agent since.) It
+// then records AgentTyped (write-ahead, guarded by the agent's last
+// sequence so a concurrent writer forces a fresh decision) and only then
+// types, the way the plan says. Whatever happens after the append,
 // the turn is never typed again; a refusal by herdr that wrote nothing
 // sends the turn back to the head of its queue.
 func (b *Bridge) typeTurn(ctx context.Context, agent string, t lifecycle.Turn) {
 	tg, ok := b.snapshot(agent)
-	if !ok || !b.ready(ctx, agent, &tg) {
+	if !ok || !b.lookedFor(agent, t) && !b.ready(ctx, agent, &tg) {
 		return
 	}
 	plan, typed, err := b.plan(t, tg)

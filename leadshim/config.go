@@ -95,6 +95,11 @@ type Config struct {
 	Agents Agents
 	// Jobs runs plans as jobs on this host (POST /jobs); nil: none.
 	Jobs Jobs
+	// Expect, when set, hears of a turn about to be queued for an agent
+	// by name, just before its queued event is appended, so this host's
+	// bridge can look at the agent's screen meanwhile
+	// (herdrbridge.Bridge.Expect). It must not block. Nil: nothing.
+	Expect func(agent string)
 	// NC serves the micro service and answers /healthz; nil runs HTTP only.
 	NC *nats.Conn
 	// Health says whether the log can take new work now: nil, or why not

@@ -304,6 +304,9 @@ func (s *Server) send(ctx context.Context, m Message) (answer, *apiError) {
 		return answer{}, aerr
 	}
 	id := s.cfg.NewID()
+	if s.cfg.Expect != nil && to.Kind == turns.KindAgent {
+		s.cfg.Expect(to.Name)
+	}
 	q, err := turns.Queuer{Log: s.cfg.Log, Source: s.source, Limits: s.limits(), Budget: s.cfg.Budgets}.Queue(ctx, turns.Turn{
 		ID: id, To: m.To, From: m.From, Text: text, Command: m.Command, Normalized: norm,
 		Context: m.Context, SliceRef: ref, Job: m.Job, Deadline: s.cfg.Now().Add(timeout), Notify: m.Notify})
