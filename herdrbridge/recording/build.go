@@ -81,6 +81,15 @@ func Build(kind, scenario string, v Versions, wire []Wire, logs []LogEvent, s *S
 				r.Screens = append(r.Screens, text)
 			}
 			steps = append(steps, timed{w.At, Step{Op: OpRead, Pane: s.Pane(q.Params.PaneID), Screen: i}})
+		case "agent.get", "pane.get":
+			// What herdr answered when asked about a pane (the bridge
+			// asks when its hooks say a turn is over and herdr's events
+			// do not yet): the status the next look is weighed with. A
+			// step of the method ("agent_get"), the pane, herdr's status
+			// of its agent (State) and the agent it names there (Text).
+			if info, ok := herdrAnswer(w.Line); ok {
+				steps = append(steps, timed{w.At, Step{Op: OpHerdr, Event: strings.ReplaceAll(q.Method, ".", "_"), Pane: s.Pane(info.PaneID), State: info.AgentStatus, Text: info.Agent}})
+			}
 		case "events.subscribe":
 			if !subs[w.Conn] {
 				subs[w.Conn] = true // the ack
@@ -194,4 +203,34 @@ func herdrEvent(line []byte, s *Scrubber) (Step, bool) {
 		state = ev.Data.Agent
 	}
 	return Step{Op: OpHerdr, Event: strings.ReplaceAll(ev.Event, ".", "_"), Pane: s.Pane(pane), State: state}, true
+}
+
+// paneInfo is the part of herdr's answer to agent.get (result.agent) or
+// pane.get (result.pane) a recording keeps.
+type paneInfo struct {
+	PaneID      string `json:"pane_id"`
+	Agent       string `json:"agent"`
+	AgentStatus string `json:"agent_status"`
+}
+
+// herdrAnswer is herdr's answer to agent.get or pane.get: the pane, its
+// agent's status and the agent herdr names there. An error answers
+// nothing.
+func herdrAnswer(line []byte) (paneInfo, bool) {
+	var resp struct {
+		Result struct {
+			Agent, Pane *paneInfo
+		} `json:"result"`
+	}
+	if json.Unmarshal(line, &resp) != nil {
+		return paneInfo{}, false
+	}
+	info := resp.Result.Agent
+	if info == nil {
+		info = resp.Result.Pane
+	}
+	if info == nil || info.PaneID == "" {
+		return paneInfo{}, false
+	}
+	return *info, true
 }

@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -23,9 +24,15 @@ func Summary(k herdrbridge.Kind, r *Recording) []string {
 		"",
 		"## status",
 	}
-	var herdr, reports, logged []string
+	var herdr, reports, logged, before []string
 	for _, st := range r.Steps {
 		switch {
+		case st.Op == OpBefore:
+			b := st.Event + " " + cmp.Or(st.State, "none")
+			if st.Event == BeforeHerdr {
+				b += " (" + cmp.Or(st.Text, "no agent named") + ")"
+			}
+			before = append(before, b)
 		case st.Op == OpHerdr && st.Event == "pane_agent_status_changed":
 			herdr = appendChanged(herdr, st.State)
 		case st.Op == OpReport:
@@ -39,6 +46,9 @@ func Summary(k herdrbridge.Kind, r *Recording) []string {
 				logged = appendChanged(logged, s+"("+src+")")
 			}
 		}
+	}
+	if len(before) > 0 {
+		out = append(out, "before:  "+strings.Join(before, ", "))
 	}
 	out = append(out, "herdr:   "+strings.Join(herdr, " → "), "reports: "+strings.Join(reports, " → "), "log:     "+strings.Join(logged, " → "), "", "## events and writes")
 	for _, st := range r.Steps {

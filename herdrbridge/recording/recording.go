@@ -56,6 +56,11 @@ const (
 	// OpNote: something the scenario did itself (Text), as a person
 	// would: open a dialog, kill the process.
 	OpNote = "note"
+	// OpBefore: at time 0, one of the agent's statuses as the bridge had
+	// been told it before the recording began (Before; Event says which,
+	// BeforeHerdr…). A recording made before there were any tells none:
+	// its replay takes each status it does not tell both ways.
+	OpBefore = "before"
 )
 
 // Step is one thing that happened.

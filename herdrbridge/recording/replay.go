@@ -136,6 +136,9 @@ type replayer struct {
 	statuses herdrbridge.Statuses
 	known    struct{ labelled, refused, herdr, hooked, hook bool }
 	statusAt time.Time
+	// agentPane is the pane the agent is registered in, once the
+	// recording names it: herdr's word about another is not about it.
+	agentPane string
 	// run is the line of the reads that said the same thing, not yet
 	// written.
 	run struct {
@@ -159,16 +162,10 @@ func Replay(k herdrbridge.Kind, r *Recording) Result {
 	for i, st := range r.Steps {
 		p.now = epoch.Add(time.Duration(st.At) * time.Millisecond)
 		switch st.Op {
+		case OpBefore:
+			p.before(st)
 		case OpHerdr:
-			if st.Event == "pane_agent_detected" {
-				// herdr names the agent in the pane, or no longer; one it
-				// names again takes agent.prompt again.
-				p.statuses.Labelled, p.known.labelled = st.State != "", true
-				if st.State != "" {
-					p.statuses.Refused, p.known.refused = false, true
-				}
-				p.statusAt = p.now
-			}
+			p.herdr(st)
 		case OpRead:
 			p.read(st)
 		case OpInput, OpKeys, OpPrompt:
@@ -223,9 +220,9 @@ func (p *replayer) read(st Step) {
 	parts := []string{st.Pane + ":", "composer=" + describe(c), "→", v}
 	t := p.typings[st.Pane]
 	if len(p.queued) > 0 && p.inFlight == "" && !t.pending() {
-		// What the statuses say goes in when the recording tells it: most
-		// begin with the agent idle, what herdr and its hooks said of it
-		// before not in them.
+		// What the statuses say goes in when the recording tells it: a
+		// recording begins with what the bridge had been told of them
+		// (OpBefore); one made before it did leaves them untold.
 		hold := p.hold()
 		if hold != "?" {
 			parts = append(parts, "statuses="+hold)
@@ -340,6 +337,54 @@ func (p *replayer) hold() string {
 	}
 	held := slices.Sorted(maps.Keys(reasons))
 	return "held(" + strings.Join(held, "|") + ")"
+}
+
+// herdr folds herdr's word about the agent's pane into its statuses, as
+// the bridge takes it (Bridge.observe, Bridge.peek, Bridge.onLifecycle):
+// a status event, an answer to agent.get or pane.get (which names the
+// agent, or none), an agent detection. The bridge acts on herdr's own
+// word; the log's status event from herdr comes a moment later. Until a
+// recording names the agent's pane, every pane's word counts.
+func (p *replayer) herdr(st Step) {
+	if p.agentPane != "" && st.Pane != p.agentPane {
+		return
+	}
+	switch st.Event {
+	case "pane_agent_status_changed":
+		p.statuses.Herdr, p.known.herdr = herdrapi.AgentStatus(st.State), true
+	case "agent_get", "pane_get":
+		p.statuses.Herdr, p.known.herdr = herdrapi.AgentStatus(st.State), true
+		p.statuses.Labelled, p.known.labelled = st.Text != "", true
+	case "pane_agent_detected":
+		// herdr names the agent in the pane, or no longer; one it names
+		// again takes agent.prompt again.
+		p.statuses.Labelled, p.known.labelled = st.State != "", true
+		if st.State != "" {
+			p.statuses.Refused, p.known.refused = false, true
+		}
+	default:
+		return
+	}
+	p.statusAt = p.now
+}
+
+// before takes in what the bridge had been told of one of the agent's
+// statuses when the recording began (an OpBefore step): known from the
+// start, not taken both ways. It came before any look, so it is no
+// status that came within clockSlack of one.
+func (p *replayer) before(st Step) {
+	p.agentPane = st.Pane
+	switch st.Event {
+	case BeforeHerdr:
+		p.statuses.Herdr, p.statuses.Labelled = herdrapi.AgentStatus(st.State), st.Text != ""
+		p.known.herdr, p.known.labelled = true, true
+	case BeforeHook:
+		p.statuses.Hook, p.known.hook = events.Status(st.State), true
+	case BeforeSession:
+		p.statuses.Hooked, p.known.hooked = st.State == "started", true
+	case BeforePrompt:
+		p.statuses.Refused, p.known.refused = st.State == "refused", true
+	}
 }
 
 // status folds one status event of the log into what the recording
@@ -504,10 +549,17 @@ func (p *replayer) log(st Step) {
 	case "typed":
 		p.typed(st)
 	case "registered":
-		// A new pane: herdr's view of it starts afresh, and the session
+		// A new pane: herdr's view of it starts afresh; and the session
 		// with the hooks' report of it (Bridge.apply).
-		p.statuses.Labelled, p.statuses.Herdr, p.statuses.Hooked = false, "", false
-		p.statuses.Refused, _ = st.Data["sandbox"].(bool)
+		if pane, _ := st.Data["pane"].(string); pane != p.agentPane {
+			p.statuses.Labelled, p.statuses.Herdr = false, ""
+			p.agentPane = pane
+		}
+		p.statuses.Hooked = false
+		// A sandbox is the pane's foreground process, not the agent:
+		// herdr refuses agent.prompt for it.
+		sandbox, _ := st.Data["sandbox"].(string)
+		p.statuses.Refused = sandbox != ""
 		p.known.labelled, p.known.herdr, p.known.hooked, p.known.refused = true, true, true, true
 		p.statusAt = p.now
 	case "status":
