@@ -47,6 +47,10 @@ type recorder struct {
 	person   *herdrapi.Client
 	began    time.Time
 	recs     []*recording.Recording
+	// history is the wire before the scenario at hand: herdr's words
+	// about the agent's pane there say what the bridge knew of it when
+	// the scenario began (recording.Before).
+	history []recording.Wire
 }
 
 // requireRecordMode skips a recording test unless -record was given.
@@ -75,9 +79,10 @@ func cliVersion(t *testing.T, bin string, env ...string) string {
 	return strings.TrimSpace(line)
 }
 
-// begin starts a scenario: what the proxy kept before is dropped.
+// begin starts a scenario: what the proxy kept before goes to history,
+// from which the scenario's steps at time 0 are told (end).
 func (r *recorder) begin(scenario string) {
-	r.proxy.Take()
+	r.history = append(r.history, r.proxy.Take()...)
 	r.began = time.Now()
 	r.t.Logf("recording %s / %s", r.kind.Name(), scenario)
 }
@@ -156,25 +161,35 @@ func (r *recorder) screenSaysWithin(ctx context.Context, pane, want string, limi
 }
 
 // end builds the scenario's recording from the proxy's wire and the
-// agent's log events since begin.
+// agent's log events since begin, after the steps at time 0 that say
+// what the bridge had been told of the agent's statuses before it (from
+// the wire and the log events before begin).
 func (r *recorder) end(ctx context.Context, scenario string) {
 	r.t.Helper()
 	wire := r.proxy.Take()
-	var logs []recording.LogEvent
+	var earlier, logs []recording.LogEvent
 	for ev, err := range r.log.Read(ctx, events.Query{Subjects: []string{"fleet.agent." + r.agent + ".>"}}) {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if ev.Time.Before(r.began) || ev.Data == nil {
+		if ev.Data == nil {
 			continue
 		}
 		raw, err := json.Marshal(ev.Data)
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		logs = append(logs, recording.LogEvent{Time: ev.Time, Type: strings.TrimPrefix(string(ev.Type()), "fleet.agent."), Turn: ev.CorrelationID, Data: raw})
+		e := recording.LogEvent{Time: ev.Time, Type: strings.TrimPrefix(string(ev.Type()), "fleet.agent."), Turn: ev.CorrelationID, Data: raw}
+		if ev.Time.Before(r.began) {
+			earlier = append(earlier, e)
+		} else {
+			logs = append(logs, e)
+		}
 	}
+	before := recording.Before(r.history, earlier, r.scrub)
 	rec := recording.Build(r.kind.Name(), scenario, r.versions, wire, logs, r.scrub)
+	rec.Steps = append(before, rec.Steps...)
+	r.history = append(r.history, wire...)
 	res := recording.Replay(r.kind, rec)
 	rec.Decisions = res.Decisions
 	for _, p := range res.Problems {
