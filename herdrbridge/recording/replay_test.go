@@ -2,10 +2,12 @@ package recording_test
 
 import (
 	"flag"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetd/fleetd/herdrbridge"
 	"github.com/fleetd/fleetd/herdrbridge/recording"
@@ -164,6 +166,18 @@ func stepIndex(t *testing.T, rec *recording.Recording, from int, what string, ma
 	return -1
 }
 
+// readNo is the number of the read at step i (reads count from 1), or of
+// the last read before it.
+func readNo(rec *recording.Recording, i int) int {
+	n := 0
+	for _, st := range rec.Steps[:i+1] {
+		if st.Op == recording.OpRead {
+			n++
+		}
+	}
+	return n
+}
+
 // readBefore is the index of the last read before step i.
 func readBefore(t *testing.T, rec *recording.Recording, i int) int {
 	t.Helper()
@@ -196,44 +210,47 @@ func isEnter(st recording.Step) bool {
 func TestAnAlteredTimingFailsTheReplayNamingTheDecision(t *testing.T) {
 	for _, c := range []struct {
 		name, kind, scenario string
-		alter                func(t *testing.T, rec *recording.Recording)
+		alter                func(t *testing.T, rec *recording.Recording) (more []string)
 		want                 []string
 	}{{
 		name: "the attention for a missing prompt box came 6 s into its wait, not 10",
 		kind: "claude", scenario: "dialog",
-		alter: func(t *testing.T, rec *recording.Recording) {
+		alter: func(t *testing.T, rec *recording.Recording) []string {
 			att := stepIndex(t, rec, 0, "attention no_prompt_box", isAttention(herdrbridge.AttentionNoPromptBox))
 			look := readBefore(t, rec, att)
 			earlier := rec.Steps[readBefore(t, rec, look)].At + 100
 			rec.Steps[look].At, rec.Steps[att].At = earlier, earlier
+			return []string{fmt.Sprintf("the typing gate (Settle) said wait at read %d", readNo(rec, look))}
 		},
 		want: []string{
 			"the decisions changed",
 			"settle=attention(" + herdrbridge.AttentionNoPromptBox + ")",
-			"the typing gate (Settle) said wait at read 10",
 			"under AttentionAfter (10s)",
 		},
 	}, {
 		name: "the attention for a missing prompt box never came",
 		kind: "claude", scenario: "dialog",
-		alter: func(t *testing.T, rec *recording.Recording) {
+		alter: func(t *testing.T, rec *recording.Recording) []string {
 			att := stepIndex(t, rec, 0, "attention no_prompt_box", isAttention(herdrbridge.AttentionNoPromptBox))
+			look := readBefore(t, rec, att)
 			rec.Steps = slices.Delete(rec.Steps, att, att+1)
+			return []string{fmt.Sprintf("read %d (at %s): the typing gate (Settle) called for attention %s",
+				readNo(rec, look), time.Duration(rec.Steps[look].At)*time.Millisecond, herdrbridge.AttentionNoPromptBox)}
 		},
 		want: []string{
-			"read 10 (at 11.602s): the typing gate (Settle) called for attention " + herdrbridge.AttentionNoPromptBox,
 			"and the bridge recorded none",
 		},
 	}, {
 		name: "Enter went 120 ms after a paste into Codex, before the pause",
 		kind: "codex", scenario: "one-line-turn",
-		alter: func(t *testing.T, rec *recording.Recording) {
+		alter: func(t *testing.T, rec *recording.Recording) []string {
 			in := stepIndex(t, rec, 0, "paste", func(st recording.Step) bool { return st.Op == recording.OpInput })
 			enter := stepIndex(t, rec, in, "Enter", isEnter)
 			rec.Steps[enter].At = rec.Steps[in].At + 120
 			if look := readBefore(t, rec, enter); look > in {
 				rec.Steps[look].At = rec.Steps[enter].At
 			}
+			return nil
 		},
 		want: []string{
 			"- turn <ulid-1>: keys[enter]: " + herdrbridge.EnterPause,
@@ -243,36 +260,38 @@ func TestAnAlteredTimingFailsTheReplayNamingTheDecision(t *testing.T) {
 	}, {
 		name: "Enter went into Claude Code's box while a look said the paste had not landed",
 		kind: "claude", scenario: "one-line-turn",
-		alter: func(t *testing.T, rec *recording.Recording) {
+		alter: func(t *testing.T, rec *recording.Recording) []string {
 			enter := stepIndex(t, rec, 0, "Enter", isEnter)
 			// The look that said landed goes: the one before it said
 			// pending.
 			rec.Steps = slices.Delete(rec.Steps, enter-1, enter)
+			return []string{fmt.Sprintf("when the last look at the composer (read %d", readNo(rec, readBefore(t, rec, enter-1)))}
 		},
 		want: []string{
 			"- turn <ulid-1>: keys[enter]: " + herdrbridge.EnterLanded,
 			"+ turn <ulid-1>: keys[enter]: " + herdrbridge.EnterNotYet,
-			"when the last look at the composer (read 3",
 			"said wait (EnterAfter)",
 		},
 	}, {
 		name: "Claude Code's box showed the paste whole, and the bridge looked again",
 		kind: "claude", scenario: "one-line-turn",
-		alter: func(t *testing.T, rec *recording.Recording) {
+		alter: func(t *testing.T, rec *recording.Recording) []string {
 			enter := stepIndex(t, rec, 0, "Enter", isEnter)
 			again := rec.Steps[enter-1]
 			again.At += 10
 			rec.Steps = slices.Insert(rec.Steps, enter, again)
+			n := readNo(rec, enter)
+			return []string{fmt.Sprintf("+ reads %d-%d pane-1:", n-1, n),
+				fmt.Sprintf("turn <ulid-1>: read %d said landed", n-1),
+				fmt.Sprintf("after the text (EnterAfter), and the bridge looked again (read %d) instead of pressing Enter", n)}
 		},
-		want: []string{
-			"+ reads 4-5 pane-1:",
-			"turn <ulid-1>: read 4 said landed 24ms after the text (EnterAfter), and the bridge looked again (read 5) instead of pressing Enter",
-		},
+		want: nil,
 	}, {
 		name: "the statuses of the agent's own turn came before it was typed",
 		kind: "claude", scenario: "dialog",
-		alter: func(t *testing.T, rec *recording.Recording) {
+		alter: func(t *testing.T, rec *recording.Recording) []string {
 			typed := stepIndex(t, rec, 0, "typing", func(st recording.Step) bool { return st.Op == recording.OpLog && st.Event == "typed" })
+			turn := rec.Steps[typed].Turn
 			look := readBefore(t, rec, readBefore(t, rec, typed)) // the first of the two looks before it
 			// herdr's and the hook's "working", moved half a second
 			// before the looks that decided on typing.
@@ -287,30 +306,113 @@ func TestAnAlteredTimingFailsTheReplayNamingTheDecision(t *testing.T) {
 				rec.Steps = slices.Delete(rec.Steps, i, i+1)
 			}
 			rec.Steps = slices.Insert(rec.Steps, look, moved...)
+			n := readNo(rec, look+len(moved))
+			return []string{fmt.Sprintf("+ reads %d-%d pane-1: composer=empty → ready statuses=held(", n, n+1),
+				"turn " + turn + ": typed into pane-1 while the statuses said held(" + herdrbridge.HeldByHerdr}
 		},
 		want: []string{
-			"+ reads 11-12 pane-1: composer=empty → ready statuses=held(",
-			"turn <ulid-5>: typed into pane-1 while the statuses said held(" + herdrbridge.HeldByHerdr,
 			"herdr's last word working, the hooks' working",
 		},
 	}} {
-		t.Run(c.name, func(t *testing.T) {
-			rec := loadScenario(t, c.kind, c.scenario)
-			k, _ := herdrbridge.KindOf(rec.Kind)
-			if err := recording.Check(k, rec); err != nil {
-				t.Fatalf("the unaltered recording does not replay: %v", err)
+		t.Run(c.name, func(t *testing.T) { alteredFails(t, c.kind, c.scenario, c.alter, c.want...) })
+	}
+}
+
+// alteredFails checks that kind's scenario replays clean, and that once
+// alter has altered it the replay fails saying each of want and of what
+// alter returns (what names a read or a time of that recording).
+func alteredFails(t *testing.T, kind, scenario string, alter func(*testing.T, *recording.Recording) []string, want ...string) {
+	t.Helper()
+	rec := loadScenario(t, kind, scenario)
+	k, _ := herdrbridge.KindOf(rec.Kind)
+	if err := recording.Check(k, rec); err != nil {
+		t.Fatalf("the unaltered recording does not replay: %v", err)
+	}
+	want = append(want, alter(t, rec)...)
+	err := recording.Check(k, rec)
+	if err == nil {
+		t.Fatal("the replay of the altered recording passed")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the failure does not say %q:\n%s", w, err)
+		}
+	}
+	t.Logf("the failure reads:\n%s", err)
+}
+
+// beforeStep is the index of the step at time 0 that says what the
+// bridge had been told of status (recording.BeforeHook…) when the
+// recording began.
+func beforeStep(t *testing.T, rec *recording.Recording, status string) int {
+	t.Helper()
+	return stepIndex(t, rec, 0, "step before it began saying "+status, func(st recording.Step) bool {
+		return st.Op == recording.OpBefore && st.Event == status
+	})
+}
+
+// noneBefore fails the test when a step before the typing matches: the
+// alteration would not hold until the typing.
+func noneBefore(t *testing.T, rec *recording.Recording, what string, match func(recording.Step) bool) {
+	t.Helper()
+	typed := stepIndex(t, rec, 0, "typing", func(st recording.Step) bool { return st.Op == recording.OpLog && st.Event == "typed" })
+	for i, st := range rec.Steps[:typed] {
+		if st.Op != recording.OpBefore && match(st) {
+			t.Fatalf("%s / %s: %s before the typing (step %d: %+v)", rec.Kind, rec.Scenario, what, i, st)
+		}
+	}
+}
+
+// A recording begins with what the bridge had been told of the agent's
+// statuses (recording.Before, the steps at time 0), so the replay weighs
+// them (herdrbridge.Statuses.Hold) as the bridge did instead of taking
+// each both ways: one altered so that the statuses held the agent back
+// until it was typed into fails, naming the decision.
+func TestAnAlteredStatusBeforeTheRecordingFailsTheReplayNamingTheDecision(t *testing.T) {
+	t.Run("the hooks said working, herdr named no agent, and nothing said idle before the typing", func(t *testing.T) {
+		alteredFails(t, "codex", "multi-line-paste", func(t *testing.T, rec *recording.Recording) []string {
+			if st := rec.Steps[beforeStep(t, rec, recording.BeforeHerdr)]; st.Text != "" {
+				t.Fatalf("herdr names %q in the pane: its word, not the hooks', counts", st.Text)
 			}
-			c.alter(t, rec)
-			err := recording.Check(k, rec)
-			if err == nil {
-				t.Fatal("the replay of the altered recording passed")
-			}
-			for _, want := range c.want {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("the failure does not say %q:\n%s", want, err)
-				}
-			}
-			t.Logf("the failure reads:\n%s", err)
+			noneBefore(t, rec, "a hook status", func(st recording.Step) bool {
+				return st.Op == recording.OpLog && st.Event == "status" && st.Data["source"] == "hook"
+			})
+			rec.Steps[beforeStep(t, rec, recording.BeforeHook)].State = "working"
+			return nil
+		},
+			"+ read 1 pane-1: composer=empty → ready statuses=held("+herdrbridge.HeldByHooks+") settle=type",
+			"typed into pane-1 while the statuses said held("+herdrbridge.HeldByHooks+") (Statuses.Hold)",
+			"the hooks' working",
+		)
+	})
+	t.Run("herdr said working, the hooks idle, and the bridge typed without asking herdr", func(t *testing.T) {
+		alteredFails(t, "claude", "one-line-turn", func(t *testing.T, rec *recording.Recording) []string {
+			noneBefore(t, rec, "a word of herdr's", func(st recording.Step) bool { return st.Op == recording.OpHerdr })
+			rec.Steps[beforeStep(t, rec, recording.BeforeHerdr)].State = "working"
+			return nil
+		},
+			"+ read 1 pane-1: composer=empty → ready statuses=held("+herdrbridge.HeldHerdrBehind+") settle=type",
+			"typed into pane-1 while the statuses said held("+herdrbridge.HeldHerdrBehind+") (Statuses.Hold): herdr's last word working, the hooks' idle",
+		)
+	})
+}
+
+// A recording made before recordings began with the statuses (and kept
+// herdr's answers) still replays: each status it does not tell is taken
+// both ways, and none holds back a typing.
+func TestARecordingWithoutItsStatusesBeforeStillReplays(t *testing.T) {
+	files, _ := recording.All("testdata")
+	for _, path := range files {
+		rec, err := recording.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _ := herdrbridge.KindOf(rec.Kind)
+		rec.Steps = slices.DeleteFunc(rec.Steps, func(st recording.Step) bool {
+			return st.Op == recording.OpBefore || st.Op == recording.OpHerdr && (st.Event == "agent_get" || st.Event == "pane_get")
 		})
+		if res := recording.Replay(k, rec); len(res.Problems) > 0 {
+			t.Errorf("%s without its statuses before: %q", path, res.Problems)
+		}
 	}
 }
