@@ -12,9 +12,15 @@
 // /proc checks all see the path they expect) captures the wire; Build turns
 // the wire and the agent's log events into a Recording: screens
 // deduplicated, paths, ids and times scrubbed (Scrubber), gzipped JSON in
-// testdata/<kind>/<cli version>/<scenario>.json.gz. The recording tests
-// with the real CLIs live in cmd/fleetd (record_*_test.go), which stands
-// up the fake model API, the fake herdr and `fleetd up`.
+// testdata/<kind>/<cli version>/<scenario>.json.gz. A scenario begins
+// where the last one left the agent, so Before folds the wire and the log
+// events that came before it into its first steps, at time 0: what the
+// bridge had been told of the agent's statuses then (herdr's last status
+// of its pane and the agent herdr names there, the hooks' last status,
+// whether they reported its session, whether herdr refuses agent.prompt).
+// The recording tests with the real CLIs live in cmd/fleetd
+// (record_*_test.go), which stands up the fake model API, the fake herdr
+// and `fleetd up`.
 //
 // Replay. Replay feeds a recording's screens, in order, to the kind's own
 // functions — herdrbridge.ScreenReadiness (the bridge's readiness decision
@@ -44,13 +50,16 @@
 // look after it did. Recorded times are the proxy's and the log's, a few
 // milliseconds from the bridge's own reads of its clock: a decision that
 // changes within clockSlack of a recorded time is taken either way. The
-// statuses are folded from the log's status, session, registered and
-// deferred events and herdr's agent detections; a recording begins with
-// the agent idle and holds neither herdr's label of it nor what herdr and
-// its hooks said before it began, so each status it has not told is taken
-// both ways, and "statuses=" shows only where that decides (in today's
-// recordings, nowhere: the check bites when a recording tells, as the
-// altered ones in the tests do).
+// statuses start from the recording's steps at time 0 and are folded
+// from herdr's own word about the agent's pane (its status events, its
+// answers when the bridge asked — as it does when the hooks say a turn is
+// over and herdr does not yet — and its agent detections) and the log's
+// status, session, registered and deferred events, as the bridge folds
+// them; each look that decided on typing says what they allowed
+// ("statuses=open", or held and why). A recording made before there were
+// steps at time 0 does not tell what herdr and the hooks said before it
+// began: each status it has not told yet is taken both ways, and
+// "statuses=" shows only where that decides.
 //
 // Why at the function level and not the whole bridge on a fake clock: the
 // bridge's pacing comes from goroutines that wait on timers and channels
