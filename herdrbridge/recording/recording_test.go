@@ -89,8 +89,8 @@ func TestProxyRecordsWhatCrossesHerdrsSocket(t *testing.T) {
 // What varies from run to run becomes a stable name.
 func TestScrubberNamesWhatVaries(t *testing.T) {
 	s := &recording.Scrubber{Literals: map[string]string{"/tmp/TestX123/001/work-1": "$WORK"}}
-	in := "cd /tmp/TestX123/001/work-1/sub, session 4f52a8e0-1b2c-4d5e-8f90-123456789abc then 4F52A8E0-1B2C-4D5E-8F90-123456789ABC, turn 01JF6Z3A4B5C6D7E8F9G0H1J2K at 2026-12-04T13:01:02.123Z in w1:p2, file /tmp/other/x.txt, kept $WORK/.gemini/tmp/x, ses_dbea5c21dffebBZVmeotlyziWk"
-	want := "cd $WORK/sub, session <uuid-1> then <uuid-1>, turn <ulid-1> at <time> in pane-1, file $TMP, kept $WORK/.gemini/tmp/x, <session-1>"
+	in := "cd /tmp/TestX123/001/work-1/sub, session 4f52a8e0-1b2c-4d5e-8f90-123456789abc then 4F52A8E0-1B2C-4D5E-8F90-123456789ABC, turn 01JF6Z3A4B5C6D7E8F9G0H1J2K at 2026-12-04T13:01:02.123Z in w1:p2, file /tmp/other/x.txt, kept $WORK/.gemini/tmp/x, ses_dbea5c21dffebBZVmeotlyziWk, msg_241ca479e001faG3ioelSmbnIj"
+	want := "cd $WORK/sub, session <uuid-1> then <uuid-1>, turn <ulid-1> at <time> in pane-1, file $TMP, kept $WORK/.gemini/tmp/x, <session-1>, <message-1>"
 	if got := s.String(in); got != want {
 		t.Errorf("scrubbed\n%s\nwant\n%s", got, want)
 	}

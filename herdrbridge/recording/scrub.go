@@ -27,9 +27,11 @@ var (
 	// clockRe is a time of day a CLI shows ("done 1:03 PM").
 	clockRe = regexp.MustCompile(`\b\d{1,2}:\d\d( ?[AP]M)?\b`)
 	paneRe  = regexp.MustCompile(`\bw[0-9A-Z]+:p[0-9A-Z]+\b`)
-	// sesRe is an OpenCode session id; chatRe a Gemini CLI chat file's
-	// name (its start time and session prefix).
+	// sesRe is an OpenCode session id, msgRe an OpenCode message (its
+	// hooks' prompt id); chatRe a Gemini CLI chat file's name (its start
+	// time and session prefix).
 	sesRe  = regexp.MustCompile(`\bses_[0-9A-Za-z]{20,}\b`)
+	msgRe  = regexp.MustCompile(`\bmsg_[0-9A-Za-z]{20,}\b`)
 	chatRe = regexp.MustCompile(`session-\d{4}-\d\d-\d\dT\d\d-\d\d-[0-9a-f]{8}`)
 	// tmpRe catches temporary paths no literal named (a Go test's
 	// t.TempDir and what lies below it).
@@ -79,6 +81,7 @@ func (s *Scrubber) String(v string) string {
 	v = uuidRe.ReplaceAllStringFunc(v, func(m string) string { return s.id("uuid", strings.ToLower(m)) })
 	v = ulidRe.ReplaceAllStringFunc(v, func(m string) string { return s.id("ulid", m) })
 	v = sesRe.ReplaceAllStringFunc(v, func(m string) string { return s.id("session", m) })
+	v = msgRe.ReplaceAllStringFunc(v, func(m string) string { return s.id("message", m) })
 	v = timeRe.ReplaceAllString(v, "<time>")
 	v = chatRe.ReplaceAllString(v, "session-<time>-<id>")
 	v = clockRe.ReplaceAllString(v, "<clock>")
