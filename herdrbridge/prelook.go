@@ -2,7 +2,6 @@ package herdrbridge
 
 import (
 	"context"
-	"runtime"
 	"time"
 
 	"github.com/fleetd/fleetd/lifecycle"
@@ -36,30 +35,23 @@ const preLookFresh = 50 * time.Millisecond
 // always does. The typed event stays guarded by the agent's last
 // sequence, so a write by anyone else still forces a fresh decision. It
 // never blocks and is a no-op for an agent that is not this bridge's.
+//
+// The caller goes on at once: yielding to the worker here so that its look
+// began before the append (runtime.Gosched) moved as much time from the
+// dispatch to the admission as it saved (sync off, four alternated runs:
+// dispatch 0.39 → 0.31 ms, admit 0.31 → 0.38 ms).
 func (b *Bridge) Expect(agent string) {
-	if b.expect(agent) {
-		// Let the worker start its look before the caller goes on to
-		// append: left in the run queue, it started only once the append
-		// waited for its ack (~0.1 ms later on a 2-core VM).
-		runtime.Gosched()
-	}
-}
-
-// expect marks the agent as expecting a turn and wakes its worker, and
-// reports whether it did.
-func (b *Bridge) expect(agent string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	a := b.agents[agent]
 	if !b.caughtUp || !b.ownedLocked(a) || !a.worker || len(b.book.Queue(agent)) > 0 {
-		return false
+		return
 	}
 	if _, busy := b.book.InFlight(agent); busy {
-		return false
+		return
 	}
 	a.expecting = true
 	b.wakeLocked(a)
-	return true
 }
 
 // preLookFor takes the look Expect asked for, when the agent still has
