@@ -81,3 +81,28 @@ func TestReadProcCPUReadsThisProcess(t *testing.T) {
 		t.Error("a pid that is not there read as ok")
 	}
 }
+
+// The fan-out's hook CPU is the sum of the runs the agents logged, each
+// from its own rusage; a log that says fewer runs than turns is a skip,
+// not a hook that costs nothing.
+func TestTheFanOutsHookCPUIsTheSumOfItsRunsLogged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hook-cpu.txt")
+	if got := hookRuns(path); got != (hookCPU{}) {
+		t.Fatalf("no file: %+v", got)
+	}
+	if err := os.WriteFile(path, []byte("UserPromptSubmit 1400\nStop 1600\njunk\nStop x\nStop 1000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := hookRuns(path)
+	if got != (hookCPU{runs: 3, cpu: 4 * time.Millisecond}) {
+		t.Fatalf("summed %+v, want 3 runs, 4ms", got)
+	}
+	var zero cpuSample
+	rows := cpuRows(2, time.Second, zero, zero, 0, got)
+	if r := rows[1]; r.Name != RowHooksCPU || r.P50 != 2 || r.Status != StatusOK {
+		t.Errorf("hooks row %+v, want 2ms a turn, ok", r)
+	}
+	if r := cpuRows(4, time.Second, zero, zero, 0, got)[1]; r.Status != StatusSkip {
+		t.Errorf("3 runs for 4 turns: %+v, want a skip", r)
+	}
+}

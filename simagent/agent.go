@@ -47,6 +47,12 @@ type Config struct {
 	PasteLag time.Duration
 	// HookTimeout bounds each hook, as Claude's settings do. Default 10 s.
 	HookTimeout time.Duration
+	// HookCPU, when set, is a file each hook's CPU time (user and
+	// system, from the rusage its wait returned) is appended to, a line
+	// "<hook> <microseconds>" per run: the bench's fan-out sums them,
+	// where /proc's reaped-children times (10 ms ticks, per agent) read a
+	// couple of millisecond-long hooks as nothing.
+	HookCPU string
 	// TranscriptDir holds <session>.jsonl. Default
 	// $TMPDIR/fleetd-sim-agent (never ~/.claude, so a person's resume
 	// list stays clean).
@@ -701,6 +707,21 @@ func (a *Agent) hook(ctx context.Context, name string, fields map[string]any) {
 	if stderr.Len() > 0 {
 		a.logHook(name, stderr.Bytes())
 	}
+	if a.cfg.HookCPU != "" && cmd.ProcessState != nil {
+		a.logHookCPU(name, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+	}
+}
+
+// logHookCPU appends one hook run's CPU time to Config.HookCPU: one short
+// write to a file opened for appending, so agents sharing the file do not
+// mix their lines.
+func (a *Agent) logHookCPU(name string, cpu time.Duration) {
+	f, err := os.OpenFile(a.cfg.HookCPU, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %d\n", name, cpu.Microseconds())
 }
 
 // logHook keeps what a hook said on stderr beside the transcript, where

@@ -22,12 +22,13 @@ type SimAgentCmd struct {
 	TranscriptDir string        `help:"Directory for the session transcript (default: a temp dir)." type:"path" placeholder:"DIR"`
 	Resume        string        `help:"Continue this Claude session id, as 'claude --resume' does: the hooks report it as the session id." placeholder:"ID"`
 	PasteLag      time.Duration `help:"How long a paste takes to show in the prompt box; an Enter before that joins it as a newline, as in Claude Code (negative: at once)." default:"40ms"`
+	HookCPU       string        `help:"Append each hook run's CPU time (microseconds, from its rusage) to this file, a line per run (the bench's fan-out sums them)." type:"path" placeholder:"FILE"`
 }
 
 // Run serves prompts on stdin/stdout until /exit or the terminal closes.
 func (c *SimAgentCmd) Run(ctx context.Context) error {
 	return simagent.RunOnTerminal(ctx, simagent.Config{
 		Think: c.Think, Model: c.Model, ReplyPrefix: c.ReplyPrefix, Fleetd: c.Fleetd, NoHooks: c.NoHooks,
-		TranscriptDir: c.TranscriptDir, Resume: c.Resume, PasteLag: c.PasteLag,
+		TranscriptDir: c.TranscriptDir, Resume: c.Resume, PasteLag: c.PasteLag, HookCPU: c.HookCPU,
 	})
 }
