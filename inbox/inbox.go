@@ -368,7 +368,10 @@ func (b *Inboxes) Unread(ctx context.Context, agent string) (int, error) {
 // those waiting, or, when none waits, the first to arrive within wait
 // (0: none). Each stays agent's until acknowledged (Ack) or AckWait
 // passes; then it is handed out again with Deliveries one higher. It
-// opens nothing: an inbox not open is ErrNoInbox (Open it first).
+// opens nothing: an inbox not open is ErrNoInbox (Open it first). A pull
+// with no wait was seen, on a loaded machine, to hand out nothing for
+// messages stored a moment before, or just after its consumer was made or
+// the server restarted: the next pull has them; nothing is lost.
 func (b *Inboxes) Pull(ctx context.Context, agent string, max int, wait time.Duration) ([]Message, error) {
 	if max <= 0 {
 		max = 10
