@@ -9,14 +9,17 @@ import (
 // bulkGCAfter is how long a catch-up must be (known from the log's end
 // when it starts, else counted as it folds) for it to raise the
 // collector's target. The raise lets the heap grow to four times what is
-// live, and on a VM each page the process takes from the system costs
-// (faulted and zeroed, ~8 µs a page on the 2-core VM measured): the
-// first rebuild of 50,000 events in a process took about 27 µs of CPU
-// an event at the default target against 32.5 with the target raised
-// after 20,000, its 15,000 more page faults outweighing the collector's
-// saving; past about 100,000 events that saving (4 µs an event on
-// 300,000) pays for them.
-const bulkGCAfter = 100_000
+// live: the pages it takes from the system cost (faulted and zeroed), and
+// the collector's saving must pay for them. It does from about 10,000
+// events on (2-core VM, the embedded server in the same heap, whose
+// stores the collector scans too): a rebuild of 50,000 events ran about
+// eleven collections at the default target, ~100 ms of the ~600 ms CPU it
+// took, and with the raise used 500 ms, 0.45× → 0.52× of a raw read with
+// SyncAlways (`fleetd bench --stages rebuild`, three runs each way); a
+// first start on the same log went from 440 to 400 ms. The threshold
+// once stood at 100,000, when a fold cost twice as much CPU an event and
+// the faults weighed more beside the saving.
+const bulkGCAfter = 10_000
 
 // bulkGC holds the collector's target raised while any catch-up in the
 // process folds a long stretch (Options.BulkGC). The target is the

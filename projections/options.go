@@ -85,7 +85,7 @@ type Options struct {
 	// long. 0 keeps final turns for ever; open turns never expire.
 	TurnTTL time.Duration
 	// BulkGC is the garbage collector's target (GOGC, in percent) while a
-	// catch-up folds a long stretch of the log (100,000 events or more: a
+	// catch-up folds a long stretch of the log (10,000 events or more: a
 	// rebuild, a first start on a big log; see bulkGCAfter):
 	// its garbage is short-lived, and at the default of 100 the collector
 	// took a fifth of the fold's CPU. The process's setting comes back
