@@ -137,6 +137,10 @@ type materializer struct {
 	scratch, whole bool
 	// bulk: the fold is catching up (see bulkSpread).
 	bulk bool
+	// creating, while a rebuild creates its buckets again beside its
+	// read of the log, delivers how that went (see awaitBuckets); nil
+	// otherwise.
+	creating <-chan error
 	// writing holds the turns of the flush in flight until it is
 	// finished: the fold may have let go of them (pushed out of the
 	// cache) before the turns bucket has them.
@@ -547,6 +551,9 @@ func (m *materializer) catchUp(ctx context.Context) error {
 			if !m.flushDue() {
 				continue
 			}
+			if err := m.awaitBuckets(); err != nil {
+				return err
+			}
 			if writing != nil && m.dirty.ended >= 2*batchSize*bulkSpread {
 				// The writes fall behind: hold the fold rather than
 				// let what waits to be written grow without bound.
@@ -581,6 +588,9 @@ func (m *materializer) catchUp(ctx context.Context) error {
 	<-read
 	if readErr != nil {
 		return readErr
+	}
+	if err := m.awaitBuckets(); err != nil {
+		return err
 	}
 	return m.flush(ctx, true)
 }
@@ -787,17 +797,40 @@ func (m *materializer) Rebuild(ctx context.Context) error {
 	m.applied.Store(0)
 	m.setStream(st.Created)
 	m.loaded = true
-	if err := m.open(ctx); err != nil {
-		return err
-	}
+	// The buckets are created again while the log is read and folded:
+	// nothing is written before the first flush, which waits for them
+	// (awaitBuckets). Created first, they held up the read — 12 to 17 ms
+	// of a 340 ms rebuild of 50,000 events with SyncAlways.
+	creating := make(chan error, 1)
+	m.creating = creating
+	go func() {
+		b, err := ensureBuckets(ctx, m.js, m.o)
+		if err == nil {
+			m.kvb.Store(b)
+		}
+		creating <- err
+	}()
 	m.evicted = map[string]struct{}{}
-	err = m.catchUp(ctx)
+	err = errors.Join(m.catchUp(ctx), m.awaitBuckets())
 	m.evicted = nil
 	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	}
 	m.markReady()
 	return nil
+}
+
+// awaitBuckets waits for the buckets a rebuild is creating, if it is, and
+// says how that went. A fold before it writes nothing: prepare finds no
+// buckets and leaves what changed in the dirty set, where the fold still
+// finds a turn the cache let go of (endedBefore).
+func (m *materializer) awaitBuckets() error {
+	if m.creating == nil {
+		return nil
+	}
+	err := <-m.creating
+	m.creating = nil
+	return err
 }
 
 // rebuildFromCheckpoint rebuilds the views of a trimmed log: its
