@@ -185,7 +185,11 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 			continue
 		}
 		agent := "w-" + k + "-1"
-		ts, err := r.turns(ctx, agent, floors[agent], s.Size.ClaudeTurns)
+		n := s.Size.KindTurns
+		if k == "claude" {
+			n = s.Size.ClaudeTurns
+		}
+		ts, err := r.turns(ctx, agent, floors[agent], n)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", kindLabel(k), err)
 		}
