@@ -18,7 +18,7 @@ import (
 // run. Each stage runs in its own child process, so memory figures are a
 // gateway's alone and one stage cannot disturb the next.
 type BenchCmd struct {
-	Quick   bool          `help:"A short run with smaller workloads (about 3 minutes on 2 cores with all five real agent CLIs on PATH, 2 with none)."`
+	Quick   bool          `help:"A short run with smaller workloads (about 2 minutes on 2 cores with all five real agent CLIs on PATH, 1 with none)."`
 	JSON    bool          `help:"Print the report as JSON, for tracking."`
 	Sync    string        `help:"SyncAlways settings to measure: both, on or off." default:"both" enum:"both,on,off"`
 	Stages  []string      `help:"Only these stages: micro, rebuild, scale, turns, fabric (default all)." placeholder:"STAGE"`
