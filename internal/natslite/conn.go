@@ -43,6 +43,12 @@ type Options struct {
 	// -ERR refusing the login) is read with the first reply, so the
 	// first request rides in the same round trip as the handshake. A
 	// refused login is then the first request's error, not Connect's.
+	// When nothing secret could leak — no nonce to sign, and no token or
+	// password, or a server on this machine (a loopback address) — it
+	// does not wait for the server's INFO either: CONNECT goes out with
+	// the dial, and the INFO is read (and checked) with the first reply.
+	// That is one wait for the server fewer, which on an idle machine is
+	// a process woken fewer, each time a hook runs.
 	Pipelined bool
 	// InboxPrefix is the prefix of the reply subjects; default "_INBOX".
 	// An identity whose permissions allow only its own inbox needs its
@@ -57,6 +63,15 @@ type Conn struct {
 	inbox      string // the subscription's prefix: replies go to inbox.<n>
 	n          uint64 // the last reply token used
 	maxPayload int64
+	// info is true until the server's INFO is read: a connection that
+	// sent its CONNECT without it reads it with the first reply, by
+	// infoBy (the dial's bound, Options.Timeout). until is the bound of
+	// the wait in progress (bound), zero for none.
+	info          bool
+	infoBy, until time.Time
+	// out is what is written and not yet sent: the requests a caller
+	// sends before it awaits go out in one write (flush).
+	out []byte
 	// waiting are the replies sent for and not yet awaited; early holds
 	// those of them that came while another was awaited.
 	waiting map[string]bool
@@ -154,34 +169,46 @@ func connect(ctx context.Context, raw string, o Options) (*Conn, error) {
 	// bufio's default 4 KiB: a message body is read whole into its own
 	// buffer, and each 4 KiB more here is a page the hook faults in.
 	c := &Conn{nc: nc, br: bufio.NewReader(nc)}
-	if err := c.handshake(ctx, o); err != nil {
+	if err := c.handshake(ctx, o, o.early(func() bool { return sockdial.Loopback(nc) })); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("natslite: connect %s: %w", u.Redacted(), err)
 	}
 	return c, nil
 }
 
-func (c *Conn) handshake(ctx context.Context, o Options) error {
+// early reports whether CONNECT may go before the server's INFO
+// (Options.Pipelined): never with a nonce to sign, which the INFO
+// carries; with a token or a password only to a server on this machine
+// (loopback), as a server that wants TLS says so in its INFO, and the
+// secret must not cross a network in the clear before that is known.
+func (o Options) early(loopback func() bool) bool {
+	switch {
+	case !o.Pipelined || o.Sign != nil:
+		return false
+	case o.Token == "" && o.User == "" && o.Password == "":
+		return true
+	}
+	return loopback()
+}
+
+func (c *Conn) handshake(ctx context.Context, o Options, early bool) error {
 	defer c.bound(ctx)()
-	line, err := c.line()
-	if err != nil {
-		return err
-	}
-	payload, ok := strings.CutPrefix(line, "INFO ")
-	if !ok {
-		return fmt.Errorf("%w: want INFO, got %q", ErrProtocol, line)
-	}
 	var info serverInfo
-	if err := json.Unmarshal([]byte(payload), &info); err != nil {
-		return fmt.Errorf("%w: INFO: %v", ErrProtocol, err)
+	if c.info = early; early {
+		c.infoBy, _ = ctx.Deadline() // connect's: the dial's bound or sooner
+	} else {
+		line, err := c.line()
+		if err != nil {
+			return err
+		}
+		payload, ok := strings.CutPrefix(line, "INFO ")
+		if !ok {
+			return fmt.Errorf("%w: want INFO, got %q", ErrProtocol, line)
+		}
+		if info, err = c.readInfo(payload); err != nil {
+			return err
+		}
 	}
-	if info.TLSRequired {
-		return ErrTLS
-	}
-	if !info.Headers {
-		return fmt.Errorf("%w: the server does not take headers", ErrProtocol)
-	}
-	c.maxPayload = info.MaxPayload
 	ci := connectInfo{Name: o.Name, Lang: "go", Version: "natslite", Protocol: 1, Echo: true, Headers: true, NoResponders: true,
 		Token: o.Token, User: o.User, Password: o.Password}
 	if o.Sign != nil {
@@ -203,11 +230,14 @@ func (c *Conn) handshake(ctx context.Context, o Options) error {
 		return err
 	}
 	c.inbox = o.InboxPrefix + "." + hex.EncodeToString(token[:])
-	if _, err := fmt.Fprintf(c.nc, "CONNECT %s\r\nSUB %s.* 1\r\nPING\r\n", b, c.inbox); err != nil {
-		return err
-	}
+	c.out = fmt.Appendf(c.out, "CONNECT %s\r\nSUB %s.* 1\r\nPING\r\n", b, c.inbox)
 	if o.Pipelined {
-		return nil // next reads the PONG, or the -ERR, before any reply
+		// Written with the first request (Send), in one write: next
+		// reads the PONG, or the -ERR, before any reply.
+		return nil
+	}
+	if err := c.flush(); err != nil {
+		return err
 	}
 	for {
 		line, err := c.line()
@@ -227,10 +257,32 @@ func (c *Conn) handshake(ctx context.Context, o Options) error {
 	}
 }
 
+// readInfo checks the server's INFO: no TLS, headers taken; it keeps
+// the server's max_payload.
+func (c *Conn) readInfo(payload string) (serverInfo, error) {
+	var info serverInfo
+	if err := json.Unmarshal([]byte(payload), &info); err != nil {
+		return info, fmt.Errorf("%w: INFO: %v", ErrProtocol, err)
+	}
+	if info.TLSRequired {
+		return info, ErrTLS
+	}
+	if !info.Headers {
+		return info, fmt.Errorf("%w: the server does not take headers", ErrProtocol)
+	}
+	c.maxPayload = info.MaxPayload
+	return info, nil
+}
+
 // bound makes the connection's reads and writes end with ctx: at its
 // deadline, or at once when it is cancelled. The returned func undoes it.
 func (c *Conn) bound(ctx context.Context) func() {
-	if d, ok := ctx.Deadline(); ok {
+	c.until, _ = ctx.Deadline()
+	if d := c.until; c.info && (d.IsZero() || c.infoBy.Before(d)) {
+		// The INFO is still owed, within the dial's bound: a server that
+		// takes the connection and says nothing fails the wait then.
+		c.nc.SetDeadline(c.infoBy)
+	} else if !d.IsZero() {
 		c.nc.SetDeadline(d)
 	}
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
@@ -294,9 +346,9 @@ func (c *Conn) Request(ctx context.Context, subject string, hdr Header, data []b
 	return c.Await(ctx, reply)
 }
 
-// Send writes a request and returns its reply subject, for Await: a
-// caller that sends several before awaiting any pays one round trip for
-// all of them.
+// Send queues a request and returns its reply subject, for Await, which
+// writes what is queued before it reads: a caller that sends several
+// before awaiting any pays one write and one round trip for all of them.
 func (c *Conn) Send(ctx context.Context, subject string, hdr Header, data []byte) (string, error) {
 	if ctx.Err() != nil {
 		return "", ctx.Err()
@@ -307,10 +359,7 @@ func (c *Conn) Send(ctx context.Context, subject string, hdr Header, data []byte
 	if err != nil {
 		return "", err
 	}
-	defer c.bound(ctx)()
-	if _, err := c.nc.Write(frame); err != nil {
-		return "", c.ioErr(ctx, err)
-	}
+	c.out = append(c.out, frame...)
 	if c.waiting == nil {
 		c.waiting, c.early = map[string]bool{}, map[string]Msg{}
 	}
@@ -325,6 +374,10 @@ func (c *Conn) Await(ctx context.Context, reply string) (Msg, error) {
 	m, ok := c.early[reply]
 	if !ok {
 		defer c.bound(ctx)()
+		if err := c.flush(); err != nil {
+			delete(c.waiting, reply)
+			return Msg{}, c.ioErr(ctx, err)
+		}
 		for {
 			var err error
 			if m, err = c.next(); err != nil {
@@ -345,6 +398,16 @@ func (c *Conn) Await(ctx context.Context, reply string) (Msg, error) {
 		return m, ErrNoResponders
 	}
 	return m, nil
+}
+
+// flush writes what Send and the handshake left in out.
+func (c *Conn) flush() error {
+	if len(c.out) == 0 {
+		return nil
+	}
+	_, err := c.nc.Write(c.out)
+	c.out = c.out[:0]
+	return err
 }
 
 // ioErr is ctx's error when ctx ended the read or write.
@@ -395,6 +458,16 @@ func (c *Conn) next() (Msg, error) {
 		}
 		verb, args, _ := strings.Cut(line, " ")
 		switch verb = strings.ToUpper(verb); verb {
+		case "INFO":
+			// The first is the handshake's, when CONNECT went before it;
+			// later ones (a cluster's changes) say nothing a hook needs.
+			if c.info {
+				c.info = false
+				c.nc.SetDeadline(c.until) // the server is there: the caller's bound again
+				if _, err := c.readInfo(args); err != nil {
+					return Msg{}, err
+				}
+			}
 		case "PING":
 			if _, err := io.WriteString(c.nc, "PONG\r\n"); err != nil {
 				return Msg{}, err

@@ -11,7 +11,8 @@
 // connection until its reply comes, keeping other awaited replies aside —
 // so it starts no goroutine; one Conn serves one caller at a time. A hook
 // sends what it can before it awaits (Options.Pipelined, PublishAll): two
-// round trips a hook. It speaks no TLS (ErrTLS): a caller whose
+// round trips a hook, each one write, and — when no secret can leak — no
+// wait for the server's INFO before the first. It speaks no TLS (ErrTLS): a caller whose
 // server wants TLS uses nats.go or falls back.
 //
 // It dials with internal/sockdial, not package net: net brings the cgo

@@ -1,9 +1,14 @@
 package natslite_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,5 +117,94 @@ func TestAwaitMatchesRepliesOutOfOrder(t *testing.T) {
 	}
 	if _, err := c.Request(ctx, "nobody.here", nil, nil); !errors.Is(err, natslite.ErrNoResponders) {
 		t.Errorf("a request nobody answers: %v, want ErrNoResponders", err)
+	}
+}
+
+// A pipelined connection with a token to a server on this machine sends
+// its CONNECT, SUB, PING and first request in one write, before the
+// server's INFO: a server that says nothing until it has read them still
+// answers. With a nonce to sign, the client waits for the INFO and sends
+// nothing before it.
+func TestAPipelinedConnectionWritesBeforeTheINFOOnlyWhenItMay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	first := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		// Silent until the client speaks: a client that waits for the
+		// INFO before writing waits here for good.
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		line, err := br.ReadString('\n')
+		if err != nil {
+			first <- ""
+			return
+		}
+		first <- line
+		c.SetReadDeadline(time.Time{})
+		io.WriteString(c, `INFO {"server_id":"s","headers":true,"max_payload":1048576,"auth_required":true}`+"\r\n")
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			switch verb, args, _ := strings.Cut(strings.TrimSpace(line), " "); verb {
+			case "PING":
+				io.WriteString(c, "PONG\r\n")
+			case "PUB":
+				f := strings.Fields(args) // subject reply size
+				n, _ := strconv.Atoi(f[2])
+				body := make([]byte, n+2)
+				io.ReadFull(br, body)
+				fmt.Fprintf(c, "MSG %s 1 %d\r\nre %s\r\n", f[1], n+3, body[:n])
+			}
+		}
+	}()
+	c, err := natslite.Connect(ctx, "nats://"+ln.Addr().String(), natslite.Options{Pipelined: true, Token: "secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := c.Request(ctx, "echo", nil, []byte("hi"))
+	if err != nil || string(m.Data) != "re hi" {
+		t.Fatalf("request before the INFO: %q, %v; want %q", m.Data, err, "re hi")
+	}
+	if line := <-first; !strings.HasPrefix(line, "CONNECT ") {
+		t.Errorf("first line the server read: %q, want the CONNECT", line)
+	}
+
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln2.Close()
+	said := make(chan int, 1)
+	go func() {
+		c, err := ln2.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		n, _ := c.Read(make([]byte, 1024))
+		said <- n
+	}()
+	sign := func([]byte) ([]byte, error) { return []byte("sig"), nil }
+	short, cancelShort := context.WithTimeout(ctx, time.Second)
+	defer cancelShort()
+	if _, err := natslite.Connect(short, "nats://"+ln2.Addr().String(), natslite.Options{Pipelined: true, NKey: "UKEY", Sign: sign, Timeout: time.Second}); err == nil {
+		t.Error("connected to a server that never sent its INFO, with a nonce to sign")
+	}
+	if n := <-said; n != 0 {
+		t.Errorf("the client wrote %d bytes before the INFO with a nonce to sign; want none", n)
 	}
 }

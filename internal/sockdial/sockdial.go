@@ -180,3 +180,25 @@ func awaitConnect(ctx context.Context, f *os.File) error {
 	}
 	return err
 }
+
+// Loopback reports whether f, a socket Dial connected, is connected to
+// an address of this machine's loopback interface (127.0.0.0/8, ::1): a
+// peer on the same host, where nothing sent crosses a network.
+func Loopback(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var peer syscall.Sockaddr
+	var perr error
+	if err := rc.Control(func(fd uintptr) { peer, perr = syscall.Getpeername(int(fd)) }); err != nil || perr != nil {
+		return false
+	}
+	switch sa := peer.(type) {
+	case *syscall.SockaddrInet4:
+		return netip.AddrFrom4(sa.Addr).IsLoopback()
+	case *syscall.SockaddrInet6:
+		return netip.AddrFrom16(sa.Addr).Unmap().IsLoopback()
+	}
+	return false
+}

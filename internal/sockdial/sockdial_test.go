@@ -127,3 +127,57 @@ func TestHostsFile(t *testing.T) {
 		}
 	}
 }
+
+// Loopback tells a peer on this machine's loopback from any other: a
+// unix socket is not one, nor is an address of another interface.
+func TestLoopbackIsThePeersAddress(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	dialed := func(network, address string) *os.File {
+		t.Helper()
+		f, err := Dial(ctx, network, address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Logf("%s: %v (no such loopback here)", addr, err)
+			continue
+		}
+		echo(t, l)
+		if !Loopback(dialed("tcp", l.Addr().String())) {
+			t.Errorf("%s: not loopback", l.Addr())
+		}
+	}
+	sock := filepath.Join(t.TempDir(), "s")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo(t, l)
+	if Loopback(dialed("unix", sock)) {
+		t.Error("a unix socket: loopback")
+	}
+	// Another interface's address, when this machine has one.
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		ip, ok := a.(*net.IPNet)
+		if !ok || ip.IP.IsLoopback() || ip.IP.To4() == nil {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(ip.IP.String(), "0"))
+		if err != nil {
+			continue
+		}
+		echo(t, l)
+		if Loopback(dialed("tcp", l.Addr().String())) {
+			t.Errorf("%s: loopback", l.Addr())
+		}
+		return
+	}
+	t.Log("no address but loopback here: the other-interface case is not checked")
+}
