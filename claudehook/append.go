@@ -41,6 +41,12 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 	}
 	defer nc.Close()
 	log := &natsLog{nc: nc, registry: events.NewRegistry(), source: evs[0].Source, now: o.Now, newID: o.NewID}
+	// The turn is read, with the handshake, while the prompt's hook may
+	// still be at work; nothing is appended before it is done.
+	turn := CurrentTurn(ctx, nc, evs[0].Subject)
+	if o.ordered != nil {
+		o.ordered(evs)
+	}
 	if !o.NoReplay {
 		// Only this agent's spool, and only what the dedupe window still
 		// guards: an agent's NATS user may append only its own events
@@ -57,7 +63,7 @@ func appendAll(ctx context.Context, evs []events.Event, env func(string) string,
 			}
 		}
 	}
-	if turn := CurrentTurn(ctx, nc, evs[0].Subject); turn != "" {
+	if turn != "" {
 		for i := range evs {
 			evs[i].CorrelationID = turn
 		}

@@ -46,14 +46,14 @@ func DetachFinisher(exe string, args ...string) func([]byte) error {
 // a second. usageOnly: the hook appended the reply, and the finisher
 // appends the turn's usage event. It never fails: like the hook, it
 // spools what it cannot append.
-func Finish(ctx context.Context, event, file string, usageOnly bool, env func(string) string) {
+func Finish(ctx context.Context, event, file string, usageOnly, afterPrompt bool, env func(string) string) {
 	payload, err := os.ReadFile(file)
 	os.Remove(file)
 	if err != nil {
 		return
 	}
 	_ = Run(ctx, event, bytes.NewReader(payload), env, Options{
-		Timeout: 10 * time.Second, TranscriptWait: 6 * time.Second, NoHerdr: true, UsageOnly: usageOnly,
+		Timeout: 10 * time.Second, TranscriptWait: 6 * time.Second, NoHerdr: true, UsageOnly: usageOnly, AfterPrompt: afterPrompt,
 	})
 }
 
@@ -73,6 +73,9 @@ type Invocation struct {
 	Timeout time.Duration
 	// NoHerdr skips the pane.report_agent request.
 	NoHerdr bool
+	// AfterPrompt: the prompt's UserPromptSubmit hook ran async; wait
+	// for it before appending (--after-prompt, Options.AfterPrompt).
+	AfterPrompt bool
 	// Self is the command line that runs this same hook again, finisher
 	// flag aside (`/path/fleetd-hook stop`): a Stop hook whose transcript
 	// lags detaches its finisher with it. Empty: it never detaches.
@@ -84,15 +87,20 @@ type Invocation struct {
 // so every problem is said on stderr and the command exits 0.
 func (in Invocation) Exec(ctx context.Context, stdin io.Reader, stderr io.Writer, env func(string) string) {
 	if in.Finish != "" {
-		Finish(ctx, in.Event, in.Finish, in.UsageOnly, env)
+		Finish(ctx, in.Event, in.Finish, in.UsageOnly, in.AfterPrompt, env)
 		return
 	}
 	var detach, detachUsage func([]byte) error
 	if len(in.Self) > 0 {
-		detach = DetachFinisher(in.Self[0], in.Self[1:]...)
-		detachUsage = DetachFinisher(in.Self[0], append(slices.Clip(in.Self[1:]), "--usage-only")...)
+		args := slices.Clip(in.Self[1:])
+		if in.AfterPrompt {
+			args = append(args, "--after-prompt")
+		}
+		detach = DetachFinisher(in.Self[0], args...)
+		detachUsage = DetachFinisher(in.Self[0], append(slices.Clip(args), "--usage-only")...)
 	}
-	err := Run(ctx, in.Event, stdin, env, Options{Timeout: in.Timeout, NoHerdr: in.NoHerdr, Stderr: stderr, Detach: detach, DetachUsage: detachUsage})
+	err := Run(ctx, in.Event, stdin, env, Options{Timeout: in.Timeout, NoHerdr: in.NoHerdr, AfterPrompt: in.AfterPrompt,
+		Stderr: stderr, Detach: detach, DetachUsage: detachUsage})
 	if err != nil {
 		fmt.Fprintln(stderr, "fleetd hook:", err)
 	}

@@ -41,9 +41,11 @@ func herdrState(h Hook, p Payload) string {
 // nothing is typed into it again. On a loaded host herdr can take longer
 // than one short timeout to answer; a herdr that is not there at all
 // fails at once and is not retried.
-func reportHerdrRetry(ctx context.Context, socket, pane, kind, state string, timeout time.Duration, now func() time.Time) error {
+func reportHerdrRetry(ctx context.Context, socket, pane, kind, state string, timeout time.Duration, seq uint64) error {
 	for {
-		err := reportHerdr(ctx, socket, pane, kind, state, timeout, now)
+		// Each try with the same seq: a retry must not outrank a later
+		// hook's report.
+		err := reportHerdr(ctx, socket, pane, kind, state, timeout, seq)
 		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return err // done, or herdr is not there at all
 		}
@@ -52,15 +54,15 @@ func reportHerdrRetry(ctx context.Context, socket, pane, kind, state string, tim
 }
 
 // reportHerdr sends one pane.report_agent request. seq is the wall clock
-// in nanoseconds: monotonic across hook processes, which is what herdr's
-// per-source seq check needs.
+// in nanoseconds when the hook's turn to report came (Run): monotonic
+// across hook processes, which is what herdr's per-source seq check needs.
 //
 // It speaks herdr's line protocol itself rather than through herdrapi's
 // client: that client is built on package net, which would link the cgo
 // resolver into the hook binary and make every exec pay the dynamic loader
 // (see internal/sockdial). TestHerdrReportIsHerdrapis pins the request
 // line to herdrapi's.
-func reportHerdr(ctx context.Context, socket, pane, kind, state string, timeout time.Duration, now func() time.Time) error {
+func reportHerdr(ctx context.Context, socket, pane, kind, state string, timeout time.Duration, seq uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	source := HerdrSource
@@ -68,7 +70,7 @@ func reportHerdr(ctx context.Context, socket, pane, kind, state string, timeout 
 		source = "fleetd:" + kind
 	}
 	line, err := json.Marshal(herdrRequest{ID: herdrRequestID, Method: "pane.report_agent", Params: herdrReport{
-		PaneID: pane, Source: source, Agent: kind, State: state, Seq: uint64(now().UnixNano()),
+		PaneID: pane, Source: source, Agent: kind, State: state, Seq: seq,
 	}})
 	if err != nil {
 		return err

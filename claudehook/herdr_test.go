@@ -132,9 +132,9 @@ func TestHerdrReportIsHerdrapis(t *testing.T) {
 		}
 	}()
 	at := time.Unix(1700000000, 42)
-	now := func() time.Time { return at }
+	seq := uint64(at.UnixNano())
 	ctx := context.Background()
-	if err := reportHerdr(ctx, sock, "w1:p2", "gemini", "working", time.Second, now); err != nil {
+	if err := reportHerdr(ctx, sock, "w1:p2", "gemini", "working", time.Second, seq); err != nil {
 		t.Fatal(err)
 	}
 	hook := <-lines
@@ -154,10 +154,39 @@ func TestHerdrReportIsHerdrapis(t *testing.T) {
 		{`not json%.0q`, "bad response"},
 	} {
 		answer = c.answer
-		err := reportHerdr(ctx, sock, "w1:p2", "claude", "idle", time.Second, now)
+		err := reportHerdr(ctx, sock, "w1:p2", "claude", "idle", time.Second, seq)
 		<-lines
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("answer %s: %v, want an error saying %q", c.answer, err, c.want)
 		}
+	}
+}
+
+// A Stop hook run with --after-prompt reports to herdr after the prompt's
+// hook, and with a seq above the prompt's, though it started first: herdr
+// ends at the Stop's state, never at the prompt's "working".
+func TestAPromptHookRunAsyncNeverOutranksTheStopAtHerdr(t *testing.T) {
+	f := startFleet(t)
+	h := herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t)})
+	ctx := context.Background()
+	pane, err := h.SpawnPane(ctx, herdrtest.PaneSpec{Argv: []string{"sleep", "60"}, Env: map[string]string{"HERDR_AGENT": "claude"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := paneEnv(f.url, t.TempDir(), "HERDR_SOCKET_PATH", h.Path(), "HERDR_PANE_ID", pane.ID)
+	var stderr lockedBuffer
+	stop := make(chan error, 1)
+	go func() {
+		stop <- Run(ctx, "stop", strings.NewReader(payloads[Stop]), env, Options{AfterPrompt: true, PromptWait: time.Minute, Stderr: &stderr})
+	}()
+	time.Sleep(100 * time.Millisecond) // the Stop hook is at its wait
+	if err := Run(ctx, "user-prompt-submit", strings.NewReader(payloads[UserPromptSubmit]), env, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stop; err != nil {
+		t.Fatal(err)
+	}
+	if got := paneStatus(t, h.Path(), pane.ID); got != "done" && got != "idle" {
+		t.Errorf("herdr says %s after the prompt's hook and the Stop's, want done (the Stop's idle); stderr %q", got, stderr.String())
 	}
 }

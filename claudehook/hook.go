@@ -62,6 +62,12 @@ type Options struct {
 	// UsageOnly: this run is a DetachUsage finisher's; a Stop hook
 	// appends only the turn's usage event, when its transcript has one.
 	UsageOnly bool
+	// AfterPrompt: this hook follows a UserPromptSubmit hook the agent
+	// ran without waiting for it (Claude Code's async hook); it appends
+	// and reports nothing before that hook is done (order.go).
+	AfterPrompt bool
+	// PromptWait bounds the AfterPrompt wait. Default 1 s.
+	PromptWait time.Duration
 	// Stderr receives notes (spooled, replayed, herdr trouble). Default
 	// io.Discard.
 	Stderr io.Writer
@@ -69,6 +75,10 @@ type Options struct {
 	// monotonic ULIDs.
 	Now   func() time.Time
 	NewID func() string
+
+	// ordered returns once this hook may append or report (AfterPrompt),
+	// having given the events it is passed ids after the prompt's.
+	ordered func(evs []events.Event)
 }
 
 func (o *Options) setDefaults() {
@@ -77,6 +87,7 @@ func (o *Options) setDefaults() {
 	setDur(&o.HerdrTimeout, 300*time.Millisecond)
 	setDur(&o.TranscriptWait, time.Second)
 	setDur(&o.QuickWait, 200*time.Millisecond)
+	setDur(&o.PromptWait, time.Second)
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = 8 << 20
 	}
@@ -138,17 +149,41 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	if kind == "" {
 		kind = "claude"
 	}
+	o.ordered = func([]events.Event) {}
+	after := o.AfterPrompt && hook != UserPromptSubmit && p.PromptID != ""
+	if after {
+		wait := sync.OnceValue(func() string { return awaitPrompt(ctx, SpoolDir(env), agent, p.PromptID, o.PromptWait, o.Stderr) })
+		o.ordered = func(evs []events.Event) { idsAfter(evs, wait()) }
+	}
 	var wg sync.WaitGroup
 	if state := herdrState(hook, p); state != "" && !o.NoHerdr {
 		if sock, pane := env("HERDR_SOCKET_PATH"), env("HERDR_PANE_ID"); sock != "" && pane != "" {
+			// herdr keeps the report with the highest seq (the clock)
+			// of a source. A prompt hook's is taken here, before its
+			// mark; a later hook's once the mark is there: so the
+			// prompt's "working", however late it lands, never
+			// outranks the Stop's "idle".
+			seq := uint64(o.Now().UnixNano())
 			wg.Go(func() {
-				if err := reportHerdrRetry(ctx, sock, pane, kind, state, o.HerdrTimeout, o.Now); err != nil {
+				if after {
+					o.ordered(nil)
+					seq = uint64(o.Now().UnixNano())
+				}
+				if err := reportHerdrRetry(ctx, sock, pane, kind, state, o.HerdrTimeout, seq); err != nil {
 					fmt.Fprintf(o.Stderr, "fleetd hook: herdr report (ignored): %v\n", err)
 				}
 			})
 		}
 	}
 	defer wg.Wait()
+	// lastID is the last event this hook made, for the prompt's mark.
+	var lastID string
+	if hook == UserPromptSubmit && p.PromptID != "" {
+		// Deferred after wg.Wait, so it runs before it: once the appends
+		// are done (or spooled), not herdr's answer, which the seq above
+		// orders.
+		defer func() { markPrompt(SpoolDir(env), agent, p.PromptID, lastID, o.Stderr) }()
+	}
 
 	var usage Usage
 	// Usage is read from the agent's transcript: Claude Code's, or
@@ -223,6 +258,7 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	if len(evs) == 0 {
 		return nil
 	}
+	lastID = evs[len(evs)-1].ID
 	err = deliver(ctx, evs, env, o)
 	if pending {
 		// After the reply is stored (or spooled): its usage joins a
@@ -293,6 +329,9 @@ func deliver(ctx context.Context, evs []events.Event, env func(string) string, o
 	done, err := appendAll(ctx, evs, env, spool, o)
 	if err == nil {
 		return nil
+	}
+	if o.ordered != nil && done == 0 {
+		o.ordered(evs) // (once) after the prompt's, in the spool too
 	}
 	if serr := Spool(spool, evs[done:]); serr != nil {
 		return errors.Join(serr, err)

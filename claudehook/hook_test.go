@@ -510,6 +510,7 @@ func TestSettings(t *testing.T) {
 				Type    string `json:"type"`
 				Command string `json:"command"`
 				Timeout int    `json:"timeout"`
+				Async   bool   `json:"async"`
 			} `json:"hooks"`
 		} `json:"hooks"`
 		Permissions struct {
@@ -528,8 +529,14 @@ func TestSettings(t *testing.T) {
 			t.Fatalf("%s: %+v", h, m)
 		}
 		c := m[0].Hooks[0]
-		if want := "'/opt/fleet d/fleetd' hook " + h.Arg(); c.Type != "command" || c.Command != want || c.Timeout != 10 {
-			t.Errorf("%s hook = %+v, want command %q, timeout 10", h, c, want)
+		// The prompt's hook runs async; those after it in a turn wait
+		// for it (order.go).
+		want, async := "'/opt/fleet d/fleetd' hook "+h.Arg(), h == UserPromptSubmit
+		if h == Stop || h == StopFailure || h == Notification {
+			want += " --after-prompt"
+		}
+		if c.Type != "command" || c.Command != want || c.Timeout != 10 || c.Async != async {
+			t.Errorf("%s hook = %+v, want command %q, timeout 10, async %v", h, c, want, async)
 		}
 		if back, err := ParseHook(h.Arg()); back != h || err != nil {
 			t.Errorf("ParseHook(%q) = %q, %v", h.Arg(), back, err)

@@ -90,7 +90,8 @@ func (c SettingsConfig) Validate() error {
 // "<fleetd> hook <event>" — or, with a Hook binary, "<hook> <event>" when
 // that file is there when the hook runs and `fleetd hook` otherwise (a
 // sandbox that binds only fleetd, a hook binary removed since) — and the
-// permissions block.
+// permissions block. UserPromptSubmit runs async; Stop, StopFailure and
+// Notification run with --after-prompt, to append after it.
 func (c SettingsConfig) JSON() ([]byte, error) {
 	c.setDefaults()
 	if err := c.Validate(); err != nil {
@@ -100,6 +101,7 @@ func (c SettingsConfig) JSON() ([]byte, error) {
 		Type    string `json:"type"`
 		Command string `json:"command"`
 		Timeout int    `json:"timeout"`
+		Async   bool   `json:"async,omitempty"`
 	}
 	type matcher struct {
 		Hooks []command `json:"hooks"`
@@ -113,7 +115,17 @@ func (c SettingsConfig) JSON() ([]byte, error) {
 		Permissions *permissions         `json:"permissions,omitempty"`
 	}{Hooks: map[string][]matcher{}}
 	for _, h := range Hooks {
-		out.Hooks[string(h)] = []matcher{{Hooks: []command{{Type: "command", Command: c.command(h.Arg()), Timeout: c.Timeout}}}}
+		cmd := command{Type: "command", Command: c.command(h.Arg()), Timeout: c.Timeout}
+		switch h {
+		case UserPromptSubmit:
+			// Claude Code does not wait for it: the prompt goes to the
+			// model a hook's run sooner. The hooks after it in a turn
+			// wait for it instead, before they append (order.go).
+			cmd.Async = true
+		case Stop, StopFailure, Notification:
+			cmd.Command = c.command(h.Arg() + " --after-prompt")
+		}
+		out.Hooks[string(h)] = []matcher{{Hooks: []command{cmd}}}
 	}
 	mode := c.DefaultMode
 	if mode == "-" {

@@ -28,7 +28,7 @@ func TestWriteFileLeavesOnlyAWholePrivateSettingsFile(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("settings are not JSON: %v\n%s", err, b)
 	}
-	if cmd := got.Hooks["Stop"][0].Hooks[0].Command; cmd != "/usr/local/bin/fleetd hook stop" {
+	if cmd := got.Hooks["Stop"][0].Hooks[0].Command; cmd != "/usr/local/bin/fleetd hook stop --after-prompt" {
 		t.Errorf("Stop hook runs %q, want the last binary written", cmd)
 	}
 	for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700} {
@@ -88,19 +88,19 @@ func TestSettingsRunTheHookBinaryBesideFleetdElseFleetdHook(t *testing.T) {
 		return strings.TrimSpace(string(out))
 	}
 	cmd := command(SettingsConfig{Fleetd: fleetd})
-	if got, want := runs(cmd), "fleetd-hook stop-failure"; got != want {
+	if got, want := runs(cmd), "fleetd-hook stop-failure --after-prompt"; got != want {
 		t.Errorf("%q ran %q, want %q", cmd, got, want)
 	}
 	if err := os.Remove(hook); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := runs(cmd), "fleetd hook stop-failure"; got != want {
+	if got, want := runs(cmd), "fleetd hook stop-failure --after-prompt"; got != want {
 		t.Errorf("with the hook binary gone, %q ran %q, want %q", cmd, got, want)
 	}
-	if got, want := command(SettingsConfig{Fleetd: fleetd}), fleetd+" hook stop-failure"; got != want {
+	if got, want := command(SettingsConfig{Fleetd: fleetd}), fleetd+" hook stop-failure --after-prompt"; got != want {
 		t.Errorf("without a hook binary the command is %q, want %q", got, want)
 	}
-	if got, want := command(SettingsConfig{Fleetd: fleetd, Hook: "-"}), fleetd+" hook stop-failure"; got != want {
+	if got, want := command(SettingsConfig{Fleetd: fleetd, Hook: "-"}), fleetd+" hook stop-failure --after-prompt"; got != want {
 		t.Errorf("with Hook %q the command is %q, want %q", "-", got, want)
 	}
 }

@@ -145,6 +145,8 @@ type Agent struct {
 	modelOut  int64
 	// lastPrompt is the last prompt id, which SessionEnd carries.
 	lastPrompt string
+	// hooks are the async hooks (UserPromptSubmit) still running.
+	hooks sync.WaitGroup
 }
 
 // New returns an agent that has not started. It does no I/O.
@@ -228,6 +230,7 @@ func (a *Agent) width() int {
 // or ctx, and returns nil on a clean end. A read of In blocked when Run
 // returns ends with In (the terminal closing).
 func (a *Agent) Run(ctx context.Context) error {
+	defer a.hooks.Wait() // an async hook's events are not cut off
 	source := "startup"
 	sid := newUUID()
 	if a.cfg.Resume != "" {
@@ -675,12 +678,23 @@ func (a *Agent) spin() spinning {
 
 // hook runs the hook binary beside fleetd (`fleetd-hook <name>`, what
 // fleetd's settings give the real Claude Code), else `fleetd hook <name>`,
-// with Claude's payload on stdin, waiting for it as Claude does. A failure
-// shows on screen and never stops the agent.
+// with Claude's payload on stdin, as Claude Code runs fleetd's settings:
+// UserPromptSubmit async (the turn goes on at once), the hooks after it
+// with --after-prompt, each waited for. A failure shows on screen and
+// never stops the agent.
 func (a *Agent) hook(ctx context.Context, name string, fields map[string]any) {
 	if a.cfg.NoHooks {
 		return
 	}
+	if name == "UserPromptSubmit" {
+		a.hooks.Go(func() { a.runHook(context.WithoutCancel(ctx), name, fields) })
+		return
+	}
+	a.runHook(ctx, name, fields)
+}
+
+// runHook runs one hook and waits for it.
+func (a *Agent) runHook(ctx context.Context, name string, fields map[string]any) {
 	payload := map[string]any{"session_id": a.sid, "transcript_path": a.tp, "cwd": a.cfg.Cwd, "hook_event_name": name}
 	for k, v := range fields {
 		payload[k] = v
@@ -692,9 +706,14 @@ func (a *Agent) hook(ctx context.Context, name string, fields map[string]any) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.HookTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, a.cfg.Fleetd, "hook", name)
+	args := []string{name}
+	switch name {
+	case "Stop", "StopFailure", "Notification":
+		args = append(args, "--after-prompt")
+	}
+	cmd := exec.CommandContext(ctx, a.cfg.Fleetd, append([]string{"hook"}, args...)...)
 	if hook := claudehook.HookBeside(a.cfg.Fleetd); hook != "" && filepath.IsAbs(hook) {
-		cmd = exec.CommandContext(ctx, hook, name)
+		cmd = exec.CommandContext(ctx, hook, args...)
 	}
 	cmd.Stdin = bytes.NewReader(b)
 	cmd.Env = a.cfg.Env

@@ -11,7 +11,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -327,7 +329,9 @@ func TestSimAgentFiresTheRealHooks(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("sim-agent did not exit after /exit")
 	}
-	if files, _ := os.ReadDir(spool); len(files) != 0 {
+	// The agent's spool directory holds the prompt hook's done mark (a
+	// dot file), and no event.
+	if files, _ := filepath.Glob(filepath.Join(spool, "*", "*.json")); len(files) != 0 {
 		t.Errorf("hooks spooled with NATS up: %v", files)
 	}
 }
@@ -345,12 +349,37 @@ func TestSimAgentWithNATSDownKeepsWorking(t *testing.T) {
 		if !strings.Contains(term.output(), "● SIM: still there?") {
 			return errors.New("no reply on screen yet")
 		}
-		files, _ := os.ReadDir(spool + "/" + agent)
+		files, _ := filepath.Glob(filepath.Join(spool, agent, "*.json"))
 		if len(files) != 6 { // session+idle, submitted+working, replied+idle
 			return fmt.Errorf("%d spooled events, want 6", len(files))
 		}
 		return nil
 	})
+	// The spool replays in id order: the async prompt hook's events come
+	// before the Stop hook's, which waited for it.
+	files, _ := filepath.Glob(filepath.Join(spool, agent, "*.json"))
+	sort.Strings(files)
+	var kinds []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev struct {
+			Type string `json:"type"`
+			Data struct {
+				Status string `json:"status"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(b, &ev); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		kinds = append(kinds, strings.TrimSpace(ev.Type+" "+ev.Data.Status))
+	}
+	want := []string{"fleet.agent.session", "fleet.agent.status idle", "fleet.agent.submitted", "fleet.agent.status working", "fleet.agent.replied", "fleet.agent.status idle"}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("spool in replay order: %q, want %q", kinds, want)
+	}
 }
 
 // In a herdr pane, with no hooks at all, herdr's screen rules see the

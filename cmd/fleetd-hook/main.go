@@ -32,7 +32,7 @@ func main() {
 func parse(args []string) (claudehook.Invocation, bool) {
 	fs := flag.NewFlagSet("fleetd-hook", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: fleetd-hook EVENT [--timeout 2s] [--no-herdr]\n"+
+		fmt.Fprintln(fs.Output(), "usage: fleetd-hook EVENT [--timeout 2s] [--no-herdr] [--after-prompt]\n"+
 			"EVENT: session-start, user-prompt-submit, stop, stop-failure, notification, session-end (or Claude's names);\n"+
 			"Claude Code runs it with the hook's payload on stdin (see fleetd hooks settings). It always exits 0.")
 		fs.PrintDefaults()
@@ -42,6 +42,7 @@ func parse(args []string) (claudehook.Invocation, bool) {
 	fs.BoolVar(&in.NoHerdr, "no-herdr", false, "do not report the pane's state to herdr (pane.report_agent)")
 	fs.StringVar(&in.Finish, "finish", "", "finish a Stop hook detached: the payload file a hook left (internal)")
 	fs.BoolVar(&in.UsageOnly, "usage-only", false, "with --finish: append only the turn's usage, its reply already appended (internal)")
+	fs.BoolVar(&in.AfterPrompt, "after-prompt", false, "the agent ran this prompt's user-prompt-submit hook without waiting for it: append after it is done (the settings' Stop, StopFailure and Notification)")
 	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' {
 		fs.Usage()
 		return in, false

@@ -19,7 +19,10 @@ type HookCmd struct {
 	Spool   string        `help:"Spool directory for 'replay' (default FLEET_SPOOL_DIR, else ~/.local/state/fleetd/spool)." type:"path" placeholder:"DIR"`
 	Timeout time.Duration `help:"Bound on the whole hook run." default:"2s"`
 	NoHerdr bool          `help:"Do not report the pane's state to herdr (pane.report_agent)."`
-	Finish  string        `hidden:"" help:"Finish a Stop hook detached: the payload file a hook left, waiting for the transcript." type:"path"`
+	// AfterPrompt: Claude Code ran the prompt's UserPromptSubmit hook
+	// async (fleetd's settings); this later hook appends after it.
+	AfterPrompt bool   `help:"The agent ran this prompt's user-prompt-submit hook without waiting for it (fleetd's settings run it async): append and report only once it is done. The settings give it to Stop, StopFailure and Notification."`
+	Finish      string `hidden:"" help:"Finish a Stop hook detached: the payload file a hook left, waiting for the transcript." type:"path"`
 	// UsageOnly: with --finish, the hook appended the reply; the
 	// finisher appends the turn's usage.
 	UsageOnly bool `hidden:"" help:"With --finish: append only the turn's usage."`
@@ -34,7 +37,8 @@ func (c *HookCmd) Run(ctx context.Context, g *Globals) error {
 	if exe, err := os.Executable(); err == nil {
 		self = []string{exe, "hook", c.Event}
 	}
-	claudehook.Invocation{Event: c.Event, Finish: c.Finish, UsageOnly: c.UsageOnly, Timeout: c.Timeout, NoHerdr: c.NoHerdr, Self: self}.
+	claudehook.Invocation{Event: c.Event, Finish: c.Finish, UsageOnly: c.UsageOnly, Timeout: c.Timeout, NoHerdr: c.NoHerdr,
+		AfterPrompt: c.AfterPrompt, Self: self}.
 		Exec(ctx, os.Stdin, os.Stderr, os.Getenv)
 	return nil
 }
