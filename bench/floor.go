@@ -179,7 +179,9 @@ func (r *fabricRun) launchFloor(ctx context.Context, name string, role roles.Rol
 		if err != nil {
 			return nil, err
 		}
-		role.Command = append(slices.Clone(role.Command), "--fleetd", fleetd)
+		// Its do-nothing hooks run as Claude Code runs a settings
+		// file's (the real Claude floor's): each waited for.
+		role.Command = append(slices.Clone(role.Command), "--fleetd", fleetd, "--sync-hooks")
 	case role.Kind == "" || role.Kind == roles.KindClaude:
 		if err := os.MkdirAll(state, 0o700); err != nil {
 			return nil, err
@@ -305,7 +307,7 @@ func floorNote(kind string) string {
 	how := "every hook it runs `:`, the Stop hook `: >mark` (shell builtins, in the shell the agent runs its hooks with)"
 	switch kind {
 	case "":
-		how = "its hook program a shell script doing nothing, Stop `: >mark`"
+		how = "its hook program a shell script doing nothing, Stop `: >mark`, each hook waited for (--sync-hooks, as a plain settings file's; fleetd's settings run UserPromptSubmit async)"
 	case roles.KindGemini:
 		how = "every hook `:`, AfterAgent (its Stop) `: >mark` (shell builtins)"
 	case roles.KindOpenCode, roles.KindPi:

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/oklog/ulid/v2"
 
 	events "github.com/fleetd/fleetd/events/eventcore"
@@ -51,32 +52,60 @@ func markPrompt(spool, agent, prompt, lastID string, stderr io.Writer) {
 	}
 }
 
-// promptWaitTick is how often a later hook looks for the mark: the
-// prompt's hook takes a few milliseconds.
+// promptWaitTick is how often a later hook looks for the mark when it
+// cannot watch the directory for it (twenty times that when it can).
 const promptWaitTick = time.Millisecond
 
 // awaitPrompt waits until prompt's UserPromptSubmit hook has marked
 // itself done, for up to wait (or until ctx ends), and returns the id of
 // the last event that hook made ("" when it made none, or was not waited
 // for): past wait, a prompt hook that never ran or died is not waited
-// for, and the caller goes on.
+// for, and the caller goes on. It watches the agent's directory
+// (inotify), so the mark is seen the moment it is renamed into place: on
+// a fast turn the wait is on the turn's path.
 func awaitPrompt(ctx context.Context, spool, agent, prompt string, wait time.Duration, stderr io.Writer) string {
-	path := filepath.Join(spool, agent, promptMark)
-	deadline := time.Now().Add(wait)
-	for {
-		if b, err := os.ReadFile(path); err == nil {
-			if p, last, _ := strings.Cut(string(b), " "); p == prompt {
-				return last
+	dir := filepath.Join(spool, agent)
+	path := filepath.Join(dir, promptMark)
+	marked := func() (string, bool) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", false
+		}
+		p, last, _ := strings.Cut(string(b), " ")
+		return last, p == prompt
+	}
+	if last, ok := marked(); ok {
+		return last
+	}
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	// A change in the directory, or a tick where it cannot be watched.
+	var changed <-chan fsnotify.Event
+	tick := time.NewTicker(promptWaitTick)
+	defer tick.Stop()
+	if os.MkdirAll(dir, 0o700) == nil {
+		if w, err := fsnotify.NewWatcher(); err == nil {
+			defer w.Close()
+			if w.Add(dir) == nil {
+				changed = w.Events
+				tick.Reset(20 * promptWaitTick) // a backstop only
 			}
 		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(stderr, "fleetd hook: the prompt's UserPromptSubmit hook was not done within %v; going on\n", wait)
-			return ""
+	}
+	for {
+		// Looked at again after the watch began: a mark renamed in
+		// before it is not missed.
+		if last, ok := marked(); ok {
+			return last
 		}
 		select {
 		case <-ctx.Done():
 			return ""
-		case <-time.After(promptWaitTick):
+		case <-timeout.C:
+			fmt.Fprintf(stderr, "fleetd hook: the prompt's UserPromptSubmit hook was not done within %v; going on\n", wait)
+			return ""
+		case <-changed:
+		case <-tick.C:
 		}
 	}
 }

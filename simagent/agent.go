@@ -47,6 +47,11 @@ type Config struct {
 	PasteLag time.Duration
 	// HookTimeout bounds each hook, as Claude's settings do. Default 10 s.
 	HookTimeout time.Duration
+	// SyncHooks waits for every hook, UserPromptSubmit too, and gives
+	// none --after-prompt: Claude Code running a settings file without
+	// async hooks (the bench's floor, whose hooks do nothing), not
+	// fleetd's.
+	SyncHooks bool
 	// HookCPU, when set, is a file each hook's CPU time (user and
 	// system, from the rusage its wait returned) is appended to, a line
 	// "<hook> <microseconds>" per run: the bench's fan-out sums them,
@@ -686,7 +691,7 @@ func (a *Agent) hook(ctx context.Context, name string, fields map[string]any) {
 	if a.cfg.NoHooks {
 		return
 	}
-	if name == "UserPromptSubmit" {
+	if name == "UserPromptSubmit" && !a.cfg.SyncHooks {
 		a.hooks.Go(func() { a.runHook(context.WithoutCancel(ctx), name, fields) })
 		return
 	}
@@ -709,7 +714,9 @@ func (a *Agent) runHook(ctx context.Context, name string, fields map[string]any)
 	args := []string{name}
 	switch name {
 	case "Stop", "StopFailure", "Notification":
-		args = append(args, "--after-prompt")
+		if !a.cfg.SyncHooks {
+			args = append(args, "--after-prompt")
+		}
 	}
 	cmd := exec.CommandContext(ctx, a.cfg.Fleetd, append([]string{"hook"}, args...)...)
 	if hook := claudehook.HookBeside(a.cfg.Fleetd); hook != "" && filepath.IsAbs(hook) {

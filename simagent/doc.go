@@ -59,7 +59,8 @@
 //
 // A submitted prompt gets a fresh prompt id and fires UserPromptSubmit
 // without waiting for it, as Claude Code runs fleetd's settings (an async
-// hook), and the hooks after it in the turn with --after-prompt;
+// hook), and the hooks after it in the turn with --after-prompt
+// (Config.SyncHooks: every hook waited for, as a plain settings file's);
 // the agent works for Config.Think (or "[delay=500ms]" in the prompt),
 // writes the transcript lines Claude writes (type user with promptId,
 // type assistant with message.model and message.usage, type cost-state

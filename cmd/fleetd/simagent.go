@@ -23,12 +23,13 @@ type SimAgentCmd struct {
 	Resume        string        `help:"Continue this Claude session id, as 'claude --resume' does: the hooks report it as the session id." placeholder:"ID"`
 	PasteLag      time.Duration `help:"How long a paste takes to show in the prompt box; an Enter before that joins it as a newline, as in Claude Code (negative: at once)." default:"40ms"`
 	HookCPU       string        `help:"Append each hook run's CPU time (microseconds, from its rusage) to this file, a line per run (the bench's fan-out sums them)." type:"path" placeholder:"FILE"`
+	SyncHooks     bool          `help:"Wait for every hook, user-prompt-submit too, as Claude Code runs a settings file without async hooks (the bench's floor); by default the hooks run as fleetd's settings have Claude Code run them."`
 }
 
 // Run serves prompts on stdin/stdout until /exit or the terminal closes.
 func (c *SimAgentCmd) Run(ctx context.Context) error {
 	return simagent.RunOnTerminal(ctx, simagent.Config{
 		Think: c.Think, Model: c.Model, ReplyPrefix: c.ReplyPrefix, Fleetd: c.Fleetd, NoHooks: c.NoHooks,
-		TranscriptDir: c.TranscriptDir, Resume: c.Resume, PasteLag: c.PasteLag, HookCPU: c.HookCPU,
+		TranscriptDir: c.TranscriptDir, Resume: c.Resume, PasteLag: c.PasteLag, HookCPU: c.HookCPU, SyncHooks: c.SyncHooks,
 	})
 }
