@@ -21,34 +21,61 @@ import (
 // appended must still come before anything a later hook of the same turn
 // appends or reports — a Stop's idle before the prompt's working would
 // leave the agent marked at work, and herdr's pane too. So the prompt's
-// hook, when it is done (its events appended or spooled, herdr told),
-// leaves the prompt's id and its last event's in a mark beside the
-// agent's spool; a later hook run with --after-prompt (Stop, StopFailure,
-// Notification) waits for that mark before its first append or report,
-// bounded by Options.PromptWait, and gives its events ids after the
-// prompt's, so a spool replayed in id order keeps them in order too. It
-// dials NATS and reads the agent's turn meanwhile: on a fast turn the two
-// hooks overlap instead of queueing.
+// hook, when it is done (its events appended or spooled), leaves a mark
+// for its prompt beside the agent's spool, holding the id of its last
+// event; a later hook run with --after-prompt (Stop, StopFailure,
+// Notification) waits for its prompt's mark before its first append or
+// report, bounded by Options.PromptWait, and gives its events ids after
+// the prompt's, so a spool replayed in id order keeps them in order too.
+// It dials NATS and reads the agent's turn meanwhile: on a fast turn the
+// two hooks overlap instead of queueing. A mark per prompt, not one for
+// the agent: a prompt submitted while a turn runs must not hide the
+// running turn's mark from its Stop.
 
-// promptMark is the mark's file name in the agent's spool directory: a
+// markPrefix starts a mark's file name in the agent's spool directory: a
 // dot file, which the spool's replay never reads as an event.
-const promptMark = ".prompt-done"
+const markPrefix = ".prompt-"
+
+// markKeep is how long a mark is kept: a turn's later hooks come within
+// it (a turn that runs longer than that only waits PromptWait once more).
+const markKeep = time.Hour
+
+// markPath is prompt's mark in the agent's spool directory, or false for
+// a prompt id that is not a plain file name (Claude Code's are UUIDs):
+// such a prompt is neither marked nor waited for.
+func markPath(spool, agent, prompt string) (string, bool) {
+	if prompt == "" || len(prompt) > 128 || strings.IndexFunc(prompt, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) >= 0 {
+		return "", false
+	}
+	return filepath.Join(spool, agent, markPrefix+prompt), true
+}
 
 // markPrompt records that prompt's UserPromptSubmit hook is done, and the
-// id of the last event it made, in one rename: a reader sees the old mark
-// or the new one.
+// id of the last event it made, in one rename (a reader sees no mark or
+// the whole one), and removes marks older than markKeep.
 func markPrompt(spool, agent, prompt, lastID string, stderr io.Writer) {
-	dir := filepath.Join(spool, agent)
-	err := os.MkdirAll(dir, 0o700)
-	tmp := filepath.Join(dir, promptMark+".tmp")
+	path, ok := markPath(spool, agent, prompt)
+	if !ok {
+		return
+	}
+	err := os.MkdirAll(filepath.Dir(path), 0o700)
 	if err == nil {
-		err = os.WriteFile(tmp, []byte(prompt+" "+lastID), 0o600)
+		err = os.WriteFile(path+".tmp", []byte(lastID), 0o600)
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, promptMark))
+		err = os.Rename(path+".tmp", path)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fleetd hook: mark the prompt done: %v\n", err)
+		return
+	}
+	old, _ := filepath.Glob(filepath.Join(filepath.Dir(path), markPrefix+"*"))
+	for _, m := range old {
+		if fi, err := os.Stat(m); err == nil && time.Since(fi.ModTime()) > markKeep {
+			os.Remove(m)
+		}
 	}
 }
 
@@ -64,15 +91,14 @@ const promptWaitTick = time.Millisecond
 // (inotify), so the mark is seen the moment it is renamed into place: on
 // a fast turn the wait is on the turn's path.
 func awaitPrompt(ctx context.Context, spool, agent, prompt string, wait time.Duration, stderr io.Writer) string {
-	dir := filepath.Join(spool, agent)
-	path := filepath.Join(dir, promptMark)
+	path, ok := markPath(spool, agent, prompt)
+	if !ok {
+		return ""
+	}
+	dir := filepath.Dir(path)
 	marked := func() (string, bool) {
 		b, err := os.ReadFile(path)
-		if err != nil {
-			return "", false
-		}
-		p, last, _ := strings.Cut(string(b), " ")
-		return last, p == prompt
+		return string(b), err == nil
 	}
 	if last, ok := marked(); ok {
 		return last

@@ -169,3 +169,46 @@ func TestIDsAfter(t *testing.T) {
 		t.Error("with no last id (nothing waited for), an id was moved")
 	}
 }
+
+// Each prompt has a mark of its own: a prompt submitted while a turn runs
+// (its hook done first) does not hide the running turn's mark from that
+// turn's Stop. Marks older than markKeep go when a new one is made.
+func TestEachPromptHasItsOwnMark(t *testing.T) {
+	f := startFleet(t)
+	spool := t.TempDir()
+	env := paneEnv(f.url, spool)
+	stale := filepath.Join(spool, agent, markPrefix+"old")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	long := time.Now().Add(-2 * markKeep)
+	if err := os.Chtimes(stale, long, long); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{`"prompt_id":"p2"`, `"prompt_id":"p3"`} {
+		if out, err := run(t, "user-prompt-submit", strings.Replace(payloads[UserPromptSubmit], `"prompt_id":"p2"`, p, 1), env); err != nil {
+			t.Fatalf("prompt hook: %v %s", err, out)
+		}
+	}
+	var stderr lockedBuffer
+	if err := <-runAfterPrompt("stop", payloads[Stop], env, 5*time.Second, &stderr); err != nil { // p2's
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr.String(), "not done") {
+		t.Errorf("p2's Stop did not find p2's mark after p3's was made: %q", stderr.String())
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a mark older than %v is still there (%v)", markKeep, err)
+	}
+	for _, p := range []string{"p2", "p3"} {
+		if _, err := os.Stat(filepath.Join(spool, agent, markPrefix+p)); err != nil {
+			t.Errorf("%s's mark: %v", p, err)
+		}
+	}
+	if _, ok := markPath(spool, agent, "../x"); ok {
+		t.Error("a prompt id with a path in it names a mark")
+	}
+}
