@@ -112,7 +112,8 @@ func TestHooksSettingsWritesTheRunningBinary(t *testing.T) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := s.Hooks["StopFailure"][0].Hooks[0].Command, fleetdBin+" hook stop-failure"; got != want {
+	// StopFailure waits for the prompt's hook, which Claude Code runs async.
+	if got, want := s.Hooks["StopFailure"][0].Hooks[0].Command, fleetdBin+" hook stop-failure --after-prompt"; got != want {
 		t.Errorf("StopFailure command = %q, want %q", got, want)
 	}
 }
