@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,9 +37,11 @@ import (
 // dot file, which the spool's replay never reads as an event.
 const markPrefix = ".prompt-"
 
-// markKeep is how long a mark is kept: a turn's later hooks come within
-// it (a turn that runs longer than that only waits PromptWait once more).
-const markKeep = time.Hour
+// markLimit bounds the marks an agent's directory holds: past it, a
+// prompt's hook removes all but the newest markLimit/2. A turn's later
+// hooks come long before markLimit/2 other prompts of the same agent
+// have been submitted (and one whose mark is gone only waits PromptWait).
+const markLimit = 64
 
 // markPath is prompt's mark in the agent's spool directory, or false for
 // a prompt id that is not a plain file name (Claude Code's are UUIDs):
@@ -54,7 +57,7 @@ func markPath(spool, agent, prompt string) (string, bool) {
 
 // markPrompt records that prompt's UserPromptSubmit hook is done, and the
 // id of the last event it made, in one rename (a reader sees no mark or
-// the whole one), and removes marks older than markKeep.
+// the whole one), and keeps the marks within markLimit.
 func markPrompt(spool, agent, prompt, lastID string, stderr io.Writer) {
 	path, ok := markPath(spool, agent, prompt)
 	if !ok {
@@ -71,11 +74,31 @@ func markPrompt(spool, agent, prompt, lastID string, stderr io.Writer) {
 		fmt.Fprintf(stderr, "fleetd hook: mark the prompt done: %v\n", err)
 		return
 	}
-	old, _ := filepath.Glob(filepath.Join(filepath.Dir(path), markPrefix+"*"))
-	for _, m := range old {
-		if fi, err := os.Stat(m); err == nil && time.Since(fi.ModTime()) > markKeep {
-			os.Remove(m)
+	trimMarks(filepath.Dir(path))
+}
+
+// trimMarks removes all but the newest markLimit/2 marks in dir once it
+// holds more than markLimit: a look at the directory's names each
+// prompt, a stat of each mark once in markLimit/2 prompts.
+func trimMarks(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, markPrefix+"*"))
+	names = slices.DeleteFunc(names, func(n string) bool { return strings.HasSuffix(n, ".tmp") })
+	if len(names) <= markLimit {
+		return
+	}
+	type mark struct {
+		name string
+		at   time.Time
+	}
+	marks := make([]mark, 0, len(names))
+	for _, n := range names {
+		if fi, err := os.Stat(n); err == nil {
+			marks = append(marks, mark{n, fi.ModTime()})
 		}
+	}
+	slices.SortFunc(marks, func(a, b mark) int { return b.at.Compare(a.at) })
+	for _, m := range marks[min(len(marks), markLimit/2):] {
+		os.Remove(m.name)
 	}
 }
 

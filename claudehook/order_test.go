@@ -3,6 +3,8 @@ package claudehook
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -172,22 +174,11 @@ func TestIDsAfter(t *testing.T) {
 
 // Each prompt has a mark of its own: a prompt submitted while a turn runs
 // (its hook done first) does not hide the running turn's mark from that
-// turn's Stop. Marks older than markKeep go when a new one is made.
+// turn's Stop.
 func TestEachPromptHasItsOwnMark(t *testing.T) {
 	f := startFleet(t)
 	spool := t.TempDir()
 	env := paneEnv(f.url, spool)
-	stale := filepath.Join(spool, agent, markPrefix+"old")
-	if err := os.MkdirAll(filepath.Dir(stale), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(stale, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	long := time.Now().Add(-2 * markKeep)
-	if err := os.Chtimes(stale, long, long); err != nil {
-		t.Fatal(err)
-	}
 	for _, p := range []string{`"prompt_id":"p2"`, `"prompt_id":"p3"`} {
 		if out, err := run(t, "user-prompt-submit", strings.Replace(payloads[UserPromptSubmit], `"prompt_id":"p2"`, p, 1), env); err != nil {
 			t.Fatalf("prompt hook: %v %s", err, out)
@@ -200,9 +191,6 @@ func TestEachPromptHasItsOwnMark(t *testing.T) {
 	if strings.Contains(stderr.String(), "not done") {
 		t.Errorf("p2's Stop did not find p2's mark after p3's was made: %q", stderr.String())
 	}
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("a mark older than %v is still there (%v)", markKeep, err)
-	}
 	for _, p := range []string{"p2", "p3"} {
 		if _, err := os.Stat(filepath.Join(spool, agent, markPrefix+p)); err != nil {
 			t.Errorf("%s's mark: %v", p, err)
@@ -210,5 +198,37 @@ func TestEachPromptHasItsOwnMark(t *testing.T) {
 	}
 	if _, ok := markPath(spool, agent, "../x"); ok {
 		t.Error("a prompt id with a path in it names a mark")
+	}
+}
+
+// An agent's marks stay within markLimit: past it the newest half is
+// kept, the newest mark among them.
+func TestMarksAreTrimmed(t *testing.T) {
+	spool := t.TempDir()
+	dir := filepath.Join(spool, agent)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(-time.Hour)
+	for i := range markLimit {
+		p := filepath.Join(dir, fmt.Sprintf("%sold%03d", markPrefix, i))
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		at := base.Add(time.Duration(i) * time.Second)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	markPrompt(spool, agent, "new", "", io.Discard)
+	names, _ := filepath.Glob(filepath.Join(dir, markPrefix+"*"))
+	if len(names) != markLimit/2 {
+		t.Errorf("%d marks after the trim, want %d", len(names), markLimit/2)
+	}
+	if !slices.Contains(names, filepath.Join(dir, markPrefix+"new")) || !slices.Contains(names, filepath.Join(dir, fmt.Sprintf("%sold%03d", markPrefix, markLimit-1))) {
+		t.Errorf("the newest marks were not kept: %v", names)
+	}
+	if slices.Contains(names, filepath.Join(dir, markPrefix+"old000")) {
+		t.Error("the oldest mark was kept")
 	}
 }
