@@ -21,16 +21,23 @@ import (
 // The hook's pane.report_agent goes to a protocol-faithful herdr (which
 // validates the request against herdr's schema) and drives the pane's
 // agent status there, overriding the screen.
-func TestRunReportsThePaneStateToHerdr(t *testing.T) {
-	f := startFleet(t)
+// inHerdrPane is a fleet and a claude pane of a herdr (schema-checked),
+// and the pane's environment for a hook.
+func inHerdrPane(t *testing.T) (f fleet, status func() string, env func(string) string) {
+	t.Helper()
+	f = startFleet(t)
 	h := herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t)})
-	ctx := context.Background()
-	pane, err := h.SpawnPane(ctx, herdrtest.PaneSpec{Argv: []string{"sleep", "60"}, Env: map[string]string{"HERDR_AGENT": "claude"}})
+	pane, err := h.SpawnPane(context.Background(), herdrtest.PaneSpec{Argv: []string{"sleep", "60"}, Env: map[string]string{"HERDR_AGENT": "claude"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := func() string { return paneStatus(t, h.Path(), pane.ID) }
-	env := paneEnv(f.url, t.TempDir(), "HERDR_SOCKET_PATH", h.Path(), "HERDR_PANE_ID", pane.ID)
+	status = func() string { return paneStatus(t, h.Path(), pane.ID) }
+	return f, status, paneEnv(f.url, t.TempDir(), "HERDR_SOCKET_PATH", h.Path(), "HERDR_PANE_ID", pane.ID)
+}
+
+func TestRunReportsThePaneStateToHerdr(t *testing.T) {
+	f, status, env := inHerdrPane(t)
+	ctx := context.Background()
 	for _, step := range []struct {
 		hook Hook
 		want string
@@ -166,14 +173,8 @@ func TestHerdrReportIsHerdrapis(t *testing.T) {
 // hook, and with a seq above the prompt's, though it started first: herdr
 // ends at the Stop's state, never at the prompt's "working".
 func TestAPromptHookRunAsyncNeverOutranksTheStopAtHerdr(t *testing.T) {
-	f := startFleet(t)
-	h := herdrtest.Start(t, herdrtest.Config{Validator: herdrschema.Schema(t)})
+	_, status, env := inHerdrPane(t)
 	ctx := context.Background()
-	pane, err := h.SpawnPane(ctx, herdrtest.PaneSpec{Argv: []string{"sleep", "60"}, Env: map[string]string{"HERDR_AGENT": "claude"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := paneEnv(f.url, t.TempDir(), "HERDR_SOCKET_PATH", h.Path(), "HERDR_PANE_ID", pane.ID)
 	var stderr lockedBuffer
 	stop := make(chan error, 1)
 	go func() {
@@ -186,7 +187,7 @@ func TestAPromptHookRunAsyncNeverOutranksTheStopAtHerdr(t *testing.T) {
 	if err := <-stop; err != nil {
 		t.Fatal(err)
 	}
-	if got := paneStatus(t, h.Path(), pane.ID); got != "done" && got != "idle" {
+	if got := status(); got != "done" && got != "idle" {
 		t.Errorf("herdr says %s after the prompt's hook and the Stop's, want done (the Stop's idle); stderr %q", got, stderr.String())
 	}
 }
