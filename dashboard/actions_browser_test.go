@@ -89,9 +89,7 @@ func TestBrowserActionsFromTheDashboard(t *testing.T) {
 	}
 	click := func(t *testing.T, sel string) {
 		t.Helper()
-		if err := chromedp.Do(in(t, ctx, 10*time.Second), chromedp.Click(chromedp.CSS(sel))); err != nil {
-			t.Fatalf("click %s: %v", sel, err)
-		}
+		clickOn(t, ctx, sel)
 	}
 	fill := func(t *testing.T, sel, value string) {
 		t.Helper()

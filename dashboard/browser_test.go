@@ -145,6 +145,24 @@ func navigate(t *testing.T, ctx context.Context, u string) {
 	}
 }
 
+// clickOn clicks the element sel finds, on the page in place. The live
+// views redraw their rows as events come: a node found may be replaced
+// before the click reaches it ("Could not find node with given id"), and
+// is then looked for again. Nothing was clicked in that case: the node's
+// box is read before the mouse moves.
+func clickOn(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	var err error
+	for try := 0; try < 5; try++ {
+		if err = chromedp.Do(in(t, ctx, 10*time.Second), chromedp.Click(chromedp.CSS(sel))); err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("click %s: %v", sel, err)
+	}
+}
+
 // clickAndLoad clicks a link or button that loads a new page and waits
 // for it.
 func clickAndLoad(t *testing.T, ctx context.Context, sel string) {

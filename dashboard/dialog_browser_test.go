@@ -42,9 +42,7 @@ func TestBrowserAnswersAPermissionDialog(t *testing.T) {
 	}
 	click := func(t *testing.T, sel string) {
 		t.Helper()
-		if err := chromedp.Do(in(t, ctx, 10*time.Second), chromedp.Click(chromedp.CSS(sel))); err != nil {
-			t.Fatalf("click %s: %v", sel, err)
-		}
+		clickOn(t, ctx, sel)
 	}
 	// blocked sends text (with "[block]": the sim agent asks first) to
 	// w-sim-1 as the lead, and returns the turn's id.
