@@ -31,8 +31,15 @@
 // current_turn field, pinned to projections' by a test rather than
 // imported.
 //
-// Every agent execs a hook twice a turn, and Claude Code waits for each,
-// so what this package links is what each exec pays to start: it runs as
+// The settings run UserPromptSubmit async, so the agent does not wait for
+// it; the hooks after it in a turn (Stop, StopFailure, Notification, run
+// with --after-prompt) append and report only once it has left its
+// prompt's mark beside the agent's spool, with ids after its events and a
+// herdr seq above its report (order.go), so the log, the spool and herdr
+// see a turn's events in order as when Claude Code waited for each hook.
+//
+// Every agent execs a hook twice a turn, and Claude Code waits for one of
+// them, so what this package links is what each exec pays to start: it runs as
 // its own small binary, cmd/fleetd-hook (and as `fleetd hook`, for agents
 // whose settings an older fleetd wrote). So the hook speaks to NATS with
 // internal/natslite, not nats.go (whose package initialisation — gob,
