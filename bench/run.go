@@ -70,11 +70,11 @@ type Size struct {
 func SizeNamed(name string) (Size, bool) {
 	switch name {
 	case "full":
-		return Size{Name: "full", Turns: 20, ClaudeTurns: 40, KindTurns: 10, HookRuns: 20, FanOut: 100, Think: 2 * time.Second, RoundTrips: 2000,
+		return Size{Name: "full", Turns: 40, ClaudeTurns: 40, KindTurns: 10, HookRuns: 20, FanOut: 100, Think: 2 * time.Second, RoundTrips: 2000,
 			BenchTime: time.Second, Rebuild: 1_000_000, RebuildRuns: 3, PastWindow: true, Hosts: 10, Agents: 1000, Queries: 2000,
 			TurnsLow: 10_000, TurnsHigh: 100_000}, true
 	case "quick":
-		return Size{Name: "quick", Turns: 10, ClaudeTurns: 20, KindTurns: 5, HookRuns: 10, FanOut: 20, Think: time.Second, RoundTrips: 500,
+		return Size{Name: "quick", Turns: 20, ClaudeTurns: 20, KindTurns: 5, HookRuns: 10, FanOut: 20, Think: time.Second, RoundTrips: 500,
 			BenchTime: 200 * time.Millisecond, Rebuild: 50_000, RebuildRuns: 3, Hosts: 10, Agents: 1000, Queries: 500,
 			TurnsLow: 10_000, TurnsHigh: 20_000}, true
 	case "tiny":
