@@ -177,6 +177,7 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.progress("null turn: p50 %s (admit %s, dispatch %s, completion %s)", null.whole.P50(), null.admit.P50(), null.dispatch.P50(), null.completion.P50())
 	rows = append(rows, sim.rows("", "sim-agent, think 0", simTarget)...)
 	rows = append(rows, r.overheadRows(sim, hop, fl, null)...)
 	for _, k := range demo.RealKinds() {
@@ -528,7 +529,8 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // overheadRows are completion latency, fabric overhead and the hops it
 // is made of, timed with no work behind them.
-func (r *fabricRun) overheadRows(ts turnSet, hop Sample, fl hopFloors, null Sample) []Row {
+func (r *fabricRun) overheadRows(ts turnSet, hop Sample, fl hopFloors, ns nullSet) []Row {
+	null := ns.whole
 	n := len(ts.whole)
 	comp := Row{Name: "completion: Stop hook → caller has reply", N: n, Unit: UnitMs, P50: Ms(ts.completion.P50()),
 		P99: Ms(ts.completion.P99()), Target: "≤ 5ms p99",
@@ -553,8 +555,8 @@ func (r *fabricRun) overheadRows(ts turnSet, hop Sample, fl hopFloors, null Samp
 	excess.Check(over <= 0.5)
 	nullRow := Row{Name: "null turn: a turn's hops, no work behind them", N: len(null), Unit: UnitMs, P50: Ms(null.P50()), P99: Ms(null.P99()),
 		Status: StatusNone,
-		Note: fmt.Sprintf("the lead POSTs to a handler in the gateway's process that appends a stand-in queued event; a consumer has it, calls herdr (ping) and appends a typed one; the sim turns' agent span (%s) later a replied one is appended, and a second consumer has it and wakes the handler, which answers; each turn after a pause as long; timed as the fabric overhead: the whole minus typed stored → replied stored. The same hops one by one, each after a 10 ms pause (rows below), sum to %s",
-			ts.span.P50().Round(time.Millisecond), fmtMs(time.Duration(turnHops)*fl.log.P50()+fl.http.P50()+fl.herdr.P50()))}
+		Note: fmt.Sprintf("the lead POSTs to a handler in the gateway's process that appends a stand-in queued event; a consumer has it, calls herdr (ping) and appends a typed one; the sim turns' agent span (%s) later a replied one is appended, and a second consumer has it and wakes the handler, which answers; each turn after a pause as long; timed as the fabric overhead: the whole minus typed stored → replied stored; p50 parts as the fabric's: admit %s, dispatch %s, completion %s. The same hops one by one, each after a 10 ms pause (rows below), sum to %s",
+			ts.span.P50().Round(time.Millisecond), fmtMs(ns.admit.P50()), fmtMs(ns.dispatch.P50()), fmtMs(ns.completion.P50()), fmtMs(time.Duration(turnHops)*fl.log.P50()+fl.http.P50()+fl.herdr.P50()))}
 	rt := Row{Name: "log hop: raw JetStream publish → consume", N: len(hop), Unit: UnitMs, P50: Ms(hop.P50()),
 		P99: Ms(hop.P99()), Status: StatusNone, Note: "in-process, on the gateway's server: publish with ack → an ordered consumer has it"}
 	httpHop := Row{Name: "process hop: HTTP request, lead → another process", N: len(fl.http), Unit: UnitMs, P50: Ms(fl.http.P50()),

@@ -29,10 +29,11 @@ import (
 // at the same moments: its checks, encodings, folds, waits and the
 // ordering of its goroutines. The stand-ins are status events of agents
 // no gateway owns (bench-null-…), as the raw log hop's are.
-func (r *fabricRun) nullTurns(ctx context.Context, js jetstream.JetStream, n int, span time.Duration) (Sample, error) {
+func (r *fabricRun) nullTurns(ctx context.Context, js jetstream.JetStream, n int, span time.Duration) (nullSet, error) {
+	var ns nullSet
 	st, err := js.Stream(ctx, events.Stream)
 	if err != nil {
-		return nil, fmt.Errorf("null turns: %w", err)
+		return ns, fmt.Errorf("null turns: %w", err)
 	}
 	queued, typed, replied := newRawMsg("bench-null-q"), newRawMsg("bench-null-t"), newRawMsg("bench-null-r")
 	consume := func(subjects []string, fn func(jetstream.Msg)) (jetstream.ConsumeContext, error) {
@@ -42,9 +43,9 @@ func (r *fabricRun) nullTurns(ctx context.Context, js jetstream.JetStream, n int
 		}
 		return c.Consume(fn)
 	}
-	// times carries each turn's typed and replied stored times to its
-	// handler, which answers once it has them.
-	times := make(chan [2]time.Time, 1)
+	// times carries each turn's queued, typed and replied stored times
+	// to its handler, which answers once it has them.
+	times := make(chan [3]time.Time, 1)
 	fail := make(chan error, 1)
 	failed := func(err error) {
 		select {
@@ -55,7 +56,13 @@ func (r *fabricRun) nullTurns(ctx context.Context, js jetstream.JetStream, n int
 	// i is the turn under way; each reads it after the POST that follows
 	// its write.
 	var i atomic.Int64
-	bridge, err := consume([]string{queued.subject}, func(jetstream.Msg) {
+	// queuedAt is the turn's queued stored time, which the bridge's
+	// consumer has and the views' consumer sends on.
+	var queuedAt atomic.Int64
+	bridge, err := consume([]string{queued.subject}, func(m jetstream.Msg) {
+		if md, err := m.Metadata(); err == nil {
+			queuedAt.Store(md.Timestamp.UnixNano())
+		}
 		if _, err := r.herdr.Ping(ctx); err != nil {
 			failed(err)
 			return
@@ -70,7 +77,7 @@ func (r *fabricRun) nullTurns(ctx context.Context, js jetstream.JetStream, n int
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("null turns: %w", err)
+		return ns, fmt.Errorf("null turns: %w", err)
 	}
 	defer bridge.Stop()
 	var typedAt time.Time
@@ -84,17 +91,17 @@ func (r *fabricRun) nullTurns(ctx context.Context, js jetstream.JetStream, n int
 			typedAt = md.Timestamp
 			return
 		}
-		times <- [2]time.Time{typedAt, md.Timestamp}
+		times <- [3]time.Time{time.Unix(0, queuedAt.Load()), typedAt, md.Timestamp}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("null turns: %w", err)
+		return ns, fmt.Errorf("null turns: %w", err)
 	}
 	defer views.Stop()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("null turns: %w", err)
+		return ns, fmt.Errorf("null turns: %w", err)
 	}
-	stored := make(chan [2]time.Time, 1)
+	stored := make(chan [3]time.Time, 1)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		_, _ = io.Copy(io.Discard, req.Body)
 		if _, err := js.PublishMsg(req.Context(), queued.msg(int(i.Load()))); err != nil {
@@ -114,22 +121,32 @@ func (r *fabricRun) nullTurns(ctx context.Context, js jetstream.JetStream, n int
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	url := "http://" + ln.Addr().String() + "/message"
-	var s Sample
 	for k := range n {
 		i.Store(int64(k))
 		sleep(ctx, span)
 		t0, t1, err := r.lead.post(ctx, url, leadshim.Message{To: "bench-null", Text: fmt.Sprintf("null turn %d: say hello", k+1), Timeout: "2m"})
 		if err != nil {
-			return nil, fmt.Errorf("null turns: %w", err)
+			return ns, fmt.Errorf("null turns: %w", err)
 		}
 		select {
 		case at := <-stored:
-			s = append(s, t1.Sub(t0)-at[1].Sub(at[0]))
+			ns.whole = append(ns.whole, t1.Sub(t0)-at[2].Sub(at[1]))
+			ns.admit = append(ns.admit, at[0].Sub(t0))
+			ns.dispatch = append(ns.dispatch, at[1].Sub(at[0]))
+			ns.completion = append(ns.completion, t1.Sub(at[2]))
 		case err := <-fail:
-			return nil, fmt.Errorf("null turns: %w", err)
+			return ns, fmt.Errorf("null turns: %w", err)
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ns, ctx.Err()
 		}
 	}
-	return s, nil
+	return ns, nil
+}
+
+// nullSet is the null turns' overhead and its parts, each as the fabric
+// row's (turnSet): admit (POST → queued stored), dispatch (queued →
+// typed stored) and completion (replied stored → the lead has the
+// answer), so fleetd's excess can be found part by part.
+type nullSet struct {
+	whole, admit, dispatch, completion Sample
 }
