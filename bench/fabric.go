@@ -238,21 +238,28 @@ func (r *fabricRun) start(ctx context.Context, specs []demo.AgentSpec) error {
 func (r *fabricRun) waitIdle(ctx context.Context, agent string) (pane string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	// seen is what the last look found, for the error.
+	seen := "not in the roster"
 	for {
 		a, ok := r.fab.Gateway.Views.Agent(agent)
+		if ok {
+			seen = fmt.Sprintf("the roster: status %s, turn %q, %d queued, attention %q, session ended %v, pane %q", a.Status, a.CurrentTurn, a.QueueDepth, a.NeedsAttention, a.SessionEnded, a.Pane)
+		}
 		if ok && a.Ready() && a.Pane != "" {
 			if a.Kind != roles.KindClaude {
 				// herdr names only Claude Code (and HERDR_AGENT
 				// wrappers); the other kinds' hooks say when they are idle.
 				return a.Pane, nil
 			}
-			if info, err := r.herdr.Agent(ctx, a.Pane); err == nil && info.AgentStatus.Ready() && !info.LaunchPending {
+			info, err := r.herdr.Agent(ctx, a.Pane)
+			if err == nil && info.AgentStatus.Ready() && !info.LaunchPending {
 				return a.Pane, nil
 			}
+			seen += fmt.Sprintf("; herdr: %s, launch pending %v (%v)", info.AgentStatus, info.LaunchPending, err)
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("%s never became idle: %w", agent, ctx.Err())
+			return "", fmt.Errorf("%s never became idle (last seen: %s): %w", agent, seen, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
