@@ -160,20 +160,23 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	sim, err := r.turns(ctx, "w-sim-1", floors["w-sim-1"], s.Size.Turns)
+	// The null turns run between the sim turns (nullRunner).
+	nr, err := r.startNull(ctx, fab.Gateway.JetStream())
 	if err != nil {
 		return nil, err
 	}
+	sim, err := r.turns(ctx, "w-sim-1", floors["w-sim-1"], s.Size.Turns, nr)
+	nr.close()
+	if err != nil {
+		return nil, err
+	}
+	null := nr.set
 	r.closeFloor(ctx, floors["w-sim-1"])
 	hop, err := RoundTrip(ctx, fab.Gateway.JetStream(), s.Size.RoundTrips, 0)
 	if err != nil {
 		return nil, err
 	}
 	fl, err := r.floors(ctx, fab.Gateway.JetStream(), max(s.Size.RoundTrips/10, 5))
-	if err != nil {
-		return nil, err
-	}
-	null, err := r.nullTurns(ctx, fab.Gateway.JetStream(), max(2*s.Size.Turns, 10), sim.span.P50())
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +193,7 @@ func (s stage) fabric(ctx context.Context) ([]Row, error) {
 		if k == "claude" {
 			n = s.Size.ClaudeTurns
 		}
-		ts, err := r.turns(ctx, agent, floors[agent], n)
+		ts, err := r.turns(ctx, agent, floors[agent], n, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", kindLabel(k), err)
 		}
@@ -321,8 +324,9 @@ type turnSet struct {
 }
 
 // turns alternates n turns through fleetd with n turns of the same
-// kind's floor agent, so both see the same machine.
-func (r *fabricRun) turns(ctx context.Context, agent string, floor *floorAgent, n int) (turnSet, error) {
+// kind's floor agent, so both see the same machine; with null, a null
+// turn follows each, as long as the fleetd turn's agent span.
+func (r *fabricRun) turns(ctx context.Context, agent string, floor *floorAgent, n int, null *nullRunner) (turnSet, error) {
 	ts := turnSet{agent: agent}
 	subj := "fleet.agent." + agent + "."
 	// One turn each, untimed, first: a CLI's first prompt starts its
@@ -395,6 +399,12 @@ func (r *fabricRun) turns(ctx context.Context, agent string, floor *floorAgent, 
 			return ts, err
 		}
 		ts.events += after - before
+		span := replied.Time.Sub(typed.Time)
+		if null != nil {
+			if err := null.turn(ctx, span); err != nil {
+				return ts, err
+			}
+		}
 
 		// The floor: the same kind without fleetd, typed alike; and,
 		// where fleetd presses Enter at the sign, with herdr's pause.
@@ -408,6 +418,11 @@ func (r *fabricRun) turns(ctx context.Context, agent string, floor *floorAgent, 
 				return ts, err
 			}
 			ts.pauseFloor = append(ts.pauseFloor, d)
+		}
+		if null != nil {
+			if err := null.turn(ctx, span); err != nil {
+				return ts, err
+			}
 		}
 	}
 	r.progress("%s: whole turn p50 %s, floor (do-nothing hooks) p50 %s, agent span p50 %s, completion p99 %s, fabric p50 %s (admit %s, dispatch %s of which herdr's screen read %s, completion %s); typed by %s", agent, ts.whole.P50(),
@@ -562,7 +577,7 @@ func (r *fabricRun) overheadRows(ts turnSet, hop Sample, fl hopFloors, ns nullSe
 	excess.Check(over <= 0.5)
 	nullRow := Row{Name: "null turn: a turn's hops, no work behind them", N: len(null), Unit: UnitMs, P50: Ms(null.P50()), P99: Ms(null.P99()),
 		Status: StatusNone,
-		Note: fmt.Sprintf("the lead POSTs to a handler in the gateway's process that appends a stand-in queued event; a consumer has it, calls herdr (ping) and appends a typed one; the sim turns' agent span (%s) later a replied one is appended, and a second consumer has it and wakes the handler, which answers; each turn after a pause as long; timed as the fabric overhead: the whole minus typed stored → replied stored; p50 parts as the fabric's: admit %s, dispatch %s, completion %s. The same hops one by one, each after a 10 ms pause (rows below), sum to %s",
+		Note: fmt.Sprintf("the lead POSTs to a handler in the gateway's process that appends a stand-in queued event; a consumer has it, calls herdr (ping) and appends a typed one; a sim turn's agent span (p50 %s) later a replied one is appended, and a second consumer has it and wakes the handler, which answers; two after each sim turn (one after it, one after its floor), each with that turn's span and after a pause as long; timed as the fabric overhead: the whole minus typed stored → replied stored; p50 parts as the fabric's: admit %s, dispatch %s, completion %s. The same hops one by one, each after a 10 ms pause (rows below), sum to %s",
 			ts.span.P50().Round(time.Millisecond), fmtMs(ns.admit.P50()), fmtMs(ns.dispatch.P50()), fmtMs(ns.completion.P50()), fmtMs(time.Duration(turnHops)*fl.log.P50()+fl.http.P50()+fl.herdr.P50()))}
 	rt := Row{Name: "log hop: raw JetStream publish → consume", N: len(hop), Unit: UnitMs, P50: Ms(hop.P50()),
 		P99: Ms(hop.P99()), Status: StatusNone, Note: "in-process, on the gateway's server: publish with ack → an ordered consumer has it"}
