@@ -262,10 +262,35 @@ func (r *fabricRun) waitIdle(ctx context.Context, agent string) (pane string, er
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("%s never became idle (last seen: %s): %w", agent, seen, ctx.Err())
+			return "", fmt.Errorf("%s never became idle (last seen: %s; its last events: %s): %w", agent, seen, r.recent(agent, 12), ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// recent describes the agent's last n events in the log (sequence,
+// type, source, time and, for a status, the status), for an error.
+func (r *fabricRun) recent(agent string, n int) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var evs []events.Event
+	for ev, err := range r.fab.Gateway.Log.Read(ctx, events.Query{Subjects: []string{"fleet.agent." + agent + ".>"}}) {
+		if err != nil {
+			return err.Error()
+		}
+		if evs = append(evs, ev); len(evs) > n {
+			evs = evs[1:]
+		}
+	}
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprintf(&b, "[%d %s %s %s", ev.Seq, ev.NATSSubject, ev.Source, ev.Time.Format("15:04:05.000000"))
+		if st, ok := ev.Data.(events.AgentStatusChanged); ok {
+			fmt.Fprintf(&b, " %s/%s", st.Source, st.Status)
+		}
+		b.WriteString("] ")
+	}
+	return b.String()
 }
 
 // last is the newest stored message on subject (nil when there is none).

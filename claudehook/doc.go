@@ -34,9 +34,11 @@
 // The settings run UserPromptSubmit async, so the agent does not wait for
 // it; the hooks after it in a turn (Stop, StopFailure, Notification, run
 // with --after-prompt) append and report only once it has left its
-// prompt's mark beside the agent's spool, with ids after its events and a
-// herdr seq above its report (order.go), so the log, the spool and herdr
-// see a turn's events in order as when Claude Code waited for each hook.
+// prompt's mark beside the agent's spool, with ids and times after its
+// events and a herdr seq above its report (order.go), so the log, the
+// spool, the views and herdr see a turn's events in order as when Claude
+// Code waited for each hook. A Stop that gave up waiting marks the turn
+// ended, and a prompt hook that comes after that says nothing of working.
 //
 // Every agent execs a hook twice a turn, and Claude Code waits for one of
 // them, so what this package links is what each exec pays to start: it runs as

@@ -191,3 +191,21 @@ func TestAPromptHookRunAsyncNeverOutranksTheStopAtHerdr(t *testing.T) {
 		t.Errorf("herdr says %s after the prompt's hook and the Stop's, want done (the Stop's idle); stderr %q", got, stderr.String())
 	}
 }
+
+// A prompt hook that comes after its turn's Stop gave up waiting for it
+// reports nothing to herdr: its working, taken later than the Stop's
+// idle, would outrank it, and herdr would show the pane at work for good.
+func TestAPromptHookAfterItsTurnEndedReportsNoWorkingToHerdr(t *testing.T) {
+	_, status, env := inHerdrPane(t)
+	ctx := context.Background()
+	var stderr lockedBuffer
+	if err := Run(ctx, "stop", strings.NewReader(payloads[Stop]), env, Options{AfterPrompt: true, PromptWait: 50 * time.Millisecond, Stderr: &stderr}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(ctx, "user-prompt-submit", strings.NewReader(payloads[UserPromptSubmit]), env, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(); got != "done" && got != "idle" {
+		t.Errorf("herdr says %s after a late prompt's hook, want done (the Stop's idle); stderr %q", got, stderr.String())
+	}
+}

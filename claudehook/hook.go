@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -152,8 +153,26 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 	o.ordered = func([]events.Event) {}
 	after := o.AfterPrompt && hook != UserPromptSubmit && p.PromptID != ""
 	if after {
-		wait := sync.OnceValue(func() string { return awaitPrompt(ctx, SpoolDir(env), agent, p.PromptID, o.PromptWait, o.Stderr) })
-		o.ordered = func(evs []events.Event) { idsAfter(evs, wait()) }
+		wait := sync.OnceValue(func() string {
+			last, done := awaitPrompt(ctx, SpoolDir(env), agent, p.PromptID, o.PromptWait, o.Stderr)
+			if !done && (hook == Stop || hook == StopFailure) {
+				// The turn ends without its prompt's hook: should that
+				// hook come after all, it must not say working.
+				markEnded(SpoolDir(env), agent, p.PromptID, o.Stderr)
+			}
+			return last
+		})
+		o.ordered = func(evs []events.Event) {
+			idsAfter(evs, wait())
+			// Timed once the prompt's events are made, too: the views
+			// order an agent's statuses by their time, and this hook
+			// may have made its events before the prompt's hook made
+			// its own (both run at once on a fast turn).
+			now := o.Now()
+			for i := range evs {
+				evs[i].Time = now
+			}
+		}
 	}
 	var wg sync.WaitGroup
 	if state := herdrState(hook, p); state != "" && !o.NoHerdr {
@@ -165,6 +184,13 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 			// outranks the Stop's "idle".
 			seq := uint64(o.Now().UnixNano())
 			wg.Go(func() {
+				if hook == UserPromptSubmit && ended(SpoolDir(env), agent, p.PromptID) {
+					// Looked at after seq was taken: a Stop that gave up
+					// waiting marks the end before it takes its own, so
+					// either this sees the mark or the Stop's idle
+					// outranks this working.
+					return
+				}
 				if after {
 					o.ordered(nil)
 					seq = uint64(o.Now().UnixNano())
@@ -249,6 +275,18 @@ func Run(ctx context.Context, event string, stdin io.Reader, env func(string) st
 			Model: usage.Model, Tokens: usage.Tokens, CostUSD: usage.CostUSD})}, env, o)
 	}
 	evs := h.build(hook, p, usage)
+	if hook == UserPromptSubmit && ended(SpoolDir(env), agent, p.PromptID) {
+		// The prompt's hook came after its turn ended (the Stop gave
+		// up waiting for it): the prompt is recorded, but not a working
+		// status, which would outlast the turn. Looked at after the
+		// events were timed, as the Stop marks the end before it times
+		// its own: either this sees the mark or the Stop's idle is
+		// the later.
+		evs = slices.DeleteFunc(evs, func(ev events.Event) bool {
+			_, status := ev.Data.(events.AgentStatusChanged)
+			return status
+		})
+	}
 	if pending && len(evs) > 0 {
 		if r, ok := evs[0].Data.(events.AgentReplied); ok {
 			r.UsagePending = true

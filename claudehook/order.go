@@ -27,7 +27,10 @@ import (
 // event; a later hook run with --after-prompt (Stop, StopFailure,
 // Notification) waits for its prompt's mark before its first append or
 // report, bounded by Options.PromptWait, and gives its events ids after
-// the prompt's, so a spool replayed in id order keeps them in order too.
+// the prompt's, so a spool replayed in id order keeps them in order too,
+// and times them after its wait: the views order an agent's statuses by
+// time, and on a fast turn the Stop can make its events before the
+// prompt's hook makes its own.
 // It dials NATS and reads the agent's turn meanwhile: on a fast turn the
 // two hooks overlap instead of queueing. A mark per prompt, not one for
 // the agent: a prompt submitted while a turn runs must not hide the
@@ -36,6 +39,15 @@ import (
 // markPrefix starts a mark's file name in the agent's spool directory: a
 // dot file, which the spool's replay never reads as an event.
 const markPrefix = ".prompt-"
+
+// endedPrefix starts the name of the mark a Stop (or StopFailure) leaves
+// when it gave up waiting for its prompt's hook and ended the turn
+// without it: that hook, should it come after all, must not say the
+// agent is working (the views order statuses by time, the gateway by
+// their place in the log, and herdr by the report's seq: a working after
+// the turn's idle would outlast the turn in all three, and nothing would
+// be typed into the agent again).
+const endedPrefix = ".ended-"
 
 // markLimit bounds the marks an agent's directory holds: past it, a
 // prompt's hook removes all but the newest markLimit/2. A turn's later
@@ -47,12 +59,43 @@ const markLimit = 64
 // a prompt id that is not a plain file name (Claude Code's are UUIDs):
 // such a prompt is neither marked nor waited for.
 func markPath(spool, agent, prompt string) (string, bool) {
+	return markFile(spool, agent, markPrefix, prompt)
+}
+
+// markFile is the file of a mark with prefix for prompt (see markPath).
+func markFile(spool, agent, prefix, prompt string) (string, bool) {
 	if prompt == "" || len(prompt) > 128 || strings.IndexFunc(prompt, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
 	}) >= 0 {
 		return "", false
 	}
-	return filepath.Join(spool, agent, markPrefix+prompt), true
+	return filepath.Join(spool, agent, prefix+prompt), true
+}
+
+// markEnded leaves prompt's ended mark (endedPrefix).
+func markEnded(spool, agent, prompt string, stderr io.Writer) {
+	path, ok := markFile(spool, agent, endedPrefix, prompt)
+	if !ok {
+		return
+	}
+	err := os.MkdirAll(filepath.Dir(path), 0o700)
+	if err == nil {
+		err = os.WriteFile(path, nil, 0o600)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fleetd hook: mark the turn ended: %v\n", err)
+	}
+}
+
+// ended reports whether prompt's turn was ended by a later hook that gave
+// up waiting for the prompt's hook (markEnded).
+func ended(spool, agent, prompt string) bool {
+	path, ok := markFile(spool, agent, endedPrefix, prompt)
+	if !ok {
+		return false
+	}
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // markPrompt records that prompt's UserPromptSubmit hook is done, and the
@@ -82,6 +125,8 @@ func markPrompt(spool, agent, prompt, lastID string, stderr io.Writer) {
 // prompt, a stat of each mark once in markLimit/2 prompts.
 func trimMarks(dir string) {
 	names, _ := filepath.Glob(filepath.Join(dir, markPrefix+"*"))
+	ends, _ := filepath.Glob(filepath.Join(dir, endedPrefix+"*"))
+	names = append(names, ends...)
 	names = slices.DeleteFunc(names, func(n string) bool { return strings.HasSuffix(n, ".tmp") })
 	if len(names) <= markLimit {
 		return
@@ -110,13 +155,14 @@ const promptWaitTick = time.Millisecond
 // itself done, for up to wait (or until ctx ends), and returns the id of
 // the last event that hook made ("" when it made none, or was not waited
 // for): past wait, a prompt hook that never ran or died is not waited
-// for, and the caller goes on. It watches the agent's directory
+// for, and the caller goes on; done says whether the mark came (or
+// there was none to wait for). It watches the agent's directory
 // (inotify), so the mark is seen the moment it is renamed into place: on
 // a fast turn the wait is on the turn's path.
-func awaitPrompt(ctx context.Context, spool, agent, prompt string, wait time.Duration, stderr io.Writer) string {
+func awaitPrompt(ctx context.Context, spool, agent, prompt string, wait time.Duration, stderr io.Writer) (last string, done bool) {
 	path, ok := markPath(spool, agent, prompt)
 	if !ok {
-		return ""
+		return "", true
 	}
 	dir := filepath.Dir(path)
 	marked := func() (string, bool) {
@@ -124,7 +170,7 @@ func awaitPrompt(ctx context.Context, spool, agent, prompt string, wait time.Dur
 		return string(b), err == nil
 	}
 	if last, ok := marked(); ok {
-		return last
+		return last, true
 	}
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
@@ -145,14 +191,14 @@ func awaitPrompt(ctx context.Context, spool, agent, prompt string, wait time.Dur
 		// Looked at again after the watch began: a mark renamed in
 		// before it is not missed.
 		if last, ok := marked(); ok {
-			return last
+			return last, true
 		}
 		select {
 		case <-ctx.Done():
-			return ""
+			return "", false
 		case <-timeout.C:
 			fmt.Fprintf(stderr, "fleetd hook: the prompt's UserPromptSubmit hook was not done within %v; going on\n", wait)
-			return ""
+			return "", false
 		case <-changed:
 		case <-tick.C:
 		}

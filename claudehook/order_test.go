@@ -63,8 +63,11 @@ var promptThenStop = []string{"fleet.agent.submitted", "fleet.agent.status worki
 
 // A Stop hook run with --after-prompt appends nothing until the prompt's
 // UserPromptSubmit hook — which Claude Code runs async, so it may still
-// be at work — is done; then its events follow the prompt's, with ids
-// after theirs though it made them first.
+// be at work — is done; then its events follow the prompt's, with ids and
+// times after theirs though it made them first (the views order an
+// agent's statuses by time: a Stop's idle timed before the prompt's
+// working left the agent shown working after its turn, and a role's
+// router never picked it again).
 func TestALaterHookAppendsOnlyAfterThePromptsHook(t *testing.T) {
 	f := startFleet(t)
 	env := paneEnv(f.url, t.TempDir())
@@ -95,6 +98,41 @@ func TestALaterHookAppendsOnlyAfterThePromptsHook(t *testing.T) {
 	}
 	if !slices.IsSortedFunc(ids, func(a, b string) int { return strings.Compare(a, b) }) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
 		t.Errorf("ids in log order %q: want each after the one before", ids)
+	}
+	evs := f.agentEvents(t)
+	if !slices.IsSortedFunc(evs, func(a, b events.Event) int { return a.Time.Compare(b.Time) }) {
+		for _, ev := range evs {
+			t.Logf("%s %s", ev.Type(), ev.Time.Format(time.RFC3339Nano))
+		}
+		t.Error("times in log order: want none before the one before")
+	}
+}
+
+// A prompt hook that comes only after its turn's Stop gave up waiting for
+// it and ended the turn records the prompt, but no working status: one
+// after the Stop's idle would leave the agent working with no turn, in
+// the views (by time) and the gateway (by log order) alike.
+func TestAPromptHookAfterItsTurnEndedSaysNoWorking(t *testing.T) {
+	f := startFleet(t)
+	env := paneEnv(f.url, t.TempDir())
+	var stderr lockedBuffer
+	if err := <-runAfterPrompt("stop", payloads[Stop], env, 50*time.Millisecond, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, "user-prompt-submit", payloads[UserPromptSubmit], env); err != nil {
+		t.Fatalf("prompt hook: %v %s", err, out)
+	}
+	want := []string{"fleet.agent.replied", "fleet.agent.status idle", "fleet.agent.submitted"}
+	if kinds, _ := typesAndIDs(f.agentEvents(t)); !slices.Equal(kinds, want) {
+		t.Errorf("log: %q, want %q", kinds, want)
+	}
+	// A later prompt, whose turn nobody ended, says working as ever.
+	next := strings.Replace(payloads[UserPromptSubmit], `"prompt_id":"p2"`, `"prompt_id":"p3"`, 1)
+	if out, err := run(t, "user-prompt-submit", next, env); err != nil {
+		t.Fatalf("prompt hook: %v %s", err, out)
+	}
+	if kinds, _ := typesAndIDs(f.agentEvents(t)); !slices.Equal(kinds, append(want, promptThenStop[:2]...)) {
+		t.Errorf("log: %q, want %q", kinds, append(want, promptThenStop[:2]...))
 	}
 }
 
