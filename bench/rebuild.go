@@ -27,7 +27,8 @@ func Fill(ctx context.Context, js jetstream.JetStream, f Fleet, n int) (uint64, 
 }
 
 // RawRead reads the whole stream through an ordered consumer, pulling as
-// events.Log.Read does but decoding nothing: the floor under a rebuild.
+// far ahead as a projection's catch-up does (projections.CatchUpPrefetch)
+// but decoding nothing: the floor under a rebuild.
 // It returns how long it took and how many messages it read.
 func RawRead(ctx context.Context, js jetstream.JetStream) (time.Duration, int, error) {
 	start := time.Now()
@@ -43,7 +44,7 @@ func RawRead(ctx context.Context, js jetstream.JetStream) (time.Duration, int, e
 	if info == nil || info.NumPending == 0 {
 		return time.Since(start), 0, nil
 	}
-	it, err := c.Messages(jetstream.PullMaxMessages(512))
+	it, err := c.Messages(jetstream.PullMaxMessagesWithBytesLimit(projections.CatchUpPrefetch, projections.CatchUpPrefetchBytes(js.Conn().MaxPayload())))
 	if err != nil {
 		return 0, 0, fmt.Errorf("raw read: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -168,7 +169,10 @@ func (s stage) rebuild(ctx context.Context) ([]Row, error) {
 	}
 	start = time.Now()
 	decoded := 0
-	for _, err := range n.Log.Read(ctx, events.Query{}) {
+	// Read as a rebuild's catch-up reads: as far ahead, decoded on as
+	// many goroutines.
+	q := events.Query{Prefetch: projections.CatchUpPrefetch, PrefetchBytes: projections.CatchUpPrefetchBytes(n.NC.MaxPayload()), Decoders: runtime.GOMAXPROCS(0)}
+	for _, err := range n.Log.Read(ctx, q) {
 		if err != nil {
 			return nil, err
 		}
