@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/fleetd/fleetd/lifecycle"
 )
 
 // Atomic batch publishing (nats-server 2.12+): the messages of a batch
@@ -129,11 +131,13 @@ func putMsg(p put) *nats.Msg {
 
 // writeBatches writes the puts of every bucket that allows batches in
 // atomic batches and returns the rest, with the puts of any batch that
-// failed, for the one-by-one path (which retries and reports each).
-func (m *materializer) writeBatches(ctx context.Context, puts []put) (rest []put) {
+// failed, for the one-by-one path (which retries and reports each). Each
+// batch encodes its turns (from turns) as it goes; those that fail to
+// encode come back in failed, with why.
+func (m *materializer) writeBatches(ctx context.Context, puts []put, turns map[string]lifecycle.Turn) (rest, failed []put, errs []error) {
 	b := m.kvBuckets()
 	if !m.o.BatchWrites || b == nil || len(b.batched) == 0 || len(puts) < m.o.minBatch() {
-		return puts
+		return puts, nil, nil
 	}
 	byBucket := map[string][]put{}
 	for _, p := range puts {
@@ -147,9 +151,11 @@ func (m *materializer) writeBatches(ctx context.Context, puts []put) (rest []put
 	// a SyncAlways server), and the server takes several batches of a
 	// stream in flight at once.
 	type job struct {
-		bucket string
-		puts   []put
-		failed bool
+		bucket    string
+		puts      []put
+		failed    bool
+		unencoded []put
+		errs      []error
 	}
 	var jobs []*job
 	for bucket, ps := range byBucket {
@@ -170,6 +176,10 @@ func (m *materializer) writeBatches(ctx context.Context, puts []put) (rest []put
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			j.puts, j.unencoded, j.errs = encodeTurns(j.puts, turns)
+			if len(j.puts) == 0 {
+				return
+			}
 			err := writeBatch(ctx, nc, j.puts)
 			if err == nil {
 				return
@@ -182,11 +192,12 @@ func (m *materializer) writeBatches(ctx context.Context, puts []put) (rest []put
 	}
 	wg.Wait()
 	for _, j := range jobs {
+		failed, errs = append(failed, j.unencoded...), append(errs, j.errs...)
 		if j.failed {
 			rest = append(rest, j.puts...)
 		}
 	}
-	return rest
+	return rest, failed, errs
 }
 
 // batchesInFlight bounds the atomic batches a flush has in flight at once

@@ -2,8 +2,10 @@ package projections
 
 import (
 	"context"
+	"encoding/json"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -344,7 +346,7 @@ func TestFewViewWritesGoOneByOne(t *testing.T) {
 			names = append(names, name)
 			puts = append(puts, put{bucket: roster, name: name, data: []byte(`{}`), view: viewAgent})
 		}
-		if failed, err := m.write(ctx, puts); err != nil || len(failed) > 0 {
+		if failed, err := m.write(ctx, puts, nil); err != nil || len(failed) > 0 {
 			t.Fatalf("write %d: %d failed: %v", n, len(failed), err)
 		}
 		return names
@@ -363,5 +365,79 @@ func TestFewViewWritesGoOneByOne(t *testing.T) {
 	}
 	if got := (Options{Replicas: 3}).minBatch(); got != 2 {
 		t.Errorf("a replicated bucket batches from %d writes, want 2", got)
+	}
+}
+
+// A checkpoint's chunks go to the slot its head does not name, in one
+// atomic batch, beside the flush's entries; its head follows alone, once
+// they and every entry are written. When an entry fails, the head stays:
+// the checkpoint read back is still the one before.
+func TestACheckpointsHeadFollowsItsChunksAndEntries(t *testing.T) {
+	ctx := context.Background()
+	m, _ := openedMaterializer(t, Options{BucketPrefix: "ck_", BatchWrites: true})
+	// Enough rows for a checkpoint of several chunks.
+	for i := range 3000 {
+		id := "a-" + strconv.Itoa(i)
+		m.st.agents[id] = &agentRow{Agent: Agent{Agent: id, Host: "h1", Role: strings.Repeat("r", 400)}, Registered: true}
+	}
+	checkpoint := func(seq uint64, puts []put) flushResult {
+		t.Helper()
+		m.applied.Store(seq)
+		c, err := m.encodeCheckpoint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.do(ctx, flushJob{puts: puts, ckpt: c})
+	}
+	if r := checkpoint(7, nil); r.err != nil || r.ckpt == nil {
+		t.Fatalf("checkpoint at 7: written %v, err %v", r.ckpt != nil, r.err)
+	} else if err := m.finishFlush(r); err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.js.Stream(ctx, "KV_"+bucketNames(m.o)[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := st.GetLastMsgForSubject(ctx, "$KV."+bucketNames(m.o)[3]+"."+CheckpointKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h checkpointHead
+	if err := json.Unmarshal(head.Data, &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Chunks < 2 {
+		t.Fatalf("the checkpoint has %d chunk(s), want several", h.Chunks)
+	}
+	if id := head.Header.Get(hdrBatchID); id != "" {
+		t.Errorf("the head was written in batch %q, want alone", id)
+	}
+	ids := map[string]bool{}
+	for n := range h.Chunks {
+		chunk, err := st.GetLastMsgForSubject(ctx, "$KV."+bucketNames(m.o)[3]+"."+chunkKey(h.Slot, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[chunk.Header.Get(hdrBatchID)] = true
+	}
+	if len(ids) != 1 || ids[""] {
+		t.Errorf("the %d chunks were written in batches %v, want one", h.Chunks, ids)
+	}
+
+	// An entry that cannot be written (no such bucket) keeps the head
+	// where it was, though the new chunks were written.
+	bad := put{bucket: "ck_nosuch", name: "x", data: []byte(`{}`), view: viewAgent}
+	if r := checkpoint(9, []put{bad}); r.err == nil || r.ckpt != nil {
+		t.Fatalf("checkpoint at 9 with a failed entry: written %v, err %v", r.ckpt != nil, r.err)
+	}
+	snap, err := m.loadCheckpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap == nil {
+		t.Fatal("no checkpoint read back after the failed flush, want the one at 7")
+	}
+	if snap.Seq != 7 || len(snap.Agents) != 3000 {
+		t.Errorf("the checkpoint read back after the failed flush is at %d with %d agents, want at 7 with 3000", snap.Seq, len(snap.Agents))
 	}
 }
