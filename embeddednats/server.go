@@ -17,6 +17,9 @@ import (
 // Start launches it; Close shuts it down and is safe to call twice.
 type Server struct {
 	cfg Config
+	// maxBatch is the server's limit of messages in one atomic batch,
+	// known once Start has run.
+	maxBatch int
 
 	mu sync.Mutex
 	ns *server.Server
@@ -34,6 +37,14 @@ func New(cfg Config) (*Server, error) {
 // Config returns the configuration in effect, defaults applied.
 func (s *Server) Config() Config { return s.cfg }
 
+// MaxBatch is the most messages the server takes in one atomic batch
+// (MaxAtomicBatch unless the ConfigFile set its own); 0 before Start.
+func (s *Server) MaxBatch() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxBatch
+}
+
 func (s *Server) options() (*server.Options, error) {
 	opts := &server.Options{}
 	if s.cfg.ConfigFile != "" {
@@ -49,6 +60,9 @@ func (s *Server) options() (*server.Options, error) {
 	opts.SyncAlways = s.cfg.SyncAlways
 	opts.JetStreamMaxStore = s.cfg.MaxStore
 	opts.JetStreamMaxMemory = s.cfg.MaxMemory
+	if opts.JetStreamLimits.MaxBatchSize == 0 {
+		opts.JetStreamLimits.MaxBatchSize = MaxAtomicBatch // a config file's own wins
+	}
 	if opts.MaxPayload == 0 {
 		opts.MaxPayload = s.cfg.MaxPayload // a config file's own max_payload wins
 	}
@@ -105,6 +119,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.ns = ns
+	s.maxBatch = opts.JetStreamLimits.MaxBatchSize
 	s.mu.Unlock()
 
 	ns.Start()

@@ -3,6 +3,8 @@ package embeddednats_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,5 +31,40 @@ func TestAMemberWithNoPeersSaysItsRoutesReachNobody(t *testing.T) {
 	err = srv.Start(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "meta leader") || !strings.Contains(err.Error(), "routes up to no member") {
 		t.Fatalf("Start = %v, want no meta leader with routes up to no member", err)
+	}
+}
+
+// The server takes atomic batches of MaxAtomicBatch messages (a
+// projection's catch-up writes thousands of view entries at once), unless
+// its config file sets a limit of its own; MaxBatch says which.
+func TestTheServerTakesLargeAtomicBatchesUnlessItsConfigSaysOtherwise(t *testing.T) {
+	strict := filepath.Join(t.TempDir(), "strict.conf")
+	if err := os.WriteFile(strict, []byte("jetstream { limits { batch { max_msgs: 1000 } } }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		file string
+		want int
+	}{
+		{"default", "", embeddednats.MaxAtomicBatch},
+		{"config file", strict, 1000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, err := embeddednats.New(embeddednats.Config{DataDir: t.TempDir(), ServerName: "b", ConfigFile: c.file})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			if got := srv.MaxBatch(); got != 0 {
+				t.Errorf("MaxBatch before Start = %d, want 0", got)
+			}
+			if err := srv.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := srv.MaxBatch(); got != c.want {
+				t.Errorf("MaxBatch = %d, want %d", got, c.want)
+			}
+		})
 	}
 }
