@@ -25,10 +25,21 @@ const (
 	hdrBatchID     = "Nats-Batch-Id"
 	hdrBatchSeq    = "Nats-Batch-Sequence"
 	hdrBatchCommit = "Nats-Batch-Commit"
-	// maxBatch is the server's default limit of messages in one atomic
-	// batch (JetStream limits' max_batch_size).
-	maxBatch = 1000
+	// defaultMaxBatch is nats-server's default limit of messages in one
+	// atomic batch (JetStream limits' max_batch_size).
+	defaultMaxBatch = 1000
+	// errBatchTooLarge is the server's error code for a batch over its
+	// max_batch_size.
+	errBatchTooLarge = 10199
 )
+
+// maxBatch is the most writes one atomic batch takes (Options.MaxBatch).
+func (o Options) maxBatch() int {
+	if o.MaxBatch > 0 {
+		return o.MaxBatch
+	}
+	return defaultMaxBatch
+}
 
 // minBatch is the fewest writes to one bucket worth a batch. On a server
 // that syncs every write, each put is a sync on the disk the log's own
@@ -85,8 +96,17 @@ type batchReply struct {
 	} `json:"error,omitempty"`
 }
 
-// writeBatch publishes puts (all to one bucket, at most maxBatch) as one
-// atomic batch and waits for its commit. An error means none was stored.
+// batchError is a batch's commit the server refused, with its reason.
+type batchError struct {
+	code int // JetStream's err_code
+	desc string
+}
+
+func (e *batchError) Error() string { return fmt.Sprintf("batch commit: %s (%d)", e.desc, e.code) }
+
+// writeBatch publishes puts (all to one bucket, at most the server's
+// max_batch_size) as one atomic batch and waits for its commit. An error
+// means none was stored; a *batchError is the server's refusal.
 func writeBatch(ctx context.Context, nc *nats.Conn, puts []put) error {
 	id := nuid.Next()
 	for i, p := range puts {
@@ -109,7 +129,7 @@ func writeBatch(ctx context.Context, nc *nats.Conn, puts []put) error {
 			return fmt.Errorf("batch commit: %w", err)
 		}
 		if r.Error != nil {
-			return fmt.Errorf("batch commit: %s (%d)", r.Error.Description, r.Error.ErrCode)
+			return &batchError{code: r.Error.ErrCode, desc: r.Error.Description}
 		}
 		if r.Count != len(puts) {
 			return fmt.Errorf("batch commit stored %d of %d", r.Count, len(puts))
@@ -153,7 +173,7 @@ func (m *materializer) writeBatches(ctx context.Context, puts []put, turns map[s
 	type job struct {
 		bucket    string
 		puts      []put
-		failed    bool
+		failed    []put // to write one by one
 		unencoded []put
 		errs      []error
 	}
@@ -164,7 +184,7 @@ func (m *materializer) writeBatches(ctx context.Context, puts []put, turns map[s
 			continue
 		}
 		for len(ps) > 0 {
-			n := min(len(ps), maxBatch)
+			n := min(len(ps), m.o.maxBatch())
 			jobs = append(jobs, &job{bucket: bucket, puts: ps[:n]})
 			ps = ps[n:]
 		}
@@ -181,23 +201,39 @@ func (m *materializer) writeBatches(ctx context.Context, puts []put, turns map[s
 				return
 			}
 			err := writeBatch(ctx, nc, j.puts)
-			if err == nil {
-				return
+			var refused *batchError
+			if errors.As(err, &refused) && refused.code == errBatchTooLarge && len(j.puts) > defaultMaxBatch {
+				// A server that keeps nats-server's default limit (one of
+				// an older fleetd's, in a cluster) takes it in batches of
+				// that size.
+				j.failed, err = writeBatchesOf(ctx, nc, j.puts, defaultMaxBatch)
+			} else if err != nil {
+				j.failed = j.puts
 			}
-			j.failed = true
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				m.o.Logger.Warn("projections: a batch of view writes failed; writing them one by one", "bucket", j.bucket, "writes", len(j.puts), "err", err)
+			if len(j.failed) > 0 && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				m.o.Logger.Warn("projections: a batch of view writes failed; writing them one by one", "bucket", j.bucket, "writes", len(j.failed), "err", err)
 			}
 		})
 	}
 	wg.Wait()
 	for _, j := range jobs {
 		failed, errs = append(failed, j.unencoded...), append(errs, j.errs...)
-		if j.failed {
-			rest = append(rest, j.puts...)
-		}
+		rest = append(rest, j.failed...)
 	}
 	return rest, failed, errs
+}
+
+// writeBatchesOf writes puts in atomic batches of n, one after another,
+// and returns the puts of those that failed, with the last error.
+func writeBatchesOf(ctx context.Context, nc *nats.Conn, puts []put, n int) (failed []put, err error) {
+	for len(puts) > 0 {
+		part := puts[:min(len(puts), n)]
+		puts = puts[len(part):]
+		if perr := writeBatch(ctx, nc, part); perr != nil {
+			failed, err = append(failed, part...), perr
+		}
+	}
+	return failed, err
 }
 
 // batchesInFlight bounds the atomic batches a flush has in flight at once

@@ -65,6 +65,14 @@ type Options struct {
 	// cost a sync each (about 30× slower). Without SyncAlways, plain
 	// asynchronous puts are faster (a batch is staged server-side first).
 	BatchWrites bool
+	// MaxBatch is the most writes BatchWrites puts in one atomic batch:
+	// the server's max_batch_size. Default 1,000, nats-server's default;
+	// fleetd's embedded server takes embeddednats.MaxAtomicBatch. Each
+	// batch is staged, synced and committed on its stream's goroutine, so
+	// a catch-up's flush of thousands of turns waits for fewer when they
+	// are larger. A batch refused as too large (a server of an older
+	// fleetd, in a cluster) goes again in batches of 1,000.
+	MaxBatch int
 	// KeepStreams says this identity may not edit the buckets' streams
 	// (a gateway key: the admin provisions them). BatchWrites then uses
 	// batches where a bucket takes them already and never asks: asking is
@@ -168,6 +176,9 @@ func (o Options) Validate() error {
 	}
 	if o.BulkGC < -1 || o.BulkGC > 0 && o.BulkGC < 100 {
 		errs = append(errs, fmt.Errorf("bulk gc %d%%: want -1 (leave the collector alone) or at least 100", o.BulkGC))
+	}
+	if o.MaxBatch < 0 {
+		errs = append(errs, fmt.Errorf("max batch %d: want 0 (nats-server's default) or more", o.MaxBatch))
 	}
 	if o.CheckpointEvery < 1 {
 		errs = append(errs, fmt.Errorf("checkpoint every %d events: want ≥ 1", o.CheckpointEvery))

@@ -3,12 +3,15 @@ package projections
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fleetd/fleetd/embeddednats"
 	"github.com/fleetd/fleetd/embeddednats/natstest"
 	"github.com/fleetd/fleetd/events"
 	"github.com/fleetd/fleetd/lifecycle"
@@ -275,9 +278,9 @@ func TestFailedWritesStayChanged(t *testing.T) {
 // openedMaterializer is a materializer on a fresh server with its buckets
 // open, and next, which makes agent w1's events at the following stream
 // positions.
-func openedMaterializer(t *testing.T, o Options) (*materializer, func(id, turn string, d events.Data) events.Event) {
+func openedMaterializer(t *testing.T, o Options, server ...natstest.Option) (*materializer, func(id, turn string, d events.Data) events.Event) {
 	t.Helper()
-	srv := natstest.Start(t)
+	srv := natstest.Start(t, server...)
 	log := events.New(srv.JS, events.Options{Source: "fleetd/test/projections"})
 	m := New(log, srv.JS, o).(*materializer)
 	t.Cleanup(func() { m.Close() })
@@ -365,6 +368,56 @@ func TestFewViewWritesGoOneByOne(t *testing.T) {
 	}
 	if got := (Options{Replicas: 3}).minBatch(); got != 2 {
 		t.Errorf("a replicated bucket batches from %d writes, want 2", got)
+	}
+}
+
+// A flush of more writes to a bucket than nats-server's default batch
+// limit goes as one batch to a server that takes them (fleetd's embedded
+// one), and in batches of that default size to one that does not: none
+// is lost, none goes one by one.
+func TestLargeFlushesGoInBatchesTheServerTakes(t *testing.T) {
+	ctx := context.Background()
+	strict := filepath.Join(t.TempDir(), "strict.conf")
+	if err := os.WriteFile(strict, []byte("jetstream { limits { batch { max_msgs: 1000 } } }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		server  []natstest.Option
+		batches int
+	}{
+		{"embedded", nil, 1},
+		{"default limit", []natstest.Option{natstest.WithConfig(func(c *embeddednats.Config) { c.ConfigFile = strict })}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, _ := openedMaterializer(t, Options{BucketPrefix: "lb_", BatchWrites: true, MaxBatch: embeddednats.MaxAtomicBatch}, c.server...)
+			roster := bucketNames(m.o)[0]
+			puts := make([]put, 2500)
+			for i := range puts {
+				puts[i] = put{bucket: roster, name: "a-" + strconv.Itoa(i), data: []byte(`{"n":` + strconv.Itoa(i) + `}`), view: viewAgent}
+			}
+			if failed, err := m.write(ctx, puts, nil); err != nil || len(failed) > 0 {
+				t.Fatalf("write 2,500: %d failed: %v", len(failed), err)
+			}
+			st, err := m.js.Stream(ctx, "KV_"+roster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batches := map[string]int{}
+			for i, p := range puts {
+				msg, err := st.GetLastMsgForSubject(ctx, "$KV."+roster+"."+Key(p.name))
+				if err != nil {
+					t.Fatalf("%s: %v", p.name, err)
+				}
+				if want := `{"n":` + strconv.Itoa(i) + `}`; string(msg.Data) != want {
+					t.Fatalf("%s holds %s, want %s", p.name, msg.Data, want)
+				}
+				batches[msg.Header.Get(hdrBatchID)]++
+			}
+			if batches[""] > 0 || len(batches) != c.batches {
+				t.Errorf("2,500 writes stored in batches %v (\"\": alone), want %d batch(es)", batches, c.batches)
+			}
+		})
 	}
 }
 
