@@ -11,13 +11,18 @@ import (
 	"github.com/fleetd/fleetd/events"
 )
 
-// NATS is an embedded server with the FLEET stream and one in-process
-// connection: what a fleetd gateway runs on, without the gateway.
+// NATS is an embedded server with the FLEET stream and the in-process
+// connections a fleetd gateway runs on, without the gateway: one for the
+// log and one for its projections' views.
 type NATS struct {
 	Server *embeddednats.Server
 	NC     *nats.Conn
 	JS     jetstream.JetStream
 	Log    events.Log
+	// ViewsNC and Views are the projections' own connection, as a
+	// gateway gives them (gateway.Gateway's viewsJS).
+	ViewsNC *nats.Conn
+	Views   jetstream.JetStream
 }
 
 // StartNATS starts an embedded server storing in dir (an existing store is
@@ -39,6 +44,14 @@ func StartNATS(ctx context.Context, dir string, syncAlways bool) (*NATS, error) 
 		n.Close()
 		return nil, err
 	}
+	if n.ViewsNC, err = srv.Connect(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	if n.Views, err = jetstream.New(n.ViewsNC); err != nil {
+		n.Close()
+		return nil, err
+	}
 	if _, err := events.EnsureStream(ctx, n.JS, events.StreamOptions{}); err != nil {
 		n.Close()
 		return nil, fmt.Errorf("bench: %w", err)
@@ -47,10 +60,12 @@ func StartNATS(ctx context.Context, dir string, syncAlways bool) (*NATS, error) 
 	return n, nil
 }
 
-// Close stops the connection and the server.
+// Close stops the connections and the server.
 func (n *NATS) Close() {
-	if n.NC != nil {
-		n.NC.Close()
+	for _, nc := range []*nats.Conn{n.ViewsNC, n.NC} {
+		if nc != nil {
+			nc.Close()
+		}
 	}
 	n.Server.Close()
 }

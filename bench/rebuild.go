@@ -67,12 +67,14 @@ func RawRead(ctx context.Context, js jetstream.JetStream) (time.Duration, int, e
 }
 
 // Rebuild drops and refolds the projection (in buckets prefixed bench_,
-// beside any live ones) from the whole log, as `fleetd` does on a
-// rebuild, and returns how long it took and the sequence it reached.
-// syncAlways says the server fsyncs every write, as fleetd up sets
-// BatchWrites for it.
-func Rebuild(ctx context.Context, log events.Log, js jetstream.JetStream, syncAlways bool) (time.Duration, uint64, error) {
-	p := projections.New(log, js, projections.Options{BucketPrefix: "bench_", BatchWrites: syncAlways})
+// beside any live ones) from the whole log, as a gateway's projection
+// folds a log it has no checkpoint of, and returns how long it took and
+// the sequence it reached. Like a gateway's, it reads the log on n.JS
+// and writes its views on a connection of their own (n.Views), in atomic
+// batches as large as the server takes when syncAlways says the server
+// fsyncs every write.
+func Rebuild(ctx context.Context, n *NATS, syncAlways bool) (time.Duration, uint64, error) {
+	p := projections.New(n.Log, n.Views, projections.Options{BucketPrefix: "bench_", BatchWrites: syncAlways, MaxBatch: n.Server.MaxBatch()})
 	defer p.Close()
 	start := time.Now()
 	if err := p.Rebuild(ctx); err != nil {

